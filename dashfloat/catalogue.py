@@ -1,0 +1,87 @@
+"""The fixed five-tool catalogue (seed record §1): names, parameter schemas, defaults."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+READ_FILE: Final = "read_file"
+WRITE_FILE: Final = "write_file"
+EDIT_FILE: Final = "edit_file"
+EXECUTE_COMMAND: Final = "execute_command"
+LIST_DIRECTORY: Final = "list_directory"
+
+TOOL_NAMES: Final = (READ_FILE, WRITE_FILE, EDIT_FILE, EXECUTE_COMMAND, LIST_DIRECTORY)
+MUTATING_TOOLS: Final = frozenset({WRITE_FILE, EDIT_FILE, EXECUTE_COMMAND})
+EDIT_TOOLS: Final = frozenset({WRITE_FILE, EDIT_FILE})
+
+READ_DEFAULT_OFFSET: Final = 1
+READ_DEFAULT_LIMIT: Final = 2000
+READ_MAX_LIMIT: Final = 10_000
+
+
+def _string(description: str) -> dict[str, Any]:
+    return {"type": "string", "description": description}
+
+
+def _tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties, "required": required},
+        },
+    }
+
+
+TOOLS: Final[list[dict[str, Any]]] = [
+    _tool(
+        READ_FILE,
+        "Read a text file as a 1-based line window (at most 2000 lines / 64 KiB per call).",
+        {
+            "path": _string("File path relative to the working directory."),
+            "offset": {"type": "integer", "minimum": 1, "default": READ_DEFAULT_OFFSET},
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": READ_MAX_LIMIT,
+                "default": READ_DEFAULT_LIMIT,
+            },
+        },
+        ["path"],
+    ),
+    _tool(
+        WRITE_FILE,
+        "Create or overwrite a file with the given content; parent directories are created.",
+        {
+            "path": _string("File path relative to the working directory."),
+            "content": _string("The complete new file content."),
+        },
+        ["path", "content"],
+    ),
+    _tool(
+        EDIT_FILE,
+        "Replace one exact occurrence of search_block with replace_block; it must match exactly once.",
+        {
+            "path": _string("File path relative to the working directory."),
+            "search_block": _string("Exact text to find; must occur exactly once."),
+            "replace_block": _string("Text to put in its place."),
+        },
+        ["path", "search_block", "replace_block"],
+    ),
+    _tool(
+        EXECUTE_COMMAND,
+        "Run a shell command line with sh -c semantics (30 s timeout, output capped at 32 KiB).",
+        {
+            "command": _string("The shell command line."),
+            "cwd": {"type": "string", "description": "Directory to run in.", "default": "."},
+        },
+        ["command"],
+    ),
+    _tool(
+        LIST_DIRECTORY,
+        "List a directory: sorted names with type and size (at most 501 entries).",
+        {"path": {"type": "string", "description": "Directory path.", "default": "."}},
+        [],
+    ),
+]

@@ -1,0 +1,416 @@
+"""Every message that crosses a process boundary, and nothing else.
+
+Channels (see docs/architecture.md):  UI <-> Agent,  Agent <-> LLM stream,  Agent <-> Executor.
+Each direction is one tagged union (``"type"`` is the snake_case class name). Requests are verbs,
+events are nouns or past tense. Long work is keyed by an id and always ends in one finishing message.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+import msgspec
+
+Phase = Literal["idle", "streaming", "confirming", "running"]
+Decision = Literal["approve", "reject", "reject_stop", "approve_always"]
+ApprovalMode = Literal["ask", "edits", "all"]
+ResultStatus = Literal["ok", "error", "rejected", "cancelled"]
+Level = Literal["info", "warning", "error"]
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+class Message(msgspec.Struct, frozen=True, tag_field="type", tag=_snake, omit_defaults=True):
+    """Base of every wire message."""
+
+
+# ---------------------------------------------------------------- shared values (not messages)
+
+
+class ProviderConfig(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Where and how to reach one OpenAI-compatible endpoint (the key itself never travels)."""
+
+    name: str
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    context_window: int | None = None
+    headers: dict[str, str] = {}
+
+
+class FunctionCall(msgspec.Struct, frozen=True):
+    """The function part of an assistant tool call: arguments as a JSON string (canonical form)."""
+
+    name: str
+    arguments: str
+
+
+class ToolCallRecord(msgspec.Struct, frozen=True):
+    """One tool call in an assistant message, exactly as sent back to the provider."""
+
+    id: str
+    function: FunctionCall
+    type: str = "function"
+
+
+class ChatMessage(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One conversation message in the provider's chat/completions shape."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None = None
+    tool_calls: list[ToolCallRecord] | None = None
+    tool_call_id: str | None = None
+
+
+class AssembledCall(msgspec.Struct, frozen=True):
+    """A tool call assembled from stream deltas; ``error`` says why it cannot run."""
+
+    id: str
+    name: str
+    args: dict[str, Any] | None
+    error: str | None = None
+
+
+class Usage(msgspec.Struct, frozen=True):
+    """Token usage reported by the provider for one episode."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+class SessionInfo(msgspec.Struct, frozen=True):
+    """One row of the session list."""
+
+    id: str
+    last_activity: str
+    cwd: str
+    messages: int
+    title: str
+
+
+# ---------------------------------------------------------------- UI -> Agent
+
+
+class SubmitPrompt(Message, frozen=True):
+    """The user submitted a prompt; starts a turn (replies: the display events below)."""
+
+    text: str
+
+
+class DecideConfirmation(Message, frozen=True):
+    """The user's keypress on the confirmation ``ref``."""
+
+    ref: int
+    decision: Decision
+
+
+class Cancel(Message, frozen=True):
+    """Stop whatever is running (stream, confirmation or command); replies PhaseChanged(idle)."""
+
+
+class SetModel(Message, frozen=True):
+    """/model NAME: use this model from the next request on."""
+
+    model: str
+
+
+class SetApproval(Message, frozen=True):
+    """/approve MODE: change the approval policy for this session."""
+
+    mode: ApprovalMode
+
+
+class ClearSession(Message, frozen=True):
+    """/clear: start a new, empty session (replies SessionStarted)."""
+
+
+class ListSessions(Message, frozen=True):
+    """/sessions: replies SessionsListed."""
+
+
+class ResumeSession(Message, frozen=True):
+    """/resume ID: load a saved session (replies SessionStarted and the replayed transcript)."""
+
+    session_id: str
+
+
+class ShowUsage(Message, frozen=True):
+    """/usage: replies SystemEntry with this session's tokens by turn."""
+
+
+class Shutdown(Message, frozen=True):
+    """Stop cleanly: answer open work, stop children, exit (sent by the supervisor on any channel)."""
+
+
+UiToAgent = (
+    SubmitPrompt
+    | DecideConfirmation
+    | Cancel
+    | SetModel
+    | SetApproval
+    | ClearSession
+    | ListSessions
+    | ResumeSession
+    | ShowUsage
+    | Shutdown
+)
+
+# ---------------------------------------------------------------- Agent -> UI (display contract)
+
+
+class AgentReady(Message, frozen=True):
+    """The agent is up (first start or restart): what the status bar shows, input history."""
+
+    model: str
+    provider: str
+    cwd: str
+    approval: ApprovalMode
+    context_window: int | None = None
+    history: list[str] = []
+
+
+class SessionStarted(Message, frozen=True):
+    """A session is now current (new, resumed or reloaded after a restart)."""
+
+    session_id: str
+    resumed: bool = False
+
+
+class UserPromptShown(Message, frozen=True):
+    """A user prompt of a replayed transcript (live prompts are drawn by the UI itself)."""
+
+    text: str
+
+
+class TokenReceived(Message, frozen=True):
+    """Assistant prose text to append to the current assistant entry."""
+
+    text: str
+
+
+class ReasoningReceived(Message, frozen=True):
+    """Reasoning text, shown dim and apart from the answer."""
+
+    text: str
+
+
+class PhaseChanged(Message, frozen=True):
+    """The agent's phase changed; ``idle`` also closes any open assistant entry."""
+
+    phase: Phase
+
+
+class ToolCallShown(Message, frozen=True):
+    """A tool row: the model called ``name`` with ``args``."""
+
+    id: str
+    name: str
+    args: dict[str, Any]
+
+
+class ToolResultShown(Message, frozen=True):
+    """The outcome row under tool call ``id``; ``output`` is at most 30 lines."""
+
+    id: str
+    name: str
+    ok: bool
+    status: ResultStatus
+    output: str
+
+
+class ConfirmRequested(Message, frozen=True):
+    """Ask the user about a mutation; replies DecideConfirmation with the same ``ref``."""
+
+    ref: int
+    id: str
+    name: str
+    args: dict[str, Any]
+    lines: list[str]
+
+
+class UsageShown(Message, frozen=True):
+    """Usage of the final episode of a turn (sent before the phase goes idle)."""
+
+    usage: Usage
+
+
+class SystemEntry(Message, frozen=True):
+    """A dim system line in the transcript: failures, notices, what to do next."""
+
+    text: str
+    level: Level = "info"
+
+
+class SessionsListed(Message, frozen=True):
+    """Reply to ListSessions."""
+
+    sessions: list[SessionInfo]
+
+
+AgentToUi = (
+    AgentReady
+    | SessionStarted
+    | UserPromptShown
+    | TokenReceived
+    | ReasoningReceived
+    | PhaseChanged
+    | ToolCallShown
+    | ToolResultShown
+    | ConfirmRequested
+    | UsageShown
+    | SystemEntry
+    | SessionsListed
+)
+
+# ---------------------------------------------------------------- Agent -> LLM stream
+
+
+class StartStream(Message, frozen=True):
+    """Stream one completion for ``messages`` (replies deltas, then StreamDone or StreamFailed)."""
+
+    request_id: int
+    provider: ProviderConfig
+    messages: list[ChatMessage]
+    idle_timeout_s: float = 60.0
+
+
+class CancelStream(Message, frozen=True):
+    """Stop request ``request_id`` now; replies StreamFailed(kind="cancelled") with partial content."""
+
+    request_id: int
+
+
+AgentToLlm = StartStream | CancelStream | Shutdown
+
+# ---------------------------------------------------------------- LLM stream -> Agent
+
+
+class ContentDelta(Message, frozen=True):
+    """Answer text streamed for ``request_id``."""
+
+    request_id: int
+    text: str
+
+
+class ReasoningDelta(Message, frozen=True):
+    """Reasoning text streamed for ``request_id``."""
+
+    request_id: int
+    text: str
+
+
+class StreamStatus(Message, frozen=True):
+    """A notice while connecting (a retry, a dropped option), shown as a system entry."""
+
+    request_id: int
+    text: str
+
+
+class StreamDone(Message, frozen=True):
+    """The stream finished: the whole content, the assembled calls, why it stopped, usage."""
+
+    request_id: int
+    content: str
+    tool_calls: list[AssembledCall]
+    finish_reason: str
+    usage: Usage | None = None
+
+
+class StreamFailed(Message, frozen=True):
+    """The stream failed (``kind`` names the class of failure); what arrived before is kept."""
+
+    request_id: int
+    kind: str
+    message: str
+    content: str = ""
+    tool_calls: list[AssembledCall] = []
+
+
+LlmToAgent = ContentDelta | ReasoningDelta | StreamStatus | StreamDone | StreamFailed
+
+# ---------------------------------------------------------------- Agent -> Executor
+
+
+class PreviewTool(Message, frozen=True):
+    """Build the confirmation preview of a mutation; replies PreviewReady."""
+
+    call_id: str
+    name: str
+    args: dict[str, Any]
+
+
+class RunTool(Message, frozen=True):
+    """Execute a tool call; replies ToolFinished (after CommandStarted for execute_command).
+
+    ``expect_digest`` is the PreviewReady digest: the file must still be what the user approved.
+    """
+
+    call_id: str
+    name: str
+    args: dict[str, Any]
+    expect_digest: str | None = None
+
+
+class CancelTool(Message, frozen=True):
+    """Kill call ``call_id`` if it runs; its ToolFinished then carries cancelled=true."""
+
+    call_id: str
+
+
+AgentToExecutor = PreviewTool | RunTool | CancelTool | Shutdown
+
+# ---------------------------------------------------------------- Executor -> Agent
+
+
+class PreviewReady(Message, frozen=True):
+    """Preview lines for ``call_id``; ``error`` set when the call would fail (no confirmation)."""
+
+    call_id: str
+    lines: list[str]
+    digest: str | None = None
+    error: str | None = None
+
+
+class CommandStarted(Message, frozen=True):
+    """execute_command ``call_id`` runs in process group ``pgid`` (killed by the agent if we die)."""
+
+    call_id: str
+    pgid: int
+
+
+class ToolFinished(Message, frozen=True):
+    """The structured result of ``call_id``: the JSON object the model sees (docs/tools.md)."""
+
+    call_id: str
+    result: dict[str, Any]
+
+
+ExecutorToAgent = PreviewReady | CommandStarted | ToolFinished
+
+# ---------------------------------------------------------------- wire forms
+
+ALL_MESSAGE_TYPES: tuple[type[Message], ...] = tuple(
+    cls for cls in Message.__subclasses__() if cls.__module__ == __name__
+)
+
+
+class WireError(Exception):
+    """A frame that is not a valid message of the expected union."""
+
+
+def msgpack_decoder(union: Any) -> msgspec.msgpack.Decoder[Any]:
+    """The pipe decoder for one direction's union."""
+    return msgspec.msgpack.Decoder(union)
+
+
+def json_decoder(union: Any) -> msgspec.json.Decoder[Any]:
+    """The JSON decoder (debugging, standalone executor, headless --json) for one union."""
+    return msgspec.json.Decoder(union)
+
+
+MSGPACK_ENCODER = msgspec.msgpack.Encoder()
+JSON_ENCODER = msgspec.json.Encoder()
