@@ -245,6 +245,12 @@ class SystemEntry(Message, frozen=True):
     level: Level = "info"
 
 
+class TurnEnded(Message, frozen=True):
+    """The turn is over (sent just before PhaseChanged("idle")); ``outcome`` says how it ended."""
+
+    outcome: Literal["completed", "failed", "cancelled", "stopped", "limit"]
+
+
 class SessionsListed(Message, frozen=True):
     """Reply to ListSessions."""
 
@@ -263,6 +269,7 @@ AgentToUi = (
     | ConfirmRequested
     | UsageShown
     | SystemEntry
+    | TurnEnded
     | SessionsListed
 )
 
