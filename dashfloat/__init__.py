@@ -1,0 +1,3 @@
+"""DashFloat: a coding agent that lives in the terminal."""
+
+__version__ = "0.1.0"

@@ -85,3 +85,24 @@ TOOLS: Final[list[dict[str, Any]]] = [
         [],
     ),
 ]
+
+
+SUMMARY_KEYS: Final = {
+    READ_FILE: "path",
+    WRITE_FILE: "path",
+    EDIT_FILE: "path",
+    EXECUTE_COMMAND: "command",
+    LIST_DIRECTORY: "path",
+}
+
+
+def summarize_call(name: str, args: dict[str, Any], width: int = 80) -> str:
+    """A tool row's one-line summary: ``read_file lib/foo.py``, ``execute_command pytest -q``."""
+    key = SUMMARY_KEYS.get(name)
+    value = args.get(key) if key else None
+    if value is None and name == LIST_DIRECTORY:
+        value = "."
+    text = " ".join(str(value).split()) if value is not None else ""
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+    return f"{name} {text}".rstrip()

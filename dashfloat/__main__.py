@@ -1,0 +1,7 @@
+"""`python -m dashfloat`."""
+
+import sys
+
+from dashfloat.cli import main
+
+sys.exit(main())

@@ -1,0 +1,606 @@
+"""The agent's state machine: no I/O of its own; the process shell feeds it and sends its outbox.
+
+One turn = episodes (stream -> tool calls -> stream ...) until the model stops calling tools. Every
+path out of a turn leaves a conversation with a tool message for every announced call.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal, Protocol, assert_never
+
+import msgspec
+
+from dashfloat.agent._options import AgentOptions
+from dashfloat.agent._prompt import system_message
+from dashfloat.agent._summary import result_excerpt, result_status
+from dashfloat.catalogue import EDIT_TOOLS, MUTATING_TOOLS
+from dashfloat.protocol import (
+    AgentReady,
+    ApprovalMode,
+    AssembledCall,
+    Cancel,
+    CancelStream,
+    CancelTool,
+    ChatMessage,
+    ClearSession,
+    CommandStarted,
+    ConfirmRequested,
+    ContentDelta,
+    DecideConfirmation,
+    ExecutorToAgent,
+    FunctionCall,
+    ListSessions,
+    LlmToAgent,
+    Message,
+    Phase,
+    PhaseChanged,
+    PreviewReady,
+    PreviewTool,
+    ReasoningDelta,
+    ReasoningReceived,
+    ResumeSession,
+    RunTool,
+    SessionInfo,
+    SessionsListed,
+    SessionStarted,
+    SetApproval,
+    SetModel,
+    ShowUsage,
+    Shutdown,
+    StartStream,
+    StreamDone,
+    StreamFailed,
+    StreamStatus,
+    SubmitPrompt,
+    SystemEntry,
+    TokenReceived,
+    ToolCallRecord,
+    ToolCallShown,
+    ToolFinished,
+    ToolResultShown,
+    TurnEnded,
+    UiToAgent,
+    Usage,
+    UsageShown,
+    UserPromptShown,
+)
+
+MAX_EPISODES_PER_TURN: Final = 50
+CONTEXT_WARNING_FRACTIONS: Final = (0.80, 0.95)
+
+Dest = Literal["ui", "llm", "executor"]
+Outcome = Literal["completed", "failed", "cancelled", "stopped", "limit"]
+Waiting = Literal["nothing", "stream", "preview", "confirm", "tool"]
+
+REJECTED: Final[dict[str, Any]] = {"ok": False, "rejected": True}
+CANCELLED: Final[dict[str, Any]] = {"ok": False, "cancelled": True}
+
+
+class Journal(Protocol):
+    """Where the conversation becomes durable (the session log), before anything depends on it."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    def record(self, message: ChatMessage) -> None: ...
+
+    def record_usage(self, turn: int, usage: Usage) -> None: ...
+
+    def record_prompt(self, text: str) -> None: ...
+
+    def new_session(self) -> None: ...
+
+    def list_sessions(self) -> list[SessionInfo]: ...
+
+    def resume(self, session_id: str) -> tuple[list[ChatMessage], list[Usage], list[str]]: ...
+
+
+class MemoryJournal:
+    """A journal that keeps nothing on disk (tests; persistence disabled)."""
+
+    def __init__(self) -> None:
+        self.session_id = ""
+        self.messages: list[ChatMessage] = []
+
+    def record(self, message: ChatMessage) -> None:
+        self.messages.append(message)
+
+    def record_usage(self, turn: int, usage: Usage) -> None:
+        pass
+
+    def record_prompt(self, text: str) -> None:
+        pass
+
+    def new_session(self) -> None:
+        self.messages = []
+
+    def list_sessions(self) -> list[SessionInfo]:
+        return []
+
+    def resume(self, session_id: str) -> tuple[list[ChatMessage], list[Usage], list[str]]:
+        raise LookupError("sessions are not saved in this run")
+
+
+def _canonical(call: AssembledCall) -> ToolCallRecord:
+    arguments = msgspec.json.encode(call.args if call.args is not None else {}).decode()
+    return ToolCallRecord(id=call.id, function=FunctionCall(name=call.name or "unknown", arguments=arguments))
+
+
+def _compact(tokens: int) -> str:
+    return f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
+
+
+class AgentCore:
+    """The conversation, the phase, and the tool loop; ``outbox`` holds what to send where."""
+
+    def __init__(self, options: AgentOptions, journal: Journal, instructions: str = "") -> None:
+        self.provider = options.provider
+        self.cwd = options.cwd
+        self.approval: ApprovalMode = options.approval
+        self.idle_timeout_s = options.idle_timeout_s
+        self.instructions = instructions
+        self.journal = journal
+        self.history: list[str] = []
+        self.conversation: list[ChatMessage] = []
+        self.outbox: list[tuple[Dest, Message]] = []
+        self.always_allowed: set[str] = set()
+        self.turn_usage: list[Usage] = []
+        self.warned_fractions: set[float] = set()
+        self.shutting_down = False
+        self._announced_session = ""
+        self.request_id = 0
+        self.confirm_ref = 0
+        self._reset_turn()
+
+    # ------------------------------------------------------------ plumbing
+
+    def _reset_turn(self) -> None:
+        self.phase: Phase = "idle"
+        self.waiting: Waiting = "nothing"
+        self.episodes = 0
+        self.partial: list[str] = []
+        self.calls: list[AssembledCall] = []
+        self.next_call = 0
+        self.preview_digest: str | None = None
+        self.stop_result: dict[str, Any] | None = None
+        self.stop_outcome: Outcome = "completed"
+        self.last_usage: Usage | None = None
+
+    def _ui(self, message: Message) -> None:
+        self.outbox.append(("ui", message))
+
+    def _set_phase(self, phase: Phase) -> None:
+        if phase != self.phase:
+            self.phase = phase
+            self._ui(PhaseChanged(phase=phase))
+
+    def _record(self, message: ChatMessage) -> None:
+        self.journal.record(message)
+        self.conversation.append(message)
+        if self.journal.session_id and self.journal.session_id != self._announced_session:
+            self._announced_session = self.journal.session_id
+            self._ui(SessionStarted(session_id=self._announced_session))
+
+    def ready_message(self) -> AgentReady:
+        """What the UI needs to draw the status bar (sent at start and after settings change)."""
+        return AgentReady(
+            model=self.provider.model,
+            provider=self.provider.name,
+            cwd=self.cwd,
+            approval=self.approval,
+            context_window=self.provider.context_window,
+            history=self.history,
+        )
+
+    def load(self, conversation: list[ChatMessage], usage: list[Usage]) -> None:
+        """Adopt a resumed conversation and replay it to the UI with the live vocabulary."""
+        self.conversation = list(conversation)
+        self.turn_usage = list(usage)
+        self._announced_session = self.journal.session_id
+        self._ui(SessionStarted(session_id=self.journal.session_id, resumed=True))
+        names: dict[str, str] = {}
+        for message in conversation:
+            if message.role == "user" and message.content is not None:
+                self._ui(UserPromptShown(text=message.content))
+            elif message.role == "assistant":
+                if message.content:
+                    self._ui(TokenReceived(text=message.content))
+                for record in message.tool_calls or []:
+                    names[record.id] = record.function.name
+                    try:
+                        args = msgspec.json.decode(record.function.arguments)
+                    except msgspec.DecodeError:
+                        args = {}
+                    self._ui(
+                        ToolCallShown(
+                            id=record.id,
+                            name=record.function.name,
+                            args=args if isinstance(args, dict) else {},
+                        )
+                    )
+            elif message.role == "tool" and message.tool_call_id is not None:
+                try:
+                    result = msgspec.json.decode(message.content or "{}")
+                except msgspec.DecodeError:
+                    result = {"ok": False, "error": "unreadable result"}
+                if not isinstance(result, dict):
+                    result = {"ok": False, "error": "unreadable result"}
+                self._show_result(message.tool_call_id, names.get(message.tool_call_id, "?"), result)
+        self._ui(PhaseChanged(phase="idle"))
+
+    # ------------------------------------------------------------ UI -> agent
+
+    def on_ui(self, message: UiToAgent) -> None:
+        match message:
+            case SubmitPrompt(text=text):
+                self._submit(text)
+            case DecideConfirmation(ref=ref, decision=decision):
+                self._decide(ref, decision)
+            case Cancel():
+                self.cancel()
+            case SetModel(model=model):
+                self.provider = msgspec.structs.replace(self.provider, model=model)
+                self._ui(SystemEntry(text=f"model set to {model} (from the next request on)"))
+                self._ui(self.ready_message())
+            case SetApproval(mode=mode):
+                self.approval = mode
+                self._ui(SystemEntry(text=f"approval mode: {mode}"))
+                self._ui(self.ready_message())
+            case ClearSession():
+                if self._busy("/clear"):
+                    return
+                self.journal.new_session()
+                self.conversation = []
+                self.turn_usage = []
+                self.warned_fractions = set()
+                self._ui(SystemEntry(text="new session: the conversation starts empty"))
+            case ListSessions():
+                self._ui(SessionsListed(sessions=self.journal.list_sessions()))
+            case ResumeSession(session_id=session_id):
+                if self._busy("/resume"):
+                    return
+                try:
+                    conversation, usage, notices = self.journal.resume(session_id)
+                except (LookupError, OSError, ValueError) as exc:
+                    self._ui(SystemEntry(text=str(exc), level="error"))
+                    return
+                for notice in notices:
+                    self._ui(SystemEntry(text=notice, level="warning"))
+                self.load(conversation, usage)
+            case ShowUsage():
+                self._ui(SystemEntry(text=self.usage_report()))
+            case Shutdown():
+                self.shutting_down = True
+                if self.phase != "idle":
+                    self.cancel()
+            case _:
+                assert_never(message)
+
+    def _busy(self, what: str) -> bool:
+        if self.phase == "idle":
+            return False
+        self._ui(
+            SystemEntry(text=f"{what} waits for the current turn: press Esc to cancel it", level="warning")
+        )
+        return True
+
+    def _submit(self, text: str) -> None:
+        if self._busy("a new prompt"):
+            return
+        self.journal.record_prompt(text)
+        if not self.history or self.history[-1] != text:
+            self.history.append(text)
+        self._reset_turn()
+        self._record(ChatMessage(role="user", content=text))
+        self._start_stream()
+
+    def usage_report(self) -> str:
+        """/usage: tokens of this session by turn."""
+        if not self.turn_usage:
+            return "no usage reported yet in this session"
+        rows = ["turn  prompt  completion  total"]
+        for turn, usage in enumerate(self.turn_usage, 1):
+            rows.append(
+                f"{turn:>4}  {usage.prompt_tokens:>6}  {usage.completion_tokens:>10}  {usage.total_tokens:>5}"
+            )
+        total = sum(u.total_tokens for u in self.turn_usage)
+        rows.append(f"all   {_compact(total)} tokens in {len(self.turn_usage)} turns")
+        return "\n".join(rows)
+
+    # ------------------------------------------------------------ episodes
+
+    def _start_stream(self) -> None:
+        self.request_id += 1
+        self.episodes += 1
+        self.partial = []
+        self.last_usage = None
+        self.waiting = "stream"
+        self._set_phase("streaming")
+        messages = [system_message(self.cwd, self.instructions), *self.conversation]
+        self.outbox.append(
+            (
+                "llm",
+                StartStream(
+                    request_id=self.request_id,
+                    provider=self.provider,
+                    messages=messages,
+                    idle_timeout_s=self.idle_timeout_s,
+                ),
+            )
+        )
+
+    def on_llm(self, message: LlmToAgent) -> None:
+        if self.waiting != "stream" or message.request_id != self.request_id:
+            return  # a late message of a stream we already finished
+        match message:
+            case ContentDelta(text=text):
+                self.partial.append(text)
+                if self.stop_result is None:
+                    self._ui(TokenReceived(text=text))
+            case ReasoningDelta(text=text):
+                if self.stop_result is None:
+                    self._ui(ReasoningReceived(text=text))
+            case StreamStatus(text=text):
+                self._ui(SystemEntry(text=text))
+            case StreamDone():
+                self._stream_done(message)
+            case StreamFailed():
+                self._stream_failed(message.kind, message.message, message.content, message.tool_calls)
+            case _:
+                assert_never(message)
+
+    def _stream_done(self, done: StreamDone) -> None:
+        self.waiting = "nothing"
+        self.last_usage = done.usage
+        if not done.content and not done.tool_calls:
+            self._ui(SystemEntry(text="[model returned nothing]"))
+            self._end_turn(self.stop_outcome)
+            return
+        self._record_assistant(done.content, done.tool_calls)
+        if done.finish_reason == "length":
+            self._ui(
+                SystemEntry(
+                    text="the answer was cut off: the model hit its output limit (finish_reason: length)",
+                    level="warning",
+                )
+            )
+        self._begin_calls(done.tool_calls)
+
+    def _stream_failed(self, kind: str, text: str, content: str, calls: list[AssembledCall]) -> None:
+        self.waiting = "nothing"
+        content = content or "".join(self.partial)
+        if content or calls:
+            self._record_assistant(content, calls)
+        if kind == "cancelled":
+            self._stop(CANCELLED, "cancelled")
+            self._ui(SystemEntry(text="cancelled"))
+        else:
+            self._stop({"ok": False, "error": f"not run: the stream failed ({kind})"}, "failed")
+            self._ui(SystemEntry(text=text, level="error"))
+        self._begin_calls(calls)
+
+    def _record_assistant(self, content: str, calls: list[AssembledCall]) -> None:
+        self._record(
+            ChatMessage(
+                role="assistant",
+                content=content or None,
+                tool_calls=[_canonical(call) for call in calls] or None,
+            )
+        )
+
+    def _stop(self, result: dict[str, Any], outcome: Outcome) -> None:
+        if self.stop_result is None:
+            self.stop_result = result
+            self.stop_outcome = outcome
+
+    # ------------------------------------------------------------ tool calls
+
+    def _begin_calls(self, calls: list[AssembledCall]) -> None:
+        self.calls = list(calls)
+        self.next_call = 0
+        self._advance()
+
+    def _current(self) -> AssembledCall:
+        return self.calls[self.next_call]
+
+    def _advance(self) -> None:
+        """Handle calls in order until one needs to wait; then, or when all are done, move on."""
+        while self.next_call < len(self.calls):
+            call = self._current()
+            self._ui(ToolCallShown(id=call.id, name=call.name, args=call.args or {}))
+            if self.stop_result is not None:
+                self._finish_call(self.stop_result)
+            elif call.error is not None:
+                self._finish_call({"ok": False, "error": call.error})
+            elif call.name in MUTATING_TOOLS and not self._auto_approved(call.name):
+                self.waiting = "preview"
+                self.outbox.append(
+                    ("executor", PreviewTool(call_id=call.id, name=call.name, args=call.args or {}))
+                )
+                return
+            else:
+                self._run(None)
+                return
+        self._after_calls()
+
+    def _auto_approved(self, name: str) -> bool:
+        if name in self.always_allowed or self.approval == "all":
+            return True
+        return self.approval == "edits" and name in EDIT_TOOLS
+
+    def _run(self, digest: str | None) -> None:
+        call = self._current()
+        self.waiting = "tool"
+        self._set_phase("running")
+        self.outbox.append(
+            ("executor", RunTool(call_id=call.id, name=call.name, args=call.args or {}, expect_digest=digest))
+        )
+
+    def _show_result(self, call_id: str, name: str, result: dict[str, Any]) -> None:
+        status = result_status(result)
+        self._ui(
+            ToolResultShown(
+                id=call_id, name=name, ok=status == "ok", status=status, output=result_excerpt(result)
+            )
+        )
+
+    def _finish_call(self, result: dict[str, Any]) -> None:
+        call = self._current()
+        self.waiting = "nothing"
+        self._record(
+            ChatMessage(role="tool", tool_call_id=call.id, content=msgspec.json.encode(result).decode())
+        )
+        self._show_result(call.id, call.name, result)
+        self.next_call += 1
+
+    def _after_calls(self) -> None:
+        if self.stop_result is not None:
+            self._end_turn(self.stop_outcome)
+        elif not self.calls:
+            self._end_turn("completed")
+        elif self.shutting_down:
+            self._end_turn("stopped")
+        elif self.episodes >= MAX_EPISODES_PER_TURN:
+            self._ui(
+                SystemEntry(
+                    text=f"stopped after {MAX_EPISODES_PER_TURN} model requests in one turn; "
+                    "send a prompt to let it continue",
+                    level="warning",
+                )
+            )
+            self._end_turn("limit")
+        else:
+            self._start_stream()
+
+    def on_executor(self, message: ExecutorToAgent) -> None:
+        match message:
+            case PreviewReady(call_id=call_id):
+                if self.waiting != "preview" or call_id != self._current().id:
+                    return
+                if message.error is not None:
+                    self._finish_call({"ok": False, "error": message.error})
+                    self._advance()
+                    return
+                call = self._current()
+                self.confirm_ref += 1
+                self.preview_digest = message.digest
+                self.waiting = "confirm"
+                self._set_phase("confirming")
+                self._ui(
+                    ConfirmRequested(
+                        ref=self.confirm_ref,
+                        id=call.id,
+                        name=call.name,
+                        args=call.args or {},
+                        lines=message.lines,
+                    )
+                )
+            case ToolFinished(call_id=call_id, result=result):
+                if self.waiting == "tool" and call_id == self._current().id:
+                    self._finish_call(result)
+                    self._advance()
+                elif not call_id:
+                    self._ui(SystemEntry(text=str(result.get("error", result)), level="error"))
+            case CommandStarted():
+                pass  # the process shell keeps the process group to kill if the executor dies
+            case _:
+                assert_never(message)
+
+    def _decide(self, ref: int, decision: str) -> None:
+        if self.waiting != "confirm" or ref != self.confirm_ref:
+            return  # a keypress for a confirmation that is already answered
+        call = self._current()
+        if decision == "approve":
+            self._run(self.preview_digest)
+        elif decision == "approve_always":
+            self.always_allowed.add(call.name)
+            self._ui(SystemEntry(text=f"{call.name} runs without asking for the rest of this session"))
+            self._run(self.preview_digest)
+        elif decision == "reject":
+            self._finish_call(REJECTED)
+            self._advance()
+        else:
+            self._stop(REJECTED, "stopped")
+            self._finish_call(REJECTED)
+            self._advance()
+
+    # ------------------------------------------------------------ cancel, crashes, end of turn
+
+    def cancel(self) -> None:
+        """Esc: stop the stream, reject-and-stop a confirmation, or kill the running command."""
+        match self.waiting:
+            case "stream":
+                self._stop(CANCELLED, "cancelled")
+                self.outbox.append(("llm", CancelStream(request_id=self.request_id)))
+            case "preview" | "confirm":
+                self._stop(REJECTED, "stopped")
+                self._finish_call(REJECTED)
+                self._advance()
+            case "tool":
+                self._stop(CANCELLED, "cancelled")
+                self.outbox.append(("executor", CancelTool(call_id=self._current().id)))
+            case "nothing":
+                if self.phase != "idle":
+                    self._end_turn("cancelled")
+            case _:
+                assert_never(self.waiting)
+
+    def on_llm_died(self, reason: str) -> None:
+        """The LLM stream process died; a fresh one is already running."""
+        if self.waiting == "stream":
+            text = f"the model stream process died ({reason}); a fresh one will serve the next request"
+            self._stream_failed("crashed", text, "", [])
+
+    def on_executor_died(self, reason: str) -> None:
+        """The executor died; a fresh one is already running. In-flight work becomes an error result."""
+        if self.waiting in ("preview", "tool"):
+            self._finish_call({"ok": False, "error": f"executor crashed: {reason}"})
+            self._advance()
+        elif self.waiting == "confirm":
+            self.preview_digest = None  # the preview is still valid; the fresh executor re-reads the file
+
+    def on_internal_error(self, error: str) -> None:
+        """A bug of ours: say so, leave a valid conversation, go idle, stay up."""
+        self._ui(SystemEntry(text=f"internal error in the agent: {error}", level="error"))
+        if self.waiting == "stream":
+            self.outbox.append(("llm", CancelStream(request_id=self.request_id)))
+        self._answer_dangling({"ok": False, "error": "not run: internal error in the agent"})
+        self._end_turn("failed")
+
+    def _answer_dangling(self, result: dict[str, Any]) -> None:
+        """Give every call of the last assistant message that has no result yet ``result``."""
+        answered = {m.tool_call_id for m in self.conversation if m.role == "tool"}
+        for message in reversed(self.conversation):
+            if message.role == "assistant":
+                for record in message.tool_calls or []:
+                    if record.id not in answered:
+                        content = msgspec.json.encode(result).decode()
+                        self._record(ChatMessage(role="tool", tool_call_id=record.id, content=content))
+                        self._show_result(record.id, record.function.name, result)
+                return
+
+    def _end_turn(self, outcome: Outcome) -> None:
+        if self.last_usage is not None:
+            self._ui(UsageShown(usage=self.last_usage))
+            self.turn_usage.append(self.last_usage)
+            self.journal.record_usage(len(self.turn_usage), self.last_usage)
+            self._warn_context(self.last_usage)
+        self._ui(TurnEnded(outcome=outcome))
+        self._reset_turn()
+        self._ui(PhaseChanged(phase="idle"))
+
+    def _warn_context(self, usage: Usage) -> None:
+        window = self.provider.context_window
+        if not window:
+            return
+        used = usage.total_tokens or usage.prompt_tokens + usage.completion_tokens
+        for fraction in CONTEXT_WARNING_FRACTIONS:
+            if used >= fraction * window and fraction not in self.warned_fractions:
+                self.warned_fractions.add(fraction)
+                self._ui(
+                    SystemEntry(
+                        text=f"context {round(100 * used / window)}% full ({_compact(used)} / "
+                        f"{_compact(window)}): /clear starts a fresh session",
+                        level="warning",
+                    )
+                )

@@ -1,0 +1,25 @@
+"""What the agent process is started with (encoded with msgspec, never pickled)."""
+
+from __future__ import annotations
+
+import msgspec
+
+from dashfloat.protocol import ApprovalMode, ProviderConfig
+
+
+class AgentOptions(msgspec.Struct, frozen=True):
+    """Start-up options of one agent process."""
+
+    provider: ProviderConfig
+    cwd: str
+    approval: ApprovalMode = "ask"
+    exec_timeout_s: float = 30.0
+    idle_timeout_s: float = 60.0
+    state_dir: str = ""
+    """Where sessions and history live; empty disables persistence (tests, --no-session)."""
+    resume_id: str = ""
+    """A session id (or unambiguous prefix) to load at start: ``--resume``, or a restart after a crash."""
+    continue_latest: bool = False
+    """``--continue``: load the newest session of this working directory."""
+    notice: str = ""
+    """A system entry to show once the agent is up (e.g. the demo provider's hint)."""

@@ -1,0 +1,195 @@
+"""The agent process: moves messages between the UI, the core and the two workers it supervises."""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from multiprocessing.connection import Connection, wait
+from typing import Any, Final, Protocol
+
+from dashfloat.agent._core import AgentCore, Dest
+from dashfloat.agent._options import AgentOptions
+from dashfloat.agent._startup import build_core
+from dashfloat.channel import Channel, PeerDied, ProtocolError
+from dashfloat.procutil import kill_group
+from dashfloat.protocol import (
+    CommandStarted,
+    ExecutorToAgent,
+    LlmToAgent,
+    Message,
+    Shutdown,
+    SystemEntry,
+    ToolFinished,
+    UiToAgent,
+)
+
+SHUTDOWN_GRACE_S: Final = 0.4
+"""How long a turn may take to wind down (cancel answered) once Shutdown arrives."""
+
+
+class Worker(Protocol):
+    """A supervised child process reachable over one channel."""
+
+    @property
+    def channel(self) -> Channel[Any]: ...
+
+    @property
+    def sentinel(self) -> int: ...
+
+    def exit_reason(self) -> str: ...
+
+    def stop(self) -> None: ...
+
+
+class Workers(Protocol):
+    """Starts fresh LLM-stream and executor processes (the runtime forks them)."""
+
+    def start_llm(self) -> Worker: ...
+
+    def start_executor(self) -> Worker: ...
+
+
+class AgentShell:
+    """One agent process: the core plus its channels; ``run`` returns when it should exit."""
+
+    def __init__(self, ui_conn: Connection, core: AgentCore, workers: Workers) -> None:
+        self.ui = Channel[UiToAgent](ui_conn, UiToAgent, "ui->agent")
+        self.core = core
+        self.workers = workers
+        self.llm = workers.start_llm()
+        self.executor = workers.start_executor()
+        self.pgids: dict[str, int] = {}
+        self.ui_gone = False
+
+    def _guard(self, step: Callable[..., None], *args: Any) -> None:
+        try:
+            step(*args)
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            try:
+                self.core.on_internal_error(f"{type(exc).__name__}: {exc}")
+            except Exception:
+                traceback.print_exc(file=sys.stderr)
+
+    def flush(self) -> None:
+        """Send the core's outbox; a dead worker is restarted and the core told."""
+        while self.core.outbox:
+            dest, message = self.core.outbox.pop(0)
+            self._send(dest, message)
+
+    def _send(self, dest: Dest, message: Message) -> None:
+        if dest == "ui":
+            if not self.ui_gone:
+                try:
+                    self.ui.send(message)
+                except PeerDied:
+                    self.ui_gone = True
+        elif dest == "llm":
+            try:
+                self.llm.channel.send(message)
+            except PeerDied:
+                self._llm_died()
+        else:
+            try:
+                self.executor.channel.send(message)
+            except PeerDied:
+                self._executor_died()
+
+    def _llm_died(self, reason: str = "") -> None:
+        reason = reason or self.llm.exit_reason()
+        self.llm.channel.close()
+        self.llm = self.workers.start_llm()
+        self._guard(self.core.on_llm_died, reason)
+
+    def _executor_died(self, reason: str = "") -> None:
+        reason = reason or self.executor.exit_reason()
+        self.executor.channel.close()
+        for pgid in self.pgids.values():
+            kill_group(pgid)  # commands it ran die with it: no orphans
+        self.pgids.clear()
+        self.executor = self.workers.start_executor()
+        self._guard(self.core.on_executor_died, reason)
+
+    def _from_ui(self) -> None:
+        while not self.ui_gone and self.ui.poll():
+            try:
+                message = self.ui.recv()
+            except PeerDied:
+                self.ui_gone = True
+                return
+            except ProtocolError as exc:
+                self.core.outbox.append(("ui", SystemEntry(text=str(exc), level="error")))
+                continue
+            self._guard(self.core.on_ui, message)
+
+    def _from_llm(self) -> None:
+        channel = self.llm.channel
+        while self.llm.channel is channel and channel.poll():
+            try:
+                message: LlmToAgent = channel.recv()
+            except PeerDied:
+                self._llm_died()
+                return
+            except ProtocolError as exc:
+                self.llm.stop()
+                self._llm_died(str(exc))
+                return
+            self._guard(self.core.on_llm, message)
+
+    def _from_executor(self) -> None:
+        channel = self.executor.channel
+        while self.executor.channel is channel and channel.poll():
+            try:
+                message: ExecutorToAgent = channel.recv()
+            except PeerDied:
+                self._executor_died()
+                return
+            except ProtocolError as exc:
+                self.executor.stop()
+                self._executor_died(str(exc))
+                return
+            if isinstance(message, CommandStarted):
+                self.pgids[message.call_id] = message.pgid
+            elif isinstance(message, ToolFinished):
+                self.pgids.pop(message.call_id, None)
+            self._guard(self.core.on_executor, message)
+
+    def run(self) -> None:
+        deadline: float | None = None
+        while True:
+            self.flush()
+            if self.ui_gone and not self.core.shutting_down:
+                self._guard(self.core.on_ui, Shutdown())
+                self.flush()
+            if self.core.shutting_down:
+                deadline = deadline or time.monotonic() + SHUTDOWN_GRACE_S
+                if self.core.phase == "idle" or time.monotonic() >= deadline:
+                    break
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            llm, executor = self.llm, self.executor
+            sources: list[Any] = [llm.channel.conn, executor.channel.conn, llm.sentinel, executor.sentinel]
+            if not self.ui_gone:
+                sources.append(self.ui.conn)
+            ready = wait(sources, timeout)
+            if self.ui.conn in ready:
+                self._from_ui()
+            if llm.channel.conn in ready or llm.sentinel in ready:
+                self._from_llm()
+                if llm.sentinel in ready and self.llm is llm:
+                    self._llm_died()
+            if executor.channel.conn in ready or executor.sentinel in ready:
+                self._from_executor()
+                if executor.sentinel in ready and self.executor is executor:
+                    self._executor_died()
+        self.flush()
+        self.llm.stop()
+        self.executor.stop()
+        for pgid in self.pgids.values():
+            kill_group(pgid)
+
+
+def serve(ui_conn: Connection, options: AgentOptions, workers: Workers) -> None:
+    """The agent process main loop, until Shutdown or the UI's end of the pipe closes."""
+    AgentShell(ui_conn, build_core(options), workers).run()

@@ -1,0 +1,124 @@
+"""The `dashfloat` command line: parse flags, resolve the provider, hand over to the runtime."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+from dashfloat import __version__
+
+EXIT_USAGE: Final = 2
+
+_DESCRIPTION = "DashFloat: a coding agent in your terminal, for any OpenAI-compatible endpoint."
+_EPILOG = """\
+configuration: ~/.config/dashfloat/config.toml (see docs/providers.md); environment OPENAI_BASE_URL,
+OPENAI_API_KEY, DASHFLOAT_PROVIDER, DASHFLOAT_MODEL. Flags win over the environment, which wins over the file.
+With nothing configured DashFloat starts on its built-in offline demo model."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Every flag, with one line of help each."""
+    parser = argparse.ArgumentParser(
+        prog="dashfloat",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"dashfloat {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.add_parser("sessions", help="list saved sessions (id, last activity, cwd, messages, title)")
+    run = parser.add_argument_group("one turn without the TUI")
+    run.add_argument(
+        "-p", "--print", dest="prompt", metavar="PROMPT", help="run one turn headless ('-' = stdin)"
+    )
+    run.add_argument("--json", action="store_true", help="headless: display messages as JSON lines on stdout")
+    policy = parser.add_argument_group("tools")
+    policy.add_argument(
+        "--approve",
+        choices=("ask", "edits", "all"),
+        default="ask",
+        help="what runs without asking (default ask)",
+    )
+    policy.add_argument("-y", "--yes", action="store_true", help="same as --approve all")
+    policy.add_argument(
+        "--cwd", metavar="DIR", help="working directory the tools are confined to (default: .)"
+    )
+    policy.add_argument(
+        "--exec-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="execute_command timeout (default 30)",
+    )
+    model = parser.add_argument_group("model")
+    model.add_argument("--provider", metavar="NAME", help="a provider named in config.toml")
+    model.add_argument(
+        "--base-url", metavar="URL", help="an OpenAI-compatible base URL, e.g. http://localhost:11434/v1"
+    )
+    model.add_argument("--model", metavar="NAME", help="the model to ask")
+    model.add_argument("--demo", action="store_true", help="use the built-in offline demo model")
+    session = parser.add_argument_group("sessions")
+    session.add_argument(
+        "-c", "--continue", dest="continue_latest", action="store_true", help="resume the newest session here"
+    )
+    session.add_argument(
+        "-r", "--resume", metavar="ID", help="resume a session by id (a unique prefix is enough)"
+    )
+    parser.add_argument("--no-color", action="store_true", help="no colours (also when NO_COLOR is set)")
+    return parser
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"dashfloat: {message}\n")
+    return EXIT_USAGE
+
+
+def _list_sessions() -> int:
+    from dashfloat.agent.session_log import list_sessions, sessions_dir
+
+    sessions = list_sessions(sessions_dir(os.environ))
+    if not sessions:
+        print("no saved sessions")
+        return 0
+    for info in sessions:
+        print(f"{info.id}  {info.last_activity}  {info.messages:>4} msgs  {info.cwd}  {info.title}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "sessions":
+        return _list_sessions()
+    if args.exec_timeout <= 0:
+        return _fail("--exec-timeout must be a positive number of seconds")
+    cwd = Path(args.cwd or os.getcwd())
+    if not cwd.is_dir():
+        return _fail(f"--cwd {cwd}: not a directory")
+    prompt: str | None = args.prompt
+    if prompt == "-":
+        prompt = sys.stdin.read()
+    if prompt is not None and not prompt.strip():
+        return _fail("the prompt is empty")
+    if args.json and prompt is None:
+        return _fail("--json needs -p PROMPT")
+
+    from dashfloat.launch import Launch, LaunchError, prepare
+
+    try:
+        launch: Launch = prepare(args, str(cwd.resolve()), os.environ)
+    except LaunchError as exc:
+        return _fail(str(exc))
+    from dashfloat.runtime import run
+
+    return run(
+        launch.options,
+        log_path=launch.log_path,
+        prompt=prompt,
+        json_mode=args.json,
+        no_color=args.no_color or "NO_COLOR" in os.environ,
+        on_stop=launch.stop,
+    )

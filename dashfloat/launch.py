@@ -1,0 +1,60 @@
+"""From parsed flags and the environment to what the runtime starts: provider, options, state paths."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from dashfloat.agent import AgentOptions
+from dashfloat.agent.session_log import SessionError, ensure_private_dir, state_dir
+from dashfloat.config import ConfigError, ProviderFlags, resolve_provider, resolve_settings
+
+
+class LaunchError(Exception):
+    """A usage or configuration error: one line, exit code 2."""
+
+
+@dataclass
+class Launch:
+    """What the runtime needs, plus how to stop what was started here (the demo server)."""
+
+    options: AgentOptions
+    log_path: str
+    stop: Callable[[], None] = field(default=lambda: None)
+
+
+def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> Launch:
+    """Resolve the provider (flag > environment > file; the demo when nothing is configured)."""
+    flags = ProviderFlags(provider=args.provider, base_url=args.base_url, model=args.model)
+    try:
+        provider = None if args.demo else resolve_provider(flags, env)
+        settings = resolve_settings(env)
+    except ConfigError as exc:
+        raise LaunchError(str(exc)) from exc
+    state = state_dir(env)
+    try:
+        ensure_private_dir(state)
+    except (OSError, SessionError) as exc:
+        raise LaunchError(f"cannot create the state directory {state}: {exc}") from exc
+    stop: Callable[[], None] = lambda: None  # noqa: E731 - replaced when the demo server runs
+    notice = ""
+    if provider is None:
+        from dashfloat.demo import start_demo
+
+        demo = start_demo(env)
+        provider, stop, notice = demo.provider, demo.stop, demo.notice if not args.demo else ""
+    approval = "all" if args.yes else args.approve
+    options = AgentOptions(
+        provider=provider,
+        cwd=cwd,
+        approval=approval,
+        exec_timeout_s=args.exec_timeout,
+        idle_timeout_s=settings.idle_timeout_s,
+        state_dir=str(state),
+        resume_id=args.resume or "",
+        continue_latest=args.continue_latest,
+        notice=notice,
+    )
+    return Launch(options=options, log_path=os.path.join(state, "dashfloat.log"), stop=stop)

@@ -1,0 +1,110 @@
+"""Forking the agent's two workers (LLM stream, executor) and describing how they ended."""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import signal
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any, Final
+
+from dashfloat.channel import Channel, PeerDied
+from dashfloat.protocol import ExecutorToAgent, LlmToAgent, Shutdown
+from dashfloat.runtime._child import become_child
+
+# Fork: a child starts in milliseconds and shares the parent's imported pages; every fork happens from a
+# single-threaded process (the agent) or before the UI starts (docs/decisions/0001-runtime.md).
+CONTEXT: Final = multiprocessing.get_context("fork")
+STOP_GRACE_S: Final = 0.3
+
+
+def describe_exit(process: BaseProcess) -> str:
+    """How a process ended, in words: an exit code or the signal that killed it."""
+    code = process.exitcode
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+class ForkedWorker:
+    """One child process and our end of its channel."""
+
+    def __init__(self, process: BaseProcess, channel: Channel[Any]) -> None:
+        self.process = process
+        self._channel = channel
+
+    @property
+    def channel(self) -> Channel[Any]:
+        return self._channel
+
+    @property
+    def sentinel(self) -> int:
+        return self.process.sentinel
+
+    def exit_reason(self) -> str:
+        self.process.join(STOP_GRACE_S)
+        if self.process.is_alive():
+            self.process.kill()  # it closed its pipe but lingers: it is no use to us any more
+            self.process.join(STOP_GRACE_S)
+        return describe_exit(self.process)
+
+    def stop(self) -> None:
+        """Ask it to stop, then make sure: Shutdown, a short grace, SIGKILL, reap."""
+        with contextlib.suppress(PeerDied):
+            self._channel.send(Shutdown())
+        self.process.join(STOP_GRACE_S)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(STOP_GRACE_S)
+        self._channel.close()
+
+
+def _worker_entry(
+    target: Callable[..., None], conn: Connection, log_path: str, close_fds: list[int], *args: Any
+) -> None:
+    become_child(log_path, close_fds)
+    target(conn, *args)
+
+
+class ForkWorkers:
+    """The runtime's ``Workers``: forks fresh LLM and executor processes for the agent."""
+
+    def __init__(self, root: str, exec_timeout_s: float, log_path: str, held_fds: list[int]) -> None:
+        self.root = root
+        self.exec_timeout_s = exec_timeout_s
+        self.log_path = log_path
+        self.held_fds = list(held_fds)
+        self._live: list[ForkedWorker] = []
+
+    def _start(self, target: Callable[..., None], union: Any, name: str, *args: Any) -> ForkedWorker:
+        """Fork ``target(conn, *args)``; ``name`` is the process title and the channel's name."""
+        self._live = [w for w in self._live if w.process.is_alive()]
+        ours, theirs = CONTEXT.Pipe()
+        close = [*self.held_fds, ours.fileno()]
+        for worker in self._live:
+            close.append(worker.channel.fileno())
+        process = CONTEXT.Process(
+            target=_worker_entry, args=(target, theirs, self.log_path, close, *args), name=name, daemon=True
+        )
+        process.start()
+        theirs.close()
+        worker = ForkedWorker(process, Channel(ours, union, name))
+        self._live.append(worker)
+        return worker
+
+    def start_llm(self) -> ForkedWorker:
+        from dashfloat.llm import serve as llm_serve
+
+        return self._start(llm_serve, LlmToAgent, "llm->agent")
+
+    def start_executor(self) -> ForkedWorker:
+        from dashfloat.executor import serve as executor_serve
+
+        return self._start(executor_serve, ExecutorToAgent, "executor->agent", self.root, self.exec_timeout_s)

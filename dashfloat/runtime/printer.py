@@ -1,0 +1,112 @@
+"""Headless mode's stand-in for the UI: prose to stdout, tool rows to stderr (or JSON lines)."""
+
+from __future__ import annotations
+
+import select
+import signal
+import sys
+from types import FrameType
+from typing import Final, TextIO
+
+from dashfloat.catalogue import summarize_call
+from dashfloat.protocol import (
+    JSON_ENCODER,
+    Cancel,
+    ConfirmRequested,
+    DecideConfirmation,
+    PhaseChanged,
+    SubmitPrompt,
+    SystemEntry,
+    TokenReceived,
+    ToolCallShown,
+    ToolResultShown,
+    TurnEnded,
+)
+from dashfloat.runtime._agent_link import AgentProcess
+
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1
+EXIT_INTERRUPTED: Final = 130
+
+_EXIT_CODES: Final = {"completed": EXIT_OK, "stopped": EXIT_OK, "failed": EXIT_FAILED, "limit": EXIT_FAILED}
+
+
+class Printer:
+    """Runs one turn through the agent and prints it; ``run`` returns the exit code."""
+
+    def __init__(
+        self, link: AgentProcess, json_mode: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr
+    ):
+        self.link = link
+        self.json_mode = json_mode
+        self.out = out
+        self.err = err
+        self.live = False  # replayed history (a resumed session) is not printed
+        self.outcome: str | None = None
+        self.interrupts = 0
+        self.wrote_prose = False
+
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        self.interrupts += 1
+        self.link.send(Cancel())
+
+    def run(self, prompt: str) -> int:
+        previous = signal.signal(signal.SIGINT, self._on_sigint)
+        try:
+            self.link.send(SubmitPrompt(text=prompt))
+            while True:
+                if self.interrupts > 1:
+                    return EXIT_INTERRUPTED
+                try:
+                    select.select([self.link.fileno()], [], [], 0.5)
+                except InterruptedError:
+                    continue
+                for message in self.link.receive():
+                    code = self._show(message)
+                    if code is not None:
+                        return code
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    def _show(self, message: object) -> int | None:
+        if isinstance(message, PhaseChanged) and message.phase == "streaming":
+            self.live = True
+        if isinstance(message, SystemEntry):
+            self.err.write(f"{message.text}\n")
+        if isinstance(message, ConfirmRequested):
+            # Nobody is there to press a key: what --approve did not allow is rejected.
+            self.link.send(DecideConfirmation(ref=message.ref, decision="reject"))
+            self.err.write(f"rejected {message.name}: headless mode asks nobody; pass --approve or --yes\n")
+        if not self.live:
+            return None
+        if self.json_mode:
+            self.out.write(JSON_ENCODER.encode(message).decode() + "\n")
+            self.out.flush()
+        else:
+            self._human(message)
+        if isinstance(message, TurnEnded):
+            self.outcome = message.outcome
+        if isinstance(message, PhaseChanged) and message.phase == "idle" and self.outcome is not None:
+            if self.wrote_prose and not self.json_mode:
+                self.out.write("\n")
+            self.out.flush()
+            if self.outcome == "cancelled":
+                return EXIT_INTERRUPTED
+            return _EXIT_CODES.get(self.outcome, EXIT_FAILED)
+        return None
+
+    def _human(self, message: object) -> None:
+        if isinstance(message, TokenReceived):
+            self.out.write(message.text)
+            self.out.flush()
+            self.wrote_prose = True
+        elif isinstance(message, ToolCallShown):
+            self.err.write(f"⚙ {summarize_call(message.name, message.args)}\n")
+        elif isinstance(message, ToolResultShown):
+            lines = message.output.splitlines()
+            if message.status == "error" and lines:
+                self.err.write(f"→ error: {lines.pop(0)}\n")
+            else:
+                self.err.write(f"→ {message.status}\n")
+            for line in lines:
+                self.err.write(f"  {line}\n")

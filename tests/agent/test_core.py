@@ -1,0 +1,383 @@
+"""The agent's state machine, driven in-process message by message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from dashfloat.agent import MAX_EPISODES_PER_TURN, AgentCore, AgentOptions, MemoryJournal
+from dashfloat.protocol import (
+    AssembledCall,
+    Cancel,
+    CancelStream,
+    CancelTool,
+    ChatMessage,
+    ConfirmRequested,
+    ContentDelta,
+    DecideConfirmation,
+    Message,
+    PhaseChanged,
+    PreviewReady,
+    PreviewTool,
+    ProviderConfig,
+    RunTool,
+    SetApproval,
+    ShowUsage,
+    StartStream,
+    StreamDone,
+    StreamFailed,
+    SubmitPrompt,
+    SystemEntry,
+    TokenReceived,
+    ToolCallShown,
+    ToolFinished,
+    ToolResultShown,
+    TurnEnded,
+    Usage,
+    UsageShown,
+)
+
+PROVIDER = ProviderConfig(name="test", base_url="http://127.0.0.1:9/v1", model="m", context_window=1000)
+
+
+def make_core(approval: str = "ask") -> AgentCore:
+    options = AgentOptions(provider=PROVIDER, cwd="/work", approval=approval)  # type: ignore[arg-type]
+    return AgentCore(options, MemoryJournal())
+
+
+def take(core: AgentCore, dest: str | None = None) -> list[Message]:
+    out = [m for d, m in core.outbox if dest is None or d == dest]
+    core.outbox.clear()
+    return out
+
+
+def call(call_id: str, name: str, **args: Any) -> AssembledCall:
+    return AssembledCall(id=call_id, name=name, args=args)
+
+
+def done(core: AgentCore, content: str = "", calls: list[AssembledCall] | None = None, **kw: Any) -> None:
+    kw.setdefault("finish_reason", "tool_calls" if calls else "stop")
+    core.on_llm(StreamDone(request_id=core.request_id, content=content, tool_calls=calls or [], **kw))
+
+
+def assert_no_dangling(conversation: list[ChatMessage]) -> None:
+    """Every assistant tool call is followed by its tool message, in call order."""
+    for i, message in enumerate(conversation):
+        if message.role == "assistant" and message.tool_calls:
+            ids = [c.id for c in message.tool_calls]
+            following = [m.tool_call_id for m in conversation[i + 1 : i + 1 + len(ids)]]
+            assert following == ids, (ids, following)
+
+
+def test_plain_answer_turn() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="hi"))
+    out = take(core)
+    start = next(m for m in out if isinstance(m, StartStream))
+    assert start.messages[0].role == "system" and "/work" in (start.messages[0].content or "")
+    assert start.messages[1] == ChatMessage(role="user", content="hi")
+    assert PhaseChanged(phase="streaming") in out
+    core.on_llm(ContentDelta(request_id=core.request_id, text="hel"))
+    assert take(core) == [TokenReceived(text="hel")]
+    done(core, "hello", usage=Usage(10, 2, 12))
+    out = take(core)
+    assert out[-3:] == [
+        UsageShown(usage=Usage(10, 2, 12)),
+        TurnEnded(outcome="completed"),
+        PhaseChanged(phase="idle"),
+    ]
+    assert core.conversation[-1] == ChatMessage(role="assistant", content="hello")
+
+
+def test_read_only_calls_run_without_asking_and_results_follow_in_order() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="look"))
+    take(core)
+    done(core, "", [call("a", "read_file", path="x"), call("b", "list_directory")])
+    out = take(core)
+    assert ToolCallShown(id="a", name="read_file", args={"path": "x"}) in out
+    assert RunTool(call_id="a", name="read_file", args={"path": "x"}) in out
+    core.on_executor(ToolFinished(call_id="a", result={"ok": True, "content": "1\n2"}))
+    out = take(core)
+    assert ToolResultShown(id="a", name="read_file", ok=True, status="ok", output="1\n2") in out
+    assert RunTool(call_id="b", name="list_directory", args={}) in out
+    core.on_executor(ToolFinished(call_id="b", result={"ok": True, "entries": []}))
+    out = take(core)
+    start = next(m for m in out if isinstance(m, StartStream))
+    roles = [m.role for m in start.messages]
+    assert roles == ["system", "user", "assistant", "tool", "tool"]
+    assistant = start.messages[2]
+    assert assistant.tool_calls is not None
+    assert assistant.tool_calls[0].function.arguments == '{"path":"x"}'  # canonical re-encoding
+    assert [m.tool_call_id for m in start.messages[3:]] == ["a", "b"]
+    assert msgspec.json.decode(start.messages[3].content or "") == {"ok": True, "content": "1\n2"}
+
+
+def test_only_the_final_episode_usage_is_forwarded() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="x"))
+    done(core, "", [call("a", "read_file", path="x")], usage=Usage(100, 1, 101))
+    core.on_executor(ToolFinished(call_id="a", result={"ok": True, "content": ""}))
+    take(core)
+    done(core, "fin", usage=Usage(200, 2, 202))
+    usages = [m for m in take(core) if isinstance(m, UsageShown)]
+    assert usages == [UsageShown(usage=Usage(200, 2, 202))]
+
+
+def confirm_flow(core: AgentCore, name: str = "write_file") -> ConfirmRequested:
+    core.on_ui(SubmitPrompt(text="edit"))
+    done(core, "", [call("w1", name, path="f", content="x"), call("w2", "read_file", path="f")])
+    out = take(core)
+    assert PreviewTool(call_id="w1", name=name, args={"path": "f", "content": "x"}) in out
+    core.on_executor(PreviewReady(call_id="w1", lines=["+x"], digest="d1"))
+    out = take(core)
+    assert PhaseChanged(phase="confirming") in out
+    return next(m for m in out if isinstance(m, ConfirmRequested))
+
+
+def test_approve_runs_with_the_preview_digest() -> None:
+    core = make_core()
+    ask = confirm_flow(core)
+    assert ask.lines == ["+x"]
+    core.on_ui(DecideConfirmation(ref=ask.ref, decision="approve"))
+    assert RunTool(
+        call_id="w1", name="write_file", args={"path": "f", "content": "x"}, expect_digest="d1"
+    ) in take(core)
+
+
+def test_reject_goes_on_with_the_next_call() -> None:
+    core = make_core()
+    ask = confirm_flow(core)
+    core.on_ui(DecideConfirmation(ref=ask.ref, decision="reject"))
+    out = take(core)
+    assert ToolResultShown(id="w1", name="write_file", ok=False, status="rejected", output="") in out
+    assert any(isinstance(m, RunTool) and m.call_id == "w2" for m in out)
+    assert core.conversation[-1].content == '{"ok":false,"rejected":true}'
+
+
+def test_reject_and_stop_rejects_every_unresolved_call_and_ends_the_turn() -> None:
+    core = make_core()
+    ask = confirm_flow(core)
+    core.on_ui(DecideConfirmation(ref=ask.ref, decision="reject_stop"))
+    out = take(core)
+    assert not any(isinstance(m, RunTool | StartStream) for m in out)
+    assert out[-2:] == [TurnEnded(outcome="stopped"), PhaseChanged(phase="idle")]
+    assert [m.content for m in core.conversation[-2:]] == ['{"ok":false,"rejected":true}'] * 2
+    assert_no_dangling(core.conversation)
+
+
+def test_stale_decision_is_ignored() -> None:
+    core = make_core()
+    ask = confirm_flow(core)
+    core.on_ui(DecideConfirmation(ref=ask.ref + 7, decision="approve"))
+    assert take(core) == []
+
+
+def test_approve_always_stops_asking_for_that_tool() -> None:
+    core = make_core()
+    ask = confirm_flow(core)
+    core.on_ui(DecideConfirmation(ref=ask.ref, decision="approve_always"))
+    take(core)
+    core.on_executor(ToolFinished(call_id="w1", result={"ok": True}))
+    core.on_executor(ToolFinished(call_id="w2", result={"ok": True, "content": ""}))
+    take(core)
+    done(core, "", [call("w3", "write_file", path="g", content="y")])
+    out = take(core)
+    assert any(isinstance(m, RunTool) and m.call_id == "w3" for m in out)
+    assert not any(isinstance(m, PreviewTool) for m in out)
+
+
+@pytest.mark.parametrize(("mode", "asks"), [("ask", True), ("edits", False), ("all", False)])
+def test_approval_modes_for_edits(mode: str, asks: bool) -> None:
+    core = make_core(mode)
+    core.on_ui(SubmitPrompt(text="e"))
+    done(core, "", [call("e", "edit_file", path="f", search_block="a", replace_block="b")])
+    assert any(isinstance(m, PreviewTool) for m in take(core)) is asks
+
+
+@pytest.mark.parametrize(("mode", "asks"), [("ask", True), ("edits", True), ("all", False)])
+def test_approval_modes_for_commands(mode: str, asks: bool) -> None:
+    core = make_core()
+    core.on_ui(SetApproval(mode=mode))  # type: ignore[arg-type]
+    core.on_ui(SubmitPrompt(text="e"))
+    done(core, "", [call("c", "execute_command", command="ls")])
+    assert any(isinstance(m, PreviewTool) for m in take(core)) is asks
+
+
+def test_preview_error_becomes_the_result_without_asking() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="e"))
+    done(core, "", [call("e", "edit_file", path="f", search_block="a", replace_block="b")])
+    core.on_executor(PreviewReady(call_id="e", lines=[], error="search block not found"))
+    out = take(core)
+    assert not any(isinstance(m, ConfirmRequested) for m in out)
+    assert any(isinstance(m, StartStream) for m in out)
+    assert core.conversation[-1].content == '{"ok":false,"error":"search block not found"}'
+
+
+def test_assembly_error_is_an_error_result_without_execution() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="e"))
+    bad = AssembledCall(id="z", name="read_file", args=None, error="arguments are not valid JSON")
+    done(core, "", [bad])
+    out = take(core)
+    assert not any(isinstance(m, RunTool | PreviewTool) for m in out)
+    assert core.conversation[-2].tool_calls is not None
+    assert core.conversation[-2].tool_calls[0].function.arguments == "{}"
+    assert "not valid JSON" in (core.conversation[-1].content or "")
+
+
+def test_cancel_while_streaming_keeps_partial_content() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="x"))
+    core.on_llm(ContentDelta(request_id=core.request_id, text="part"))
+    take(core)
+    core.on_ui(Cancel())
+    assert take(core) == [CancelStream(request_id=core.request_id)]
+    core.on_llm(
+        StreamFailed(request_id=core.request_id, kind="cancelled", message="cancelled", content="part")
+    )
+    out = take(core)
+    assert out[-2:] == [TurnEnded(outcome="cancelled"), PhaseChanged(phase="idle")]
+    assert core.conversation[-1] == ChatMessage(role="assistant", content="part")
+
+
+def test_cancel_while_confirming_is_reject_and_stop() -> None:
+    core = make_core()
+    confirm_flow(core)
+    core.on_ui(Cancel())
+    out = take(core)
+    assert TurnEnded(outcome="stopped") in out
+    assert_no_dangling(core.conversation)
+
+
+def test_cancel_while_running_kills_and_cancels_the_rest() -> None:
+    core = make_core("all")
+    core.on_ui(SubmitPrompt(text="x"))
+    done(core, "", [call("c1", "execute_command", command="sleep 9"), call("c2", "read_file", path="a")])
+    take(core)
+    core.on_ui(Cancel())
+    assert take(core) == [CancelTool(call_id="c1")]
+    core.on_executor(ToolFinished(call_id="c1", result={"ok": False, "cancelled": True}))
+    out = take(core)
+    assert not any(isinstance(m, RunTool) for m in out)
+    assert out[-2:] == [TurnEnded(outcome="cancelled"), PhaseChanged(phase="idle")]
+    assert [m.content for m in core.conversation[-2:]] == ['{"ok":false,"cancelled":true}'] * 2
+
+
+def test_stream_failure_after_calls_answers_every_call() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="x"))
+    partial = [AssembledCall(id="p", name="write_file", args=None, error="arguments are not valid JSON")]
+    core.on_llm(StreamFailed(request_id=core.request_id, kind="truncated", message="cut", tool_calls=partial))
+    out = take(core)
+    assert SystemEntry(text="cut", level="error") in out
+    assert TurnEnded(outcome="failed") in out
+    assert not any(isinstance(m, RunTool | PreviewTool) for m in out)
+    assert_no_dangling(core.conversation)
+
+
+def test_llm_death_mid_stream_is_a_stream_failure() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="x"))
+    core.on_llm(ContentDelta(request_id=core.request_id, text="so far"))
+    take(core)
+    core.on_llm_died("killed by SIGKILL")
+    out = take(core)
+    assert any(isinstance(m, SystemEntry) and "SIGKILL" in m.text for m in out)
+    assert core.conversation[-1] == ChatMessage(role="assistant", content="so far")
+    assert out[-1] == PhaseChanged(phase="idle")
+
+
+def test_executor_death_mid_call_is_an_error_result_and_the_loop_goes_on() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="x"))
+    done(core, "", [call("a", "read_file", path="x"), call("b", "read_file", path="y")])
+    take(core)
+    core.on_executor_died("killed by SIGKILL")
+    out = take(core)
+    assert '"executor crashed: killed by SIGKILL"' in (core.conversation[-1].content or "")
+    assert any(isinstance(m, RunTool) and m.call_id == "b" for m in out)
+
+
+def test_late_messages_of_a_finished_stream_are_ignored() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="x"))
+    old = core.request_id
+    done(core, "a")
+    take(core)
+    core.on_llm(ContentDelta(request_id=old, text="late"))
+    assert take(core) == []
+
+
+def test_empty_episode_says_model_returned_nothing() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="x"))
+    done(core, "")
+    assert SystemEntry(text="[model returned nothing]") in take(core)
+
+
+def test_length_finish_is_shown() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="x"))
+    done(core, "abc", finish_reason="length")
+    assert any(isinstance(m, SystemEntry) and "cut off" in m.text for m in take(core))
+
+
+def test_episode_limit_stops_the_turn() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="loop"))
+    for n in range(MAX_EPISODES_PER_TURN):
+        assert core.episodes == n + 1
+        done(core, "", [call(f"c{n}", "read_file", path="x")])
+        core.on_executor(ToolFinished(call_id=f"c{n}", result={"ok": True, "content": ""}))
+    out = take(core)
+    starts = [m for m in out if isinstance(m, StartStream)]
+    assert len(starts) == MAX_EPISODES_PER_TURN
+    assert out[-2:] == [TurnEnded(outcome="limit"), PhaseChanged(phase="idle")]
+    assert_no_dangling(core.conversation)
+
+
+def test_prompt_while_busy_is_refused_without_losing_the_turn() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="x"))
+    take(core)
+    core.on_ui(SubmitPrompt(text="y"))
+    out = take(core)
+    assert len(out) == 1 and isinstance(out[0], SystemEntry)
+    assert [m.content for m in core.conversation] == ["x"]
+
+
+def test_context_warnings_at_80_and_95_percent_once_each() -> None:
+    core = make_core()
+    warnings: list[str] = []
+    for total in (500, 810, 850, 960, 990):
+        core.on_ui(SubmitPrompt(text="x"))
+        done(core, "ok", usage=Usage(total, 0, total))
+        warnings += [m.text for m in take(core) if isinstance(m, SystemEntry) and "context" in m.text]
+    assert len(warnings) == 2 and "81%" in warnings[0] and "96%" in warnings[1]
+    assert "/clear" in warnings[0]
+
+
+def test_usage_report_by_turn() -> None:
+    core = make_core()
+    for total in (10, 20):
+        core.on_ui(SubmitPrompt(text="x"))
+        done(core, "ok", usage=Usage(total, 1, total + 1))
+    take(core)
+    core.on_ui(ShowUsage())
+    [entry] = take(core)
+    assert isinstance(entry, SystemEntry) and "2 turns" in entry.text
+
+
+def test_internal_error_leaves_a_valid_conversation() -> None:
+    core = make_core("all")
+    core.on_ui(SubmitPrompt(text="x"))
+    done(core, "", [call("a", "read_file", path="x"), call("b", "read_file", path="y")])
+    take(core)
+    core.on_internal_error("boom")
+    out = take(core)
+    assert out[-1] == PhaseChanged(phase="idle")
+    assert_no_dangling(core.conversation)
