@@ -1,0 +1,46 @@
+"""The Subprocess Executor: the only process that touches the user's files and runs commands."""
+
+from dashfloat.executor._errors import ToolError
+from dashfloat.executor._exec import Command, run_command
+from dashfloat.executor._files import ABSENT_DIGEST, digest_of, locate
+from dashfloat.executor._limits import (
+    EDIT_MAX_FILE_BYTES,
+    EXEC_OUTPUT_MAX_BYTES,
+    EXEC_TIMEOUT_S,
+    LIST_MAX_ENTRIES,
+    PREVIEW_MAX_LINES,
+    READ_MAX_BYTES,
+    READ_MAX_LINES,
+    READ_STREAM_THRESHOLD_BYTES,
+)
+from dashfloat.executor._serve import serve
+from dashfloat.executor._tools import PREVIEW_MAX_LINE_CHARS, Preview, preview, run_tool
+from dashfloat.executor._validate import validate
+from dashfloat.executor.path_policy import BadPath, PathError, PathEscape, resolve
+
+__all__ = [
+    "ABSENT_DIGEST",
+    "EDIT_MAX_FILE_BYTES",
+    "EXEC_OUTPUT_MAX_BYTES",
+    "EXEC_TIMEOUT_S",
+    "LIST_MAX_ENTRIES",
+    "PREVIEW_MAX_LINES",
+    "PREVIEW_MAX_LINE_CHARS",
+    "READ_MAX_BYTES",
+    "READ_MAX_LINES",
+    "READ_STREAM_THRESHOLD_BYTES",
+    "BadPath",
+    "Command",
+    "PathError",
+    "PathEscape",
+    "Preview",
+    "ToolError",
+    "digest_of",
+    "locate",
+    "preview",
+    "resolve",
+    "run_command",
+    "run_tool",
+    "serve",
+    "validate",
+]

@@ -1,0 +1,174 @@
+"""execute_command: /bin/sh -c in its own session, combined output head-capped, the group always killed."""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import fcntl
+import os
+import select
+import signal
+import subprocess
+import time
+from typing import Any
+
+from dashfloat import procutil
+from dashfloat.executor._limits import EXEC_OUTPUT_MAX_BYTES, EXEC_READ_CHUNK_BYTES, REAP_TIMEOUT_S
+
+# Without a pidfd (non-Linux) the shell's exit is noticed by polling this often.
+_EXIT_POLL_S = 0.05
+
+
+def _text(head: bytes, truncated: bool) -> str:
+    # A head cut mid-character keeps the complete characters; anything else undecodable is replaced.
+    return codecs.getincrementaldecoder("utf-8")("replace").decode(head, final=not truncated)
+
+
+class Command:
+    """One running command line; ``pump`` advances it, ``result`` is set once it is over."""
+
+    def __init__(self, command: str, cwd: str, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        # start_new_session: the command leads its own group, so one killpg reaches every descendant
+        # that did not escape with its own setsid. No preexec_fn: nothing per-thread is inherited.
+        self._proc = subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
+        self.pgid = self._proc.pid
+        self._deadline = time.monotonic() + timeout_s
+        assert self._proc.stdout is not None
+        self._out: int | None = self._proc.stdout.fileno()
+        os.set_blocking(self._out, False)
+        with contextlib.suppress(OSError, AttributeError):
+            fcntl.fcntl(self._out, fcntl.F_SETPIPE_SZ, EXEC_READ_CHUNK_BYTES)  # fewer wake-ups in a flood
+        self._pidfd: int | None = None
+        with contextlib.suppress(OSError, AttributeError):
+            self._pidfd = os.pidfd_open(self._proc.pid)
+        self._head = bytearray()
+        self._total = 0
+        self._returncode: int | None = None
+        self.result: dict[str, Any] | None = None
+
+    def pump(self, wake_fd: int | None = None) -> bool:
+        """Wait for output, the shell's exit or the deadline; True when ``wake_fd`` became readable."""
+        if self.result is not None:
+            return False
+        remaining = self._deadline - time.monotonic()
+        if remaining <= 0:
+            self._timed_out()
+            return False
+        fds = [fd for fd in (self._out, wake_fd) if fd is not None]
+        if self._returncode is None and self._pidfd is not None:
+            fds.append(self._pidfd)
+        wait = (
+            remaining
+            if self._pidfd is not None or self._returncode is not None
+            else min(remaining, _EXIT_POLL_S)
+        )
+        ready, _, _ = select.select(fds, [], [], wait)
+        if self._out is not None and self._out in ready:
+            self._read()  # one read per wake-up, so a flood cannot starve the wake fd or the deadline
+        if self._returncode is None:
+            self._check_exit()
+        if self._returncode is not None and self._out is None:
+            self._finish(self._exit_result())
+        elif time.monotonic() >= self._deadline:
+            self._timed_out()
+        return wake_fd is not None and wake_fd in ready
+
+    def cancel(self) -> None:
+        """Kill the group now; the result says cancelled (a finished command is left as it is)."""
+        if self.result is None:
+            self._kill()
+            self._finish({"ok": False, "cancelled": True, **self._output()})
+
+    def _read(self) -> None:
+        assert self._out is not None
+        try:
+            chunk = os.read(self._out, EXEC_READ_CHUNK_BYTES)
+        except BlockingIOError:
+            return
+        if not chunk:
+            self._close_out()
+            return
+        self._total += len(chunk)
+        room = EXEC_OUTPUT_MAX_BYTES - len(self._head)
+        if room > 0:
+            self._head += chunk[:room]
+
+    def _check_exit(self) -> None:
+        # WNOWAIT leaves the shell a zombie, so its pgid cannot be reused before the killpg below.
+        info = os.waitid(os.P_PID, self._proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        if info is None:
+            return
+        procutil.kill_group(self.pgid)  # on exit too: `sleep 300 &` dies with its shell
+        self._returncode = self._proc.wait()
+
+    def _kill(self) -> None:
+        if self._returncode is None:
+            procutil.kill_group(self.pgid)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._returncode = self._proc.wait(REAP_TIMEOUT_S)
+        self._close_out()
+
+    def _timed_out(self) -> None:
+        exited = self._returncode is not None
+        self._kill()
+        result: dict[str, Any] = {
+            "ok": False,
+            "error": f"timed out after {self.timeout_s:g}s",
+            **self._output(),
+        }
+        if exited:
+            # The shell had exited; a descendant that left the group kept the output pipe open.
+            result["exit_code"] = self._exit_code()
+        self._finish(result)
+
+    def _exit_code(self) -> int:
+        rc = self._returncode
+        assert rc is not None
+        return rc if rc >= 0 else 128 - rc  # shell convention for "killed by signal N"
+
+    def _exit_result(self) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "ok": self._returncode == 0,
+            "exit_code": self._exit_code(),
+            **self._output(),
+        }
+        if self._returncode is not None and self._returncode < 0:
+            result["signal"] = signal.Signals(-self._returncode).name
+        return result
+
+    def _output(self) -> dict[str, Any]:
+        truncated = self._total > EXEC_OUTPUT_MAX_BYTES
+        output = _text(bytes(self._head), truncated)
+        if truncated:
+            output += f"\n[output truncated: first {EXEC_OUTPUT_MAX_BYTES} of {self._total} bytes shown]"
+        return {"output": output, "truncated": truncated, "total_bytes": self._total}
+
+    def _close_out(self) -> None:
+        if self._out is not None:
+            assert self._proc.stdout is not None
+            self._proc.stdout.close()
+            self._out = None
+
+    def _finish(self, result: dict[str, Any]) -> None:
+        self._close_out()
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+        self.result = result
+
+
+def run_command(command: str, cwd: str, timeout_s: float) -> dict[str, Any]:
+    """Run to completion in-process (tests, standalone mode)."""
+    cmd = Command(command, cwd, timeout_s)
+    while cmd.result is None:
+        cmd.pump()
+    return cmd.result

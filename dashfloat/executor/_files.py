@@ -1,0 +1,339 @@
+"""The four file tools: bounded reads, atomic writes, exact-match edits, capped listings."""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import hashlib
+import io
+import os
+import secrets
+import stat
+from dataclasses import dataclass
+from typing import IO, Any
+
+from dashfloat.executor._errors import ToolError
+from dashfloat.executor._limits import (
+    EDIT_MAX_FILE_BYTES,
+    EXEC_READ_CHUNK_BYTES,
+    LIST_MAX_ENTRIES,
+    READ_MAX_BYTES,
+    READ_MAX_LINES,
+    READ_STREAM_THRESHOLD_BYTES,
+)
+from dashfloat.executor.path_policy import resolve
+
+ABSENT_DIGEST = "absent"
+_HASH_CHUNK_BYTES = 1024 * 1024
+
+
+# ---------------------------------------------------------------- shared helpers
+
+
+def _open_regular(real: str, path: str) -> int:
+    """An fd on a regular file; O_NONBLOCK so a FIFO cannot hang the open, then refused by type."""
+    fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise ToolError(f"is a directory: {path}")
+        raise ToolError(f"not a regular file: {path}")
+    return fd
+
+
+def digest_of(real: str) -> str:
+    """sha256 hex of a file's current bytes (streamed), ``absent`` if nothing is there."""
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        return ABSENT_DIGEST
+    if not stat.S_ISREG(st.st_mode):
+        return f"not-a-file:{stat.S_IFMT(st.st_mode):o}"
+    h = hashlib.sha256()
+    with open(real, "rb") as f:
+        while chunk := f.read(_HASH_CHUNK_BYTES):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _check_digest(real: str, expect: str | None, current: bytes | None = None) -> None:
+    if expect is None:
+        return
+    actual = hashlib.sha256(current).hexdigest() if current is not None else digest_of(real)
+    if actual != expect:
+        raise ToolError("file changed since the preview; nothing was written (preview it again)")
+
+
+def atomic_write(target: str, data: bytes, mode: int | None) -> None:
+    """Write through an O_EXCL temp file beside ``target``, then rename; the temp never survives a failure."""
+    directory, base = os.path.split(target)
+    temp = os.path.join(directory, f".{base[:100]}.{secrets.token_hex(8)}.dashfloat-tmp")
+    # An existing file's mode is restored by fchmod; 0600 until then, so the mode never widens.
+    fd = os.open(
+        temp,
+        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+        0o600 if mode is not None else 0o666,
+    )
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            if mode is not None:
+                os.fchmod(f.fileno(), mode)
+            os.fsync(f.fileno())
+        os.rename(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def _encode(text: str, what: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ToolError(f"{what} is not valid Unicode text: {exc.reason} at {exc.start}") from exc
+
+
+# ---------------------------------------------------------------- read_file
+
+
+def _next_line(reader: IO[bytes], keep: int) -> tuple[bytes, bool] | None:
+    """One whole line: its first ``keep`` bytes and whether it was longer; None at EOF (bounded memory)."""
+    kept = bytearray()
+    cut = False
+    started = False
+    while True:
+        chunk = reader.readline(EXEC_READ_CHUNK_BYTES)
+        if not chunk:
+            return (bytes(kept), cut) if started else None
+        started = True
+        room = keep - len(kept)
+        if room > 0:
+            kept += chunk[:room]
+        if len(chunk) > max(room, 0):
+            cut = True
+        if chunk.endswith(b"\n"):
+            return bytes(kept), cut
+
+
+def _decode_text(data: bytes, cut: bool, path: str) -> str:
+    if b"\0" in data:
+        raise ToolError(f"binary file (contains NUL bytes): {path}")
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    try:
+        # A window cut mid-line may end inside a multi-byte character: drop that tail, do not fail.
+        return decoder.decode(data, final=not cut)
+    except UnicodeDecodeError as exc:
+        raise ToolError(f"binary file (not UTF-8 text at byte {exc.start} of the window): {path}") from exc
+
+
+def read_file(root: str, path: str, offset: int, limit: int) -> dict[str, Any]:
+    """A 1-based line window of a text file, capped at READ_MAX_LINES lines and READ_MAX_BYTES bytes."""
+    real = resolve(path, root)
+    fd = _open_regular(real, path)
+    with os.fdopen(fd, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        total_lines: int | None = None
+        reader: IO[bytes] = f
+        if size <= READ_STREAM_THRESHOLD_BYTES:
+            data = f.read(READ_STREAM_THRESHOLD_BYTES + 1)
+            _decode_text(data, False, path)
+            total_lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+            reader = io.BytesIO(data)
+        # Above the threshold only the window is read; lines before it are skipped in bounded chunks.
+        skipped = 0
+        while skipped < offset - 1 and _next_line(reader, 0) is not None:
+            skipped += 1
+        window = bytearray()
+        lines = 0
+        cut = False
+        while lines < min(limit, READ_MAX_LINES) and len(window) < READ_MAX_BYTES and not cut:
+            line = _next_line(reader, READ_MAX_BYTES - len(window))
+            if line is None:
+                break
+            window += line[0]
+            cut = line[1]
+            lines += 1
+        truncated = cut or reader.read(1) != b""  # the probe past the window
+    if lines == 0 and offset > 1:
+        raise ToolError(f"offset {offset} is past the end of the file ({skipped} lines): {path}")
+    content = _decode_text(bytes(window), cut, path)
+    if truncated:
+        content += ("" if content.endswith("\n") or not content else "\n") + _read_marker(
+            offset, lines, cut, total_lines, size
+        )
+    return {
+        "ok": True,
+        "path": path,
+        "content": content,
+        "offset": offset,
+        "lines": lines,
+        "total_lines": total_lines,
+        "total_bytes": size,
+        "truncated": truncated,
+    }
+
+
+def _read_marker(offset: int, lines: int, cut: bool, total_lines: int | None, size: int) -> str:
+    last = offset + lines - 1
+    shown = f"lines {offset}-{last}" if lines else "no lines"
+    if total_lines is not None:
+        totals = f"{total_lines} lines, {size} bytes"
+    else:
+        totals = f"{size} bytes; lines are not counted in files over {READ_STREAM_THRESHOLD_BYTES} bytes"
+    how = (
+        f"line {last} was cut at the {READ_MAX_BYTES}-byte cap" if cut else f"continue with offset={last + 1}"
+    )
+    caps = f"at most {READ_MAX_LINES} lines / {READ_MAX_BYTES} bytes per call"
+    return f"[truncated: showing {shown} of {totals}; {caps}; {how}]"
+
+
+# ---------------------------------------------------------------- write_file
+
+
+@dataclass(frozen=True)
+class PlannedWrite:
+    """What a write or edit would put where: shared by the preview and the execution."""
+
+    real: str
+    old: bytes | None  # None: no file there yet (or too large to hold; see old_size)
+    old_size: int | None
+    new: bytes
+    mode: int | None
+    digest: str
+    line: int = 0  # edit_file: 1-based line of the match
+
+
+def plan_write(root: str, path: str, content: str) -> PlannedWrite:
+    """Resolve and encode a write_file call; the current file's bytes when small enough to diff."""
+    real = resolve(path, root)
+    new = _encode(content, "content")
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        return PlannedWrite(real, None, None, new, None, ABSENT_DIGEST)
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolError(f"is a directory: {path}")
+    if not stat.S_ISREG(st.st_mode):
+        raise ToolError(f"not a regular file: {path}")
+    old = None
+    if st.st_size <= EDIT_MAX_FILE_BYTES:
+        fd = _open_regular(real, path)
+        with os.fdopen(fd, "rb") as f:
+            old = f.read(EDIT_MAX_FILE_BYTES + 1)
+    digest = hashlib.sha256(old).hexdigest() if old is not None else digest_of(real)
+    return PlannedWrite(real, old, st.st_size, new, stat.S_IMODE(st.st_mode), digest)
+
+
+def write_file(root: str, path: str, content: str, expect_digest: str | None) -> dict[str, Any]:
+    """Create or replace a file atomically, creating parent directories; an existing mode is kept."""
+    real = resolve(path, root)
+    data = _encode(content, "content")
+    _check_digest(real, expect_digest)
+    mode: int | None = None
+    with contextlib.suppress(FileNotFoundError):
+        mode = stat.S_IMODE(os.stat(real).st_mode)
+    os.makedirs(os.path.dirname(real), exist_ok=True)
+    atomic_write(real, data, mode)
+    return {"ok": True, "path": path, "bytes": len(data), "created": mode is None}
+
+
+# ---------------------------------------------------------------- edit_file
+
+
+def locate(content: bytes, search_block: bytes) -> int:
+    """The offset of the one exact match of ``search_block``; ToolError on zero, several or empty."""
+    if not search_block:
+        raise ToolError("search_block is empty (it would match everywhere)")
+    count = content.count(search_block)
+    if count == 0:
+        raise ToolError("search block not found (it must match the file byte for byte, whitespace included)")
+    start = content.find(search_block)
+    if count == 1:
+        # count() is non-overlapping; any overlapping second match starts inside the first one.
+        overlapping = 1
+        at = content.find(search_block, start + 1)
+        while at != -1:
+            overlapping += 1
+            at = content.find(search_block, at + 1)
+        count = overlapping
+    if count > 1:
+        raise ToolError(
+            f"search block matches {count} times; it must match exactly once (include more surrounding lines)"
+        )
+    return start
+
+
+def plan_edit(root: str, path: str, search_block: str, replace_block: str) -> PlannedWrite:
+    """Resolve, size-check by stat, read and locate an edit_file call."""
+    real = resolve(path, root)
+    search, replace = _encode(search_block, "search_block"), _encode(replace_block, "replace_block")
+    fd = _open_regular(real, path)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if st.st_size > EDIT_MAX_FILE_BYTES:
+            raise ToolError(
+                f"file is {st.st_size} bytes; edit_file refuses files over {EDIT_MAX_FILE_BYTES}: {path}"
+            )
+        old = f.read(EDIT_MAX_FILE_BYTES + 1)
+    if len(old) > EDIT_MAX_FILE_BYTES:  # it grew between the stat and the read
+        raise ToolError(f"file is over {EDIT_MAX_FILE_BYTES} bytes; edit_file refuses it: {path}")
+    start = locate(old, search)
+    new = old[:start] + replace + old[start + len(search) :]
+    line = old.count(b"\n", 0, start) + 1
+    return PlannedWrite(
+        real, old, len(old), new, stat.S_IMODE(st.st_mode), hashlib.sha256(old).hexdigest(), line
+    )
+
+
+def edit_file(
+    root: str, path: str, search_block: str, replace_block: str, expect_digest: str | None
+) -> dict[str, Any]:
+    """Replace the unique exact match of search_block, atomically; the file's mode is kept."""
+    plan = plan_edit(root, path, search_block, replace_block)
+    _check_digest(plan.real, expect_digest, plan.old)
+    atomic_write(plan.real, plan.new, plan.mode)
+    return {"ok": True, "path": path, "line": plan.line, "bytes": len(plan.new)}
+
+
+# ---------------------------------------------------------------- list_directory
+
+
+def _entry_type(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISREG(mode):
+        return "file"
+    return "other"
+
+
+def list_directory(root: str, path: str) -> dict[str, Any]:
+    """Sorted entries with type and size; at most LIST_MAX_ENTRIES are statted."""
+    real = os.fsencode(resolve(path, root))
+    if not stat.S_ISDIR(os.stat(real).st_mode):
+        raise ToolError(f"not a directory: {path}")
+    names = sorted(os.listdir(real))  # bytes names: nothing undecodable is skipped
+    entries: list[dict[str, Any]] = []
+    for name in names[:LIST_MAX_ENTRIES]:
+        try:
+            st = os.lstat(os.path.join(real, name))
+        except FileNotFoundError:
+            continue  # removed while we listed
+        entry: dict[str, Any] = {"name": "", "type": _entry_type(st.st_mode), "size": st.st_size}
+        try:
+            entry["name"] = name.decode("utf-8")
+        except UnicodeDecodeError:
+            entry["name"] = name.decode("utf-8", "backslashreplace")
+            entry["escaped"] = True
+        entries.append(entry)
+    return {
+        "ok": True,
+        "path": path,
+        "entries": entries,
+        "total": len(names),
+        "truncated": len(names) > LIST_MAX_ENTRIES,
+    }

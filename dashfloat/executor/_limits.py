@@ -1,0 +1,19 @@
+"""Every bound the executor enforces (seed record §2), with units in the names."""
+
+from __future__ import annotations
+
+from typing import Final
+
+EXEC_OUTPUT_MAX_BYTES: Final = 32 * 1024
+EXEC_TIMEOUT_S: Final = 30.0
+READ_MAX_LINES: Final = 2000
+READ_MAX_BYTES: Final = 64 * 1024
+READ_STREAM_THRESHOLD_BYTES: Final = 256 * 1024
+EDIT_MAX_FILE_BYTES: Final = 8 * 1024 * 1024
+LIST_MAX_ENTRIES: Final = 501
+PREVIEW_MAX_LINES: Final = 50
+
+# How long a killed command's shell may take to be reaped; SIGKILL makes this effectively instant.
+REAP_TIMEOUT_S: Final = 1.0
+# One os.read of command output; large reads keep a gigabyte flood cheap to drain.
+EXEC_READ_CHUNK_BYTES: Final = 1024 * 1024

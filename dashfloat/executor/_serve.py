@@ -1,0 +1,144 @@
+"""The executor process: serve PreviewTool / RunTool / CancelTool / Shutdown over one pipe."""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import types
+from multiprocessing.connection import Connection
+from typing import Any, assert_never
+
+from dashfloat import procutil
+from dashfloat.catalogue import EXECUTE_COMMAND
+from dashfloat.channel import Channel, PeerDied, ProtocolError
+from dashfloat.executor._errors import error_result
+from dashfloat.executor._exec import Command
+from dashfloat.executor._tools import failure_message, preview, run_tool, start_command
+from dashfloat.executor._validate import validate
+from dashfloat.protocol import (
+    AgentToExecutor,
+    CancelTool,
+    CommandStarted,
+    PreviewReady,
+    PreviewTool,
+    RunTool,
+    Shutdown,
+    ToolFinished,
+)
+
+_SIGTERM_EXIT = 128 + signal.SIGTERM
+
+
+class _Stop(Exception):
+    """Shutdown or a dead peer: stop serving."""
+
+
+class _Server:
+    """One agent's executor: a single thread that selects over the pipe and the running command."""
+
+    def __init__(self, channel: Channel[AgentToExecutor], root: str, exec_timeout_s: float) -> None:
+        self.channel = channel
+        self.root = root
+        self.exec_timeout_s = exec_timeout_s
+        self.running: tuple[str, Command] | None = None
+        self.queued: collections.deque[RunTool] = collections.deque()
+
+    def on_sigterm(self, signum: int, frame: types.FrameType | None) -> None:
+        if self.running is not None:
+            procutil.kill_group(self.running[1].pgid)
+        os._exit(_SIGTERM_EXIT)  # the parent is gone or wants us gone: nobody is left to answer
+
+    def run(self) -> None:
+        try:
+            while True:
+                if self.queued:
+                    self.run_tool(self.queued.popleft())
+                else:
+                    self.handle(self.receive())
+        except _Stop:
+            pass
+        finally:
+            if self.running is not None:
+                procutil.kill_group(self.running[1].pgid)
+
+    def receive(self) -> AgentToExecutor | None:
+        try:
+            return self.channel.recv()
+        except PeerDied as exc:
+            raise _Stop from exc
+        except ProtocolError as exc:
+            self.send(ToolFinished(call_id="", result=error_result(str(exc))))
+            return None
+
+    def send(self, message: PreviewReady | CommandStarted | ToolFinished) -> None:
+        try:
+            self.channel.send(message)
+        except PeerDied as exc:
+            raise _Stop from exc
+
+    def handle(self, message: AgentToExecutor | None) -> None:
+        match message:
+            case None:
+                pass
+            case PreviewTool(call_id=call_id, name=name, args=args):
+                p = preview(name, args, self.root)
+                self.send(PreviewReady(call_id=call_id, lines=p.lines, digest=p.digest, error=p.error))
+            case RunTool():
+                if self.running is None:
+                    self.run_tool(message)
+                else:
+                    self.queued.append(message)  # calls arrive one at a time; keep reading the pipe anyway
+            case CancelTool(call_id=call_id):
+                if self.running is not None and self.running[0] == call_id:
+                    self.running[1].cancel()
+            case Shutdown():
+                if self.running is not None:
+                    self.running[1].cancel()
+                    self.finish_running()
+                for queued in self.queued:
+                    self.send(
+                        ToolFinished(queued.call_id, error_result("the executor shut down before running it"))
+                    )
+                raise _Stop
+            case _:
+                assert_never(message)
+
+    def run_tool(self, message: RunTool) -> None:
+        if message.name != EXECUTE_COMMAND:
+            result = run_tool(
+                message.name, message.args, self.root, self.exec_timeout_s, message.expect_digest
+            )
+            self.send(ToolFinished(message.call_id, result))
+            return
+        valid = validate(message.name, message.args)
+        if isinstance(valid, str):
+            self.send(ToolFinished(message.call_id, error_result(valid)))
+            return
+        try:
+            command = start_command(valid, self.root, self.exec_timeout_s)
+        except Exception as exc:
+            self.send(ToolFinished(message.call_id, error_result(failure_message(exc, message.name, valid))))
+            return
+        self.running = (message.call_id, command)
+        self.send(CommandStarted(message.call_id, command.pgid))
+        while command.result is None:
+            if command.pump(self.channel.fileno()):
+                self.handle(self.receive())  # a CancelTool or Shutdown lands here, mid-command
+        self.finish_running()
+
+    def finish_running(self) -> None:
+        assert self.running is not None
+        call_id, command = self.running
+        self.running = None
+        result: dict[str, Any] | None = command.result
+        assert result is not None
+        self.send(ToolFinished(call_id, result))
+
+
+def serve(conn: Connection, root: str, exec_timeout_s: float) -> None:
+    """The executor process main loop; returns on Shutdown or when the agent's end of the pipe closes."""
+    procutil.die_with_parent(signal.SIGTERM)
+    server = _Server(Channel(conn, AgentToExecutor, "agent->executor"), os.path.abspath(root), exec_timeout_s)
+    signal.signal(signal.SIGTERM, server.on_sigterm)
+    server.run()

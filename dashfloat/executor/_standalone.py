@@ -1,0 +1,85 @@
+"""``python -m dashfloat.executor``: run tool calls from JSON lines on stdin, no confirmation (debugging)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+import msgspec
+
+from dashfloat.executor._errors import error_result
+from dashfloat.executor._limits import EXEC_TIMEOUT_S
+from dashfloat.executor._tools import run_tool
+
+_DESCRIPTION = """\
+Run DashFloat tool calls directly, without confirmation: the executor's debugging entry point.
+
+Reads one JSON object per line on stdin:   {"id": "1", "name": "read_file", "args": {"path": "a.py"}}
+Writes one JSON object per call on stdout: {"id": "1", "result": {"ok": true, ...}}
+
+Tools: read_file, write_file, edit_file, execute_command, list_directory (see docs/tools.md).
+A line that is not valid JSON or not of that shape gets {"id": null, "result": {"ok": false, "error": ...}}
+and serving goes on. Stops at EOF.
+"""
+
+
+class Request(msgspec.Struct, forbid_unknown_fields=True):
+    """One stdin line."""
+
+    id: str
+    name: str
+    args: dict[str, Any] = {}
+
+
+_ENCODER = msgspec.json.Encoder()
+
+
+def _reply(request_id: str | None, result: dict[str, Any]) -> bytes:
+    return _ENCODER.encode({"id": request_id, "result": result}) + b"\n"
+
+
+def handle_line(line: bytes, root: str, exec_timeout_s: float) -> bytes:
+    """The stdout line for one stdin line."""
+    try:
+        raw = msgspec.json.decode(line)
+    except msgspec.DecodeError as exc:
+        return _reply(None, error_result(f"not a JSON line: {exc}"))
+    request_id = raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str) else None
+    try:
+        request = msgspec.convert(raw, Request)
+    except msgspec.ValidationError as exc:
+        return _reply(
+            request_id, error_result(f'expected {{"id": str, "name": str, "args": {{...}}}}: {exc}')
+        )
+    return _reply(request.id, run_tool(request.name, request.args, root, exec_timeout_s))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve stdin until EOF."""
+    parser = argparse.ArgumentParser(
+        prog="python -m dashfloat.executor",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--cwd", required=True, help="the working directory every path must stay inside")
+    parser.add_argument(
+        "--exec-timeout",
+        type=float,
+        default=EXEC_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"execute_command timeout (default {EXEC_TIMEOUT_S:g})",
+    )
+    ns = parser.parse_args(argv)
+    root = os.path.abspath(ns.cwd)
+    if not os.path.isdir(root):
+        parser.error(f"--cwd is not a directory: {ns.cwd}")
+    if ns.exec_timeout <= 0:
+        parser.error("--exec-timeout must be positive")
+    out = sys.stdout.buffer
+    for line in sys.stdin.buffer:
+        if line.strip():
+            out.write(handle_line(line, root, ns.exec_timeout))
+            out.flush()
+    return 0

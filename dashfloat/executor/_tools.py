@@ -1,0 +1,153 @@
+"""The in-process entry points: validate, then run a tool or build its preview; failures become results."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from dashfloat.catalogue import EDIT_FILE, EXECUTE_COMMAND, LIST_DIRECTORY, READ_FILE, WRITE_FILE
+from dashfloat.executor import _files
+from dashfloat.executor._errors import ToolError, error_result, os_message
+from dashfloat.executor._exec import Command
+from dashfloat.executor._limits import EDIT_MAX_FILE_BYTES, EXEC_TIMEOUT_S, PREVIEW_MAX_LINES
+from dashfloat.executor._validate import validate
+from dashfloat.executor.path_policy import PathError, resolve
+
+# A preview line longer than this is cut: a one-line minified file must not flood the confirmation.
+PREVIEW_MAX_LINE_CHARS = 400
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What the confirmation shows; ``error`` set when the call would fail anyway (no confirmation)."""
+
+    lines: list[str]
+    digest: str | None = None
+    error: str | None = None
+
+
+def failure_message(exc: Exception, name: str, args: dict[str, Any]) -> str:
+    match exc:
+        case ToolError() | PathError():
+            return str(exc)
+        case OSError():
+            return os_message(exc, str(args.get("path", args.get("cwd", ""))))
+        case _:
+            return f"internal error in {name}: {type(exc).__name__}: {exc}"
+
+
+def command_cwd(args: dict[str, Any], root: str) -> str:
+    """The resolved, existing directory execute_command runs in."""
+    cwd = resolve(args["cwd"], root)
+    if not os.path.isdir(cwd):
+        raise ToolError(f"cwd is not an existing directory: {args['cwd']}")
+    return cwd
+
+
+def start_command(args: dict[str, Any], root: str, exec_timeout_s: float) -> Command:
+    """Start a validated execute_command call (raises like the tools do)."""
+    if "\0" in args["command"]:
+        raise ToolError("command contains a NUL byte")
+    return Command(args["command"], command_cwd(args, root), exec_timeout_s)
+
+
+def run_tool(
+    name: str,
+    args: Any,
+    root: str,
+    exec_timeout_s: float = EXEC_TIMEOUT_S,
+    expect_digest: str | None = None,
+) -> dict[str, Any]:
+    """Validate and execute one call to completion; every failure is an error result, never a raise."""
+    valid = validate(name, args)
+    if isinstance(valid, str):
+        return error_result(valid)
+    try:
+        if name == READ_FILE:
+            return _files.read_file(root, valid["path"], valid["offset"], valid["limit"])
+        if name == WRITE_FILE:
+            return _files.write_file(root, valid["path"], valid["content"], expect_digest)
+        if name == EDIT_FILE:
+            return _files.edit_file(
+                root, valid["path"], valid["search_block"], valid["replace_block"], expect_digest
+            )
+        if name == LIST_DIRECTORY:
+            return _files.list_directory(root, valid["path"])
+        if name == EXECUTE_COMMAND:
+            cmd = start_command(valid, root, exec_timeout_s)
+            while cmd.result is None:
+                cmd.pump()
+            return cmd.result
+        raise AssertionError(f"validated tool {name!r} has no runner")
+    except Exception as exc:  # a failure is a result, never an exception across the process boundary
+        return error_result(failure_message(exc, name, valid))
+
+
+def _window(lines: list[str]) -> list[str]:
+    lines = [
+        line if len(line) <= PREVIEW_MAX_LINE_CHARS else line[:PREVIEW_MAX_LINE_CHARS] + " […]"
+        for line in lines
+    ]
+    if len(lines) <= PREVIEW_MAX_LINES:
+        return lines
+    return [*lines[:PREVIEW_MAX_LINES], f"[… {len(lines) - PREVIEW_MAX_LINES} more lines not shown]"]
+
+
+def _text_or_none(data: bytes) -> str | None:
+    if b"\0" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def diff_lines(plan: _files.PlannedWrite) -> list[str]:
+    """The unified diff (hunks only) of a planned write, all ``+`` lines for a new file, windowed."""
+    new_text = _text_or_none(plan.new)
+    if plan.old_size is None:
+        if new_text is None:
+            return [f"[new binary file, {len(plan.new)} bytes]"]
+        return _window([f"+{line}" for line in new_text.splitlines()])
+    old_text = None if plan.old is None else _text_or_none(plan.old)
+    if plan.old is None:
+        return [f"[replaces a {plan.old_size}-byte file, over {EDIT_MAX_FILE_BYTES} bytes: no diff shown]"]
+    if old_text is None or new_text is None:
+        return [f"[binary content: {plan.old_size} bytes replaced by {len(plan.new)} bytes]"]
+    diff = list(difflib.unified_diff(old_text.splitlines(), new_text.splitlines(), lineterm="", n=3))[2:]
+    if not diff:
+        return [
+            "[no line changes (the bytes differ only in line endings)]"
+            if plan.old != plan.new
+            else "[no change]"
+        ]
+    return _window(diff)
+
+
+def preview(name: str, args: Any, root: str) -> Preview:
+    """The confirmation preview of a call, built with the same planning code its execution uses."""
+    valid = validate(name, args)
+    if isinstance(valid, str):
+        return Preview([], error=valid)
+    try:
+        if name == WRITE_FILE:
+            plan = _files.plan_write(root, valid["path"], valid["content"])
+            return Preview(diff_lines(plan), digest=plan.digest)
+        if name == EDIT_FILE:
+            plan = _files.plan_edit(root, valid["path"], valid["search_block"], valid["replace_block"])
+            return Preview(diff_lines(plan), digest=plan.digest)
+        if name == EXECUTE_COMMAND:
+            if "\0" in valid["command"]:
+                raise ToolError("command contains a NUL byte")
+            first, *rest = valid["command"].splitlines() or [""]
+            return Preview(
+                [*_window([f"$ {first}", *(f"  {line}" for line in rest)]), f"in {command_cwd(valid, root)}"]
+            )
+        if name in (READ_FILE, LIST_DIRECTORY):
+            resolve(valid["path"], root)
+            return Preview([f"{name} {valid['path']}"])
+        raise AssertionError(f"validated tool {name!r} has no preview")
+    except Exception as exc:
+        return Preview([], error=failure_message(exc, name, valid))
