@@ -1,0 +1,514 @@
+"""The durable session log: one append-only JSON Lines file per session (format: docs/sessions.md).
+
+Public API (pure library code: no processes, no protocol sending, no printing):
+
+- ``state_dir(env)``, ``sessions_dir(env)``: where DashFloat keeps its state and its session files.
+- ``new_header(cwd=, provider=, model=, dashfloat_version=)``: a fresh ``SessionHeader`` with a new id.
+- ``SessionWriter.create(dir, header)`` / ``SessionWriter.open_existing(path) -> (writer, loaded)``;
+  ``writer.append(msg)``, ``append_many(msgs)``, ``append_usage(turn, usage)`` return only once the
+  line is fsynced; ``writer.path``, ``writer.close()`` (also a context manager).
+- ``load(path) -> LoadedSession``: header, repaired messages, usage records, repair notices.
+- ``repair_conversation(messages) -> (messages, notices)``: the tool-call repair rules on their own.
+- ``list_sessions(dir)``, ``find_session(dir, id_or_prefix)``, ``newest_for_cwd(dir, cwd)``.
+- ``SessionError``: every refusal, one line naming the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+import msgspec
+
+from dashfloat.protocol import ChatMessage, SessionInfo, Usage
+
+FORMAT_VERSION = 1
+SESSIONS_DIRNAME = "sessions"
+SESSION_SUFFIX = ".jsonl"
+HEADER_MAX_BYTES = 16 * 1024  # a first line longer than this is not a header: junk is rejected unread
+TITLE_MAX_CHARS = 60
+NOTICE_MAX_ITEMS = 5  # ids / line numbers named in one notice before "and N more"
+CANCELLED_RESULT = '{"ok":false,"cancelled":true}'
+
+_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+class SessionError(Exception):
+    """A session file that cannot be used as asked; the message is one line naming the file."""
+
+
+class _Line(msgspec.Struct, frozen=True, tag_field="kind"):
+    """One line of a session file."""
+
+
+class SessionHeader(_Line, frozen=True, tag="header", kw_only=True):
+    """The first line of every session file."""
+
+    format: int
+    id: str
+    created: str
+    cwd: str
+    provider: str
+    model: str
+    dashfloat_version: str
+
+
+class _MessageLine(_Line, frozen=True, tag="message"):
+    """One conversation message, in the order it came into existence."""
+
+    message: ChatMessage
+
+
+class UsageRecord(_Line, frozen=True, tag="usage"):
+    """Token usage of one turn (the final episode's figures), so /usage survives a resume."""
+
+    turn: int
+    usage: Usage
+
+
+_Entry = ChatMessage | UsageRecord
+_ENCODER = msgspec.json.Encoder()
+_BODY_DECODER = msgspec.json.Decoder(_MessageLine | UsageRecord)
+_HEADER_DECODER = msgspec.json.Decoder(SessionHeader)
+
+
+@dataclass
+class LoadedSession:
+    """A session as read back: valid for any provider after repair; ``notices`` says what was repaired."""
+
+    path: Path
+    header: SessionHeader
+    messages: list[ChatMessage]
+    usage: list[UsageRecord]
+    notices: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- locations and ids
+
+
+def state_dir(env: Mapping[str, str]) -> Path:
+    """``$XDG_STATE_HOME/dashfloat``, default ``~/.local/state/dashfloat`` (relative XDG values ignored)."""
+    xdg = env.get("XDG_STATE_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "dashfloat"
+    home = env.get("HOME") or str(Path.home())
+    return Path(home) / ".local" / "state" / "dashfloat"
+
+
+def sessions_dir(env: Mapping[str, str]) -> Path:
+    """The directory holding the session files."""
+    return state_dir(env) / SESSIONS_DIRNAME
+
+
+def ensure_private_dir(path: Path) -> None:
+    """Create ``path`` (and parents) and make the leaf 0700, tightening an existing one."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.stat().st_mode & 0o777 != 0o700:
+        os.chmod(path, 0o700)
+
+
+def new_session_id(now: datetime | None = None) -> str:
+    """``YYYYMMDD-HHMMSS-<6 hex>`` in UTC: names sort by creation time."""
+    moment = (now or datetime.now(UTC)).astimezone(UTC)
+    return f"{moment:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+def new_header(
+    *, cwd: str | Path, provider: str, model: str, dashfloat_version: str, now: datetime | None = None
+) -> SessionHeader:
+    """A header for a new session started now."""
+    moment = (now or datetime.now(UTC)).astimezone(UTC)
+    return SessionHeader(
+        format=FORMAT_VERSION,
+        id=new_session_id(moment),
+        created=moment.isoformat(timespec="seconds"),
+        cwd=str(cwd),
+        provider=provider,
+        model=model,
+        dashfloat_version=dashfloat_version,
+    )
+
+
+# ---------------------------------------------------------------- writing
+
+
+def _encode(line: _Line) -> bytes:
+    return _ENCODER.encode(line) + b"\n"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class SessionWriter:
+    """Appends lines to one session file; every append is on disk (fsynced) before it returns."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd: int | None = fd
+        self._size = os.fstat(fd).st_size
+
+    @classmethod
+    def create(cls, sessions_dir: Path, header: SessionHeader) -> SessionWriter:
+        """Create ``<id>.jsonl`` (0600, in a 0700 directory) holding the header, durably."""
+        if not _ID_RE.fullmatch(header.id):
+            raise SessionError(f"invalid session id {header.id!r}: letters, digits, '.', '_' and '-' only")
+        ensure_private_dir(sessions_dir)
+        path = sessions_dir / f"{header.id}{SESSION_SUFFIX}"
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except FileExistsError:
+            raise SessionError(f"{path}: a session with this id already exists") from None
+        writer = cls(path, fd)
+        writer._write(_encode(header))
+        _fsync_dir(sessions_dir)  # the new directory entry must survive a power loss too
+        return writer
+
+    @classmethod
+    def open_existing(cls, path: Path) -> tuple[SessionWriter, LoadedSession]:
+        """Load ``path``, write its repairs back, and open it for appending."""
+        parsed = _parse(path)
+        loaded = parsed.loaded
+        try:
+            if parsed.needs_rewrite:
+                _rewrite(path, loaded)
+            elif parsed.tail_start is not None:
+                os.truncate(path, parsed.tail_start)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        except OSError as exc:
+            raise SessionError(f"{path}: cannot open the session for writing: {exc.strerror}") from exc
+        writer = cls(path, fd)
+        if not parsed.needs_rewrite and parsed.appended_repairs:
+            writer.append_many(parsed.appended_repairs)
+        elif parsed.tail_start is not None:
+            os.fsync(fd)  # make the truncation itself durable
+        return writer, loaded
+
+    def append(self, message: ChatMessage) -> None:
+        """Append one message; it is on disk when this returns."""
+        self._write(_encode(_MessageLine(message)))
+
+    def append_many(self, messages: Iterable[ChatMessage]) -> None:
+        """Append several messages with a single write and a single fsync."""
+        data = b"".join(_encode(_MessageLine(m)) for m in messages)
+        if data:
+            self._write(data)
+
+    def append_usage(self, turn: int, usage: Usage) -> None:
+        """Record the usage of ``turn`` (1-based)."""
+        self._write(_encode(UsageRecord(turn, usage)))
+
+    def close(self) -> None:
+        """Close the file; further appends raise SessionError."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _write(self, data: bytes) -> None:
+        if self._fd is None:
+            raise SessionError(f"{self.path}: the session log is closed")
+        try:
+            _write_all(self._fd, data)
+            os.fsync(self._fd)
+        except OSError as exc:
+            # Take a half-written line back off so the next append does not glue onto it;
+            # if even that fails, the next load drops the torn line instead.
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._size)
+            raise SessionError(f"{self.path}: cannot write the session log: {exc.strerror}") from exc
+        self._size += len(data)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _rewrite(path: Path, loaded: LoadedSession) -> None:
+    """Replace ``path`` atomically with the repaired session (header, messages, usage records)."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    lines = [_encode(loaded.header)]
+    lines += [_encode(_MessageLine(m)) for m in loaded.messages]
+    lines += [_encode(u) for u in loaded.usage]
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            _write_all(fd, b"".join(lines))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+# ---------------------------------------------------------------- reading and repair
+
+
+def load(path: Path) -> LoadedSession:
+    """Read a session and repair it in memory (the file is not touched)."""
+    return _parse(path).loaded
+
+
+@dataclass
+class _Parsed:
+    loaded: LoadedSession
+    tail_start: int | None  # offset of a dropped last line
+    needs_rewrite: bool  # repairs not expressible as "truncate the tail, append results"
+    appended_repairs: list[ChatMessage]
+
+
+def _read_header(path: Path, first: bytes) -> SessionHeader:
+    """Validate the first line; refuses junk and newer formats with a message naming ``path``."""
+    try:
+        raw = msgspec.json.decode(first)
+    except msgspec.DecodeError:
+        raw = None
+    if not isinstance(raw, dict) or raw.get("kind") != "header":
+        raise SessionError(f"{path}: not a DashFloat session (the first line is not a session header)")
+    version = raw.get("format")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise SessionError(f"{path}: not a DashFloat session (the header has no valid format version)")
+    if version > FORMAT_VERSION:
+        raise SessionError(f"{path}: written by a newer DashFloat (format {version}); upgrade to resume it")
+    try:
+        return _HEADER_DECODER.decode(first)
+    except msgspec.DecodeError as exc:
+        raise SessionError(f"{path}: not a DashFloat session (malformed header: {exc})") from None
+
+
+def _read_first_line(path: Path) -> bytes:
+    """The first line without its newline; longer than HEADER_MAX_BYTES means junk."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(HEADER_MAX_BYTES + 1)
+    except OSError as exc:
+        raise SessionError(f"{path}: cannot read the session: {exc.strerror}") from exc
+    if len(first) > HEADER_MAX_BYTES:
+        raise SessionError(f"{path}: not a DashFloat session (the first line is not a session header)")
+    return first.removesuffix(b"\n")
+
+
+def _parse(path: Path) -> _Parsed:
+    header = _read_header(path, _read_first_line(path))
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SessionError(f"{path}: cannot read the session: {exc.strerror}") from exc
+    lines = data.split(b"\n")
+    terminated = data.endswith(b"\n")
+    if terminated:
+        lines.pop()  # the empty piece after the final newline
+    entries: list[_Entry] = []
+    corrupt: list[int] = []
+    notices: list[str] = []
+    tail_start: int | None = None
+    offset = len(lines[0]) + 1
+    last = len(lines) - 1
+    for number, line in enumerate(lines[1:], start=2):
+        start = offset
+        offset += len(line) + 1
+        if not line.strip():
+            continue
+        try:
+            decoded = _BODY_DECODER.decode(line)
+        except msgspec.DecodeError:
+            decoded = None
+        if number - 1 == last and (decoded is None or not terminated):
+            # The writer died mid-line: drop the fragment. Even a complete-looking JSON value without
+            # its newline is dropped, since its append never returned to the caller.
+            tail_start = start
+            notices.append(
+                f"{path.name}: dropped a torn last line ({len(line)} bytes; the writer stopped mid-write)"
+            )
+            continue
+        if decoded is None:
+            corrupt.append(number)
+            continue
+        entries.append(decoded.message if isinstance(decoded, _MessageLine) else decoded)
+    if corrupt:
+        notices.append(f"{path.name}: skipped {_count(len(corrupt), 'unreadable line')}: {_names(corrupt)}")
+    repaired, repair_notices, appended = _repair(entries)
+    notices += [f"{path.name}: {n}" for n in repair_notices]
+    loaded = LoadedSession(
+        path=path,
+        header=header,
+        messages=[e for e in repaired if isinstance(e, ChatMessage)],
+        usage=[e for e in repaired if isinstance(e, UsageRecord)],
+        notices=notices,
+    )
+    # A header without its newline (a crash inside create) would glue onto the next append.
+    in_place = appended is not None and not corrupt and (terminated or len(lines) > 1)
+    return _Parsed(loaded, tail_start, not in_place, appended or [])
+
+
+def repair_conversation(messages: Sequence[ChatMessage]) -> tuple[list[ChatMessage], list[str]]:
+    """Make ``messages`` valid for any provider: every tool call answered, no orphan tool results."""
+    repaired, notices, _ = _repair(list(messages))
+    return [m for m in repaired if isinstance(m, ChatMessage)], notices
+
+
+def _cancelled(call_id: str) -> ChatMessage:
+    return ChatMessage(role="tool", content=CANCELLED_RESULT, tool_call_id=call_id)
+
+
+def _repair(entries: list[_Entry]) -> tuple[list[_Entry], list[str], list[ChatMessage] | None]:
+    """The repaired entries, notices, and the synthesized suffix when the repair only appends (else None)."""
+    out: list[_Entry] = []
+    pending: list[str] = []  # call ids of the latest assistant message still without a result
+    synthesized: list[str] = []
+    orphans: list[str] = []
+    in_place = True
+    for entry in entries:
+        if isinstance(entry, UsageRecord):
+            out.append(entry)
+            continue
+        if entry.role == "tool":
+            if entry.tool_call_id in pending:
+                pending.remove(entry.tool_call_id)
+                out.append(entry)
+            else:
+                orphans.append(entry.tool_call_id or "(no id)")
+                in_place = False
+            continue
+        if pending:
+            # Results missing before a later message: insert them where the provider expects them.
+            out += [_cancelled(i) for i in pending]
+            synthesized += pending
+            in_place = False
+        pending = [c.id for c in entry.tool_calls or []]
+        out.append(entry)
+    tail = [_cancelled(i) for i in pending]
+    synthesized += pending
+    out += tail
+    notices = []
+    if synthesized:
+        notices.append(
+            f"marked {_count(len(synthesized), 'unanswered tool call')} as cancelled: {_names(synthesized)}"
+        )
+    if orphans:
+        notices.append(f"dropped {_count(len(orphans), 'tool result')} matching no call: {_names(orphans)}")
+    return out, notices, tail if in_place else None
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _names(items: Sequence[object]) -> str:
+    shown = ", ".join(str(i) for i in items[:NOTICE_MAX_ITEMS])
+    more = len(items) - NOTICE_MAX_ITEMS
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
+# ---------------------------------------------------------------- finding sessions
+
+
+def _session_files(sessions_dir: Path) -> list[Path]:
+    try:
+        names = os.listdir(sessions_dir)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        raise SessionError(f"{sessions_dir}: cannot list sessions: {exc.strerror}") from exc
+    return [sessions_dir / n for n in names if n.endswith(SESSION_SUFFIX) and not n.startswith(".")]
+
+
+def _mtime_ns(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+def _title(messages: Sequence[ChatMessage]) -> str:
+    for m in messages:
+        if m.role == "user" and m.content:
+            text = " ".join(m.content.split())
+            return text if len(text) <= TITLE_MAX_CHARS else text[: TITLE_MAX_CHARS - 1] + "…"
+    return ""
+
+
+def _iso_utc(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, UTC).isoformat(timespec="seconds")
+
+
+def list_sessions(sessions_dir: Path) -> list[SessionInfo]:
+    """Every readable session, newest activity first; junk files are skipped."""
+    rows: list[tuple[int, str, SessionInfo]] = []
+    for path in _session_files(sessions_dir):
+        mtime = _mtime_ns(path)
+        if mtime is None:
+            continue
+        try:
+            loaded = load(path)
+        except (SessionError, OSError):
+            continue
+        info = SessionInfo(
+            id=loaded.header.id,
+            last_activity=_iso_utc(mtime),
+            cwd=loaded.header.cwd,
+            messages=len(loaded.messages),
+            title=_title(loaded.messages),
+        )
+        rows.append((mtime, info.id, info))
+    rows.sort(key=lambda r: (r[0], r[1]), reverse=True)
+    return [r[2] for r in rows]
+
+
+def find_session(sessions_dir: Path, id_or_prefix: str) -> Path:
+    """The session file whose id is ``id_or_prefix`` or uniquely starts with it."""
+    wanted = id_or_prefix.strip()
+    if not wanted:
+        raise SessionError("no session id given")
+    ids = sorted(p.name.removesuffix(SESSION_SUFFIX) for p in _session_files(sessions_dir))
+    if wanted in ids:
+        return sessions_dir / f"{wanted}{SESSION_SUFFIX}"
+    matches = [i for i in ids if i.startswith(wanted)]
+    if not matches:
+        raise SessionError(f"no session {wanted!r} in {sessions_dir}")
+    if len(matches) > 1:
+        raise SessionError(f"ambiguous session prefix {wanted!r}: matches {_names(matches)}")
+    return sessions_dir / f"{matches[0]}{SESSION_SUFFIX}"
+
+
+def newest_for_cwd(sessions_dir: Path, cwd: str | Path) -> Path | None:
+    """The most recently active session started in ``cwd``, if any."""
+    wanted = os.path.normpath(str(cwd))
+    best: tuple[int, str] | None = None
+    found: Path | None = None
+    for path in _session_files(sessions_dir):
+        mtime = _mtime_ns(path)
+        if mtime is None:
+            continue
+        try:
+            header = _read_header(path, _read_first_line(path))
+        except SessionError:
+            continue
+        key = (mtime, header.id)
+        if os.path.normpath(header.cwd) == wanted and (best is None or key > best):
+            best, found = key, path
+    return found
