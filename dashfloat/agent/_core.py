@@ -192,12 +192,14 @@ class AgentCore:
             history=self.history,
         )
 
-    def load(self, conversation: list[ChatMessage], usage: list[Usage]) -> None:
+    def load(self, conversation: list[ChatMessage], usage: list[Usage], replay: bool = True) -> None:
         """Adopt a resumed conversation and replay it to the UI with the live vocabulary."""
         self.conversation = list(conversation)
         self.turn_usage = list(usage)
         self._announced_session = self.journal.session_id
         self._ui(SessionStarted(session_id=self.journal.session_id, resumed=True))
+        if not replay:
+            return
         names: dict[str, str] = {}
         for message in conversation:
             if message.role == "user" and message.content is not None:

@@ -19,6 +19,8 @@ class AgentOptions(msgspec.Struct, frozen=True):
     """Where sessions and history live; empty disables persistence (tests, --no-session)."""
     resume_id: str = ""
     """A session id (or unambiguous prefix) to load at start: ``--resume``, or a restart after a crash."""
+    replay: bool = True
+    """Replay a resumed transcript to the UI (not after a crash restart: the UI still shows it)."""
     continue_latest: bool = False
     """``--continue``: load the newest session of this working directory."""
     notice: str = ""

@@ -1,21 +1,58 @@
-"""Building the agent's core at process start: journal, project instructions, resume."""
+"""Building the agent's core at process start: journal, history, project instructions, resume."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from dashfloat.agent import session_log
 from dashfloat.agent._core import AgentCore, Journal, MemoryJournal
+from dashfloat.agent._journal import SessionJournal
 from dashfloat.agent._options import AgentOptions
+from dashfloat.agent.history import load_history
+from dashfloat.agent.instructions import load_project_instructions
 from dashfloat.protocol import SystemEntry
 
 
-def open_journal(options: AgentOptions) -> Journal:
-    """The session log when persistence is on, else a memory-only journal."""
-    return MemoryJournal()
+def _resume(core: AgentCore, journal: SessionJournal, options: AgentOptions) -> None:
+    try:
+        if options.resume_id:
+            path: Path | None = session_log.find_session(journal.sessions_dir, options.resume_id)
+        else:
+            path = session_log.newest_for_cwd(journal.sessions_dir, options.cwd)
+        if path is None:
+            core.outbox.append(
+                ("ui", SystemEntry(text="no saved session for this directory: starting a new one"))
+            )
+            return
+        loaded = journal.open(path)
+    except (session_log.SessionError, OSError) as exc:
+        core.outbox.append(("ui", SystemEntry(text=f"{exc}; starting a new session", level="error")))
+        return
+    for notice in loaded.notices:
+        core.outbox.append(("ui", SystemEntry(text=notice, level="warning")))
+    core.load(loaded.messages, [record.usage for record in loaded.usage], replay=options.replay)
 
 
 def build_core(options: AgentOptions) -> AgentCore:
-    """A ready core whose outbox starts with AgentReady (and any start-up notices)."""
-    core = AgentCore(options, open_journal(options))
+    """A ready core whose outbox starts with AgentReady, start-up notices and any resumed transcript."""
+    journal: Journal
+    instructions = load_project_instructions(Path(options.cwd))
+    if options.state_dir:
+        state = Path(options.state_dir)
+        journal = SessionJournal(state, options.cwd, options.provider)
+        core = AgentCore(options, journal, instructions.text)
+        core.history = load_history(state / "history")
+    else:
+        journal = MemoryJournal()
+        core = AgentCore(options, journal, instructions.text)
     core.outbox.append(("ui", core.ready_message()))
     if options.notice:
         core.outbox.append(("ui", SystemEntry(text=options.notice)))
+    if instructions.files:
+        names = ", ".join(str(path) for path in instructions.files)
+        core.outbox.append(("ui", SystemEntry(text=f"project instructions loaded from {names}")))
+    for problem in instructions.problems:
+        core.outbox.append(("ui", SystemEntry(text=problem, level="warning")))
+    if isinstance(journal, SessionJournal) and (options.resume_id or options.continue_latest):
+        _resume(core, journal, options)
     return core

@@ -61,7 +61,7 @@ class AgentProcess:
         options = self.options
         if self.session_id:
             options = msgspec.structs.replace(
-                options, resume_id=self.session_id, continue_latest=False, notice=""
+                options, resume_id=self.session_id, replay=False, continue_latest=False, notice=""
             )
         self.process = CONTEXT.Process(
             target=_agent_entry,

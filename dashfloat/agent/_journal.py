@@ -1,0 +1,68 @@
+"""The session log as the agent's Journal: created on the first message, fsynced on every append."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dashfloat import __version__
+from dashfloat.agent import session_log
+from dashfloat.agent.history import append_history
+from dashfloat.protocol import ChatMessage, ProviderConfig, SessionInfo, Usage
+
+
+class SessionJournal:
+    """Writes the current session under ``state_dir``; ``resume`` switches to a saved one."""
+
+    def __init__(self, state_dir: Path, cwd: str, provider: ProviderConfig) -> None:
+        self.sessions_dir = state_dir / session_log.SESSIONS_DIRNAME
+        self.history_path = state_dir / "history"
+        self.cwd = cwd
+        self.provider = provider
+        self.writer: session_log.SessionWriter | None = None
+        self.session_id = ""
+
+    def _writer(self) -> session_log.SessionWriter:
+        if self.writer is None:
+            session_log.ensure_private_dir(self.sessions_dir)
+            header = session_log.new_header(
+                cwd=self.cwd,
+                provider=self.provider.name,
+                model=self.provider.model,
+                dashfloat_version=__version__,
+            )
+            self.writer = session_log.SessionWriter.create(self.sessions_dir, header)
+            self.session_id = header.id
+        return self.writer
+
+    def record(self, message: ChatMessage) -> None:
+        self._writer().append(message)
+
+    def record_usage(self, turn: int, usage: Usage) -> None:
+        self._writer().append_usage(turn, usage)
+
+    def record_prompt(self, text: str) -> None:
+        append_history(self.history_path, text)
+
+    def new_session(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.writer = None
+        self.session_id = ""
+
+    def list_sessions(self) -> list[SessionInfo]:
+        return session_log.list_sessions(self.sessions_dir)
+
+    def open(self, path: Path) -> session_log.LoadedSession:
+        """Continue the session at ``path``: repaired, then appended to."""
+        writer, loaded = session_log.SessionWriter.open_existing(path)
+        self.new_session()
+        self.writer = writer
+        self.session_id = loaded.header.id
+        return loaded
+
+    def resume(self, session_id: str) -> tuple[list[ChatMessage], list[Usage], list[str]]:
+        try:
+            loaded = self.open(session_log.find_session(self.sessions_dir, session_id))
+        except session_log.SessionError as exc:
+            raise LookupError(str(exc)) from exc
+        return loaded.messages, [record.usage for record in loaded.usage], loaded.notices
