@@ -307,9 +307,10 @@ def _read_first_line(path: Path) -> bytes:
             first = f.readline(HEADER_MAX_BYTES + 1)
     except OSError as exc:
         raise SessionError(f"{path}: cannot read the session: {exc.strerror}") from exc
+    first = first.removesuffix(b"\n")
     if len(first) > HEADER_MAX_BYTES:
         raise SessionError(f"{path}: not a DashFloat session (the first line is not a session header)")
-    return first.removesuffix(b"\n")
+    return first
 
 
 def _parse(path: Path) -> _Parsed:

@@ -1,0 +1,106 @@
+"""Project instructions: the ``AGENTS.md`` files from the repository root down to the working directory.
+
+Public API (pure library code):
+
+- ``load_project_instructions(cwd) -> ProjectInstructions(text, files, truncated, problems)``: the files
+  outermost first, each under a ``=== <path relative to cwd> ===`` label, INSTRUCTIONS_MAX_BYTES in all
+  (the file that crosses the bound is cut at a line and a marker says so; later files are not read).
+  Unreadable, non-regular or non-UTF-8 files are named in ``problems``; nothing here raises.
+- ``project_root(cwd)``: the nearest enclosing directory holding ``.git`` (file or directory), else cwd.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+INSTRUCTIONS_FILENAME = "AGENTS.md"
+INSTRUCTIONS_MAX_BYTES = 64 * 1024
+TRUNCATION_MARKER = "[… project instructions truncated: more than 64 KiB of AGENTS.md]\n"
+
+
+@dataclass(frozen=True)
+class ProjectInstructions:
+    """The text for the system message, the files it came from, and what could not be read."""
+
+    text: str
+    files: list[Path] = field(default_factory=list)
+    truncated: bool = False
+    problems: list[str] = field(default_factory=list)
+
+
+def project_root(cwd: Path) -> Path:
+    """The nearest enclosing directory (cwd included) that holds ``.git``, else ``cwd`` itself."""
+    for directory in (cwd, *cwd.parents):
+        try:
+            if (directory / ".git").exists():
+                return directory
+        except OSError:
+            continue  # an unreadable ancestor cannot be the repository root we can use
+    return cwd
+
+
+def _read_bounded(path: Path, limit: int) -> str | None:
+    """At most ``limit`` bytes (plus a partial character) of a regular UTF-8 file; None if absent."""
+    try:
+        # O_NONBLOCK: an AGENTS.md that is a FIFO must not hang the agent's start.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(limit + 1)
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        return decoder.decode(data, final=len(data) <= limit)
+    finally:
+        os.close(fd)
+
+
+def load_project_instructions(cwd: Path) -> ProjectInstructions:
+    """Read the AGENTS.md chain for ``cwd`` within INSTRUCTIONS_MAX_BYTES."""
+    cwd = cwd.resolve()
+    root = project_root(cwd)
+    rel = cwd.relative_to(root).parts
+    chain = [root.joinpath(*rel[:i]) for i in range(len(rel) + 1)]
+    pieces: list[str] = []
+    files: list[Path] = []
+    problems: list[str] = []
+    used = 0
+    for directory in chain:
+        path = directory / INSTRUCTIONS_FILENAME
+        try:
+            content = _read_bounded(path, INSTRUCTIONS_MAX_BYTES)
+        except UnicodeDecodeError:
+            problems.append(f"{path}: not UTF-8 text, skipped")
+            continue
+        except ValueError as exc:
+            problems.append(f"{path}: {exc}, skipped")
+            continue
+        except OSError as exc:
+            problems.append(f"{path}: cannot read: {exc.strerror}")
+            continue
+        if content is None or not content.strip():
+            continue
+        section = f"=== {os.path.relpath(path, cwd)} ===\n{content.rstrip()}\n\n".encode()
+        if used + len(section) <= INSTRUCTIONS_MAX_BYTES:
+            pieces.append(section.decode())
+            files.append(path)
+            used += len(section)
+            continue
+        room = INSTRUCTIONS_MAX_BYTES - used - len(TRUNCATION_MARKER.encode())
+        cut = section[: max(room, 0)]
+        if b"\n" in cut:
+            cut = cut[: cut.rindex(b"\n") + 1]  # end on a whole line
+        if cut.count(b"\n") > 1:  # more than the label made it in
+            pieces.append(cut.decode("utf-8", errors="ignore"))
+            files.append(path)
+        pieces.append(TRUNCATION_MARKER)
+        return ProjectInstructions("".join(pieces), files, True, problems)
+    return ProjectInstructions(
+        "".join(pieces).rstrip("\n") + ("\n" if pieces else ""), files, False, problems
+    )
