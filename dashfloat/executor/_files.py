@@ -17,6 +17,7 @@ from dashfloat.executor._limits import (
     EDIT_MAX_FILE_BYTES,
     EXEC_READ_CHUNK_BYTES,
     LIST_MAX_ENTRIES,
+    LOCATE_MAX_COUNT,
     READ_MAX_BYTES,
     READ_MAX_LINES,
     READ_STREAM_THRESHOLD_BYTES,
@@ -247,21 +248,19 @@ def locate(content: bytes, search_block: bytes) -> int:
     """The offset of the one exact match of ``search_block``; ToolError on zero, several or empty."""
     if not search_block:
         raise ToolError("search_block is empty (it would match everywhere)")
-    count = content.count(search_block)
-    if count == 0:
-        raise ToolError("search block not found (it must match the file byte for byte, whitespace included)")
     start = content.find(search_block)
-    if count == 1:
-        # count() is non-overlapping; any overlapping second match starts inside the first one.
-        overlapping = 1
-        at = content.find(search_block, start + 1)
-        while at != -1:
-            overlapping += 1
-            at = content.find(search_block, at + 1)
-        count = overlapping
+    if start == -1:
+        raise ToolError("search block not found (it must match the file byte for byte, whitespace included)")
+    # Overlapping matches count too ("aa" is ambiguous in "aaa"); counting stops past the cap.
+    count = 1
+    at = content.find(search_block, start + 1)
+    while at != -1 and count <= LOCATE_MAX_COUNT:
+        count += 1
+        at = content.find(search_block, at + 1)
     if count > 1:
+        times = f"more than {LOCATE_MAX_COUNT}" if count > LOCATE_MAX_COUNT else str(count)
         raise ToolError(
-            f"search block matches {count} times; it must match exactly once (include more surrounding lines)"
+            f"search block matches {times} times; it must match exactly once (include more surrounding lines)"
         )
     return start
 

@@ -12,6 +12,8 @@ READ_STREAM_THRESHOLD_BYTES: Final = 256 * 1024
 EDIT_MAX_FILE_BYTES: Final = 8 * 1024 * 1024
 LIST_MAX_ENTRIES: Final = 501
 PREVIEW_MAX_LINES: Final = 50
+# edit_file stops counting ambiguous matches here (a one-byte search in 8 MiB would count millions).
+LOCATE_MAX_COUNT: Final = 1000
 
 # How long a killed command's shell may take to be reaped; SIGKILL makes this effectively instant.
 REAP_TIMEOUT_S: Final = 1.0

@@ -1,0 +1,54 @@
+"""Fixtures for the executor tests: a real temporary tree and a way to run Python in a fresh process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """The working directory under test, with an `outside` and a sibling `root-evil` next to it."""
+    (tmp_path / "root").mkdir()
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text("secret\n")
+    (tmp_path / "root-evil").mkdir()
+    (tmp_path / "root-evil" / "x.txt").write_text("evil\n")
+    return tmp_path / "root"
+
+
+def run_python(code: str, timeout_s: float = 50) -> str:
+    """Run ``code`` in a fresh interpreter (so its peak RSS is its own) and return its stdout."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout_s, env=env, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def live_in_group(pgid: int) -> list[int]:
+    """Pids of non-zombie processes in process group ``pgid`` (read from the process table)."""
+    found = []
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                found.append(proc.pid)
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live (non-zombie) process."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
