@@ -1,0 +1,120 @@
+"""The demo provider: the scripted SSE server, answering with the demo model, in its own process."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import multiprocessing
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any, Final
+
+from dashfloat.demo._model import Reply as DemoReply
+from dashfloat.demo._model import respond
+from dashfloat.procutil import die_with_parent
+from dashfloat.protocol import ProviderConfig
+from dashfloat.runtime._child import become_child
+from dashfloat.testing.sse_server import BodyItem, Pause, Reply, ScriptedServer, sse_event
+
+DEMO_DELAY_ENV: Final = "DASHFLOAT_DEMO_DELAY_MS"
+DEMO_DEFAULT_DELAY_MS: Final = 12.0
+DEMO_MODEL: Final = "dashfloat-demo"
+DEMO_CONTEXT_WINDOW: Final = 32_768
+
+
+def _chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+    return sse_event(
+        {"id": "chatcmpl-demo", "object": "chat.completion.chunk", "model": DEMO_MODEL, "choices": [choice]}
+    )
+
+
+def stream(reply: DemoReply, delay_s: float, prompt_tokens: int) -> Iterator[BodyItem]:
+    """The reply as a real OpenAI stream: prose word by word at a human pace, then the tool calls."""
+    yield _chunk({"role": "assistant", "content": ""})
+    words = re.findall(r"\S+\s*|\s+", reply.text)
+    for word in words:
+        yield _chunk({"content": word})
+        if delay_s > 0:
+            yield Pause(delay_s)
+    for index, (name, args) in enumerate(reply.calls):
+        call = {"index": index, "id": f"call_demo_{index}", "type": "function"}
+        yield _chunk({"tool_calls": [{**call, "function": {"name": name, "arguments": json.dumps(args)}}]})
+    yield _chunk({}, "tool_calls" if reply.calls else "stop")
+    usage = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": len(words),
+        "total_tokens": prompt_tokens + len(words),
+    }
+    yield sse_event({"id": "chatcmpl-demo", "choices": [], "usage": usage})
+    yield sse_event("[DONE]")
+
+
+def handler(delay_s: float) -> Callable[[dict[str, Any]], Reply]:
+    """The ScriptedServer handler that plays the demo model."""
+
+    def answer(body: dict[str, Any]) -> Reply:
+        messages = body.get("messages") if isinstance(body.get("messages"), list) else []
+        prompt_tokens = len(json.dumps(messages)) // 4  # the usual ~4 characters per token estimate
+        return Reply(body=stream(respond(messages or []), delay_s, prompt_tokens))
+
+    return answer
+
+
+def _serve(conn: Connection, delay_s: float, close_fds: list[int]) -> None:
+    become_child("", close_fds)
+    die_with_parent()
+    with ScriptedServer() as server:
+        server.handler = handler(delay_s)
+        conn.send_bytes(str(server.port).encode())
+        with contextlib.suppress(EOFError, OSError):
+            conn.recv_bytes()  # parked until the launcher closes its end (or dies)
+
+
+@dataclass
+class Demo:
+    """A running demo provider and how to stop it."""
+
+    provider: ProviderConfig
+    stop: Callable[[], None]
+    notice: str
+
+
+def start_demo(env: Mapping[str, str]) -> Demo:
+    """Start the offline demo provider on an ephemeral loopback port."""
+    try:
+        delay_s = float(env.get(DEMO_DELAY_ENV, DEMO_DEFAULT_DELAY_MS)) / 1000
+    except ValueError:
+        delay_s = DEMO_DEFAULT_DELAY_MS / 1000
+    context = multiprocessing.get_context("fork")
+    ours, theirs = context.Pipe()
+    process = context.Process(
+        target=_serve, args=(theirs, delay_s, [ours.fileno()]), name="dashfloat-demo", daemon=True
+    )
+    process.start()
+    theirs.close()
+    port = int(ours.recv_bytes())
+
+    def stop() -> None:
+        ours.close()
+        process.join(0.5)
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+    provider = ProviderConfig(
+        name="demo",
+        base_url=f"http://127.0.0.1:{port}/v1",
+        model=DEMO_MODEL,
+        context_window=DEMO_CONTEXT_WINDOW,
+    )
+    notice = (
+        "No provider is configured, so this is the offline demo model (no network, no key). "
+        "Try: hello · explain this project · fix · run the tests · tour. To use a real model: "
+        "export OPENAI_API_KEY=sk-... and run "
+        "dashfloat --base-url https://api.openai.com/v1 --model gpt-4o-mini "
+        "(or --base-url http://localhost:11434/v1 for Ollama; see docs/providers.md)."
+    )
+    return Demo(provider=provider, stop=stop, notice=notice)
