@@ -93,11 +93,15 @@ def load_project_instructions(cwd: Path) -> ProjectInstructions:
             used += len(section)
             continue
         room = INSTRUCTIONS_MAX_BYTES - used - len(TRUNCATION_MARKER.encode())
+        label_end = section.index(b"\n") + 1
         cut = section[: max(room, 0)]
-        if b"\n" in cut:
-            cut = cut[: cut.rindex(b"\n") + 1]  # end on a whole line
-        if cut.count(b"\n") > 1:  # more than the label made it in
-            pieces.append(cut.decode("utf-8", errors="ignore"))
+        if cut.rfind(b"\n") >= label_end:
+            cut = cut[: cut.rindex(b"\n") + 1]  # end on a whole line when one fits
+        elif len(cut) > label_end:
+            # One giant line: keep what fits, minus any split character, on a line of its own.
+            cut = cut[: room - 1].decode("utf-8", errors="ignore").encode() + b"\n"
+        if len(cut) > label_end:
+            pieces.append(cut.decode())
             files.append(path)
         pieces.append(TRUNCATION_MARKER)
         return ProjectInstructions("".join(pieces), files, True, problems)
