@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -44,6 +45,16 @@ def live_in_group(pgid: int) -> list[int]:
         except (ProcessLookupError, psutil.Error):
             continue
     return found
+
+
+def gone(pid: int, within_s: float = 5.0) -> bool:
+    """Whether ``pid`` is dead (or a zombie) within ``within_s``: a SIGKILL is delivered asynchronously."""
+    deadline = time.monotonic() + within_s
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def alive(pid: int) -> bool:

@@ -1,0 +1,126 @@
+"""execute_command: sh -c semantics, combined output, the head cap, timeouts, no leftover processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+from dashfloat.executor import EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_S, run_tool
+from tests.executor.conftest import gone, live_in_group, run_python
+
+SHORT_TIMEOUT_S = 0.5
+
+
+def run(root: Path, command: str, cwd: str = ".", timeout_s: float = 10.0) -> dict[str, object]:
+    return run_tool("execute_command", {"command": command, "cwd": cwd}, str(root), timeout_s)
+
+
+def test_shell_semantics(root: Path) -> None:
+    (root / "sub").mkdir()
+    assert run(root, "echo a; echo b")["output"] == "a\nb\n"
+    assert run(root, "printf 'x\\ny\\nz\\n' | wc -l | tr -d ' '")["output"] == "3\n"
+    assert run(root, "cd sub && pwd")["output"] == f"{os.path.realpath(root)}/sub\n"
+    assert run(root, "pwd", cwd="sub")["output"] == f"{os.path.realpath(root)}/sub\n"
+    assert run(root, "X=1; export X; echo $X")["output"] == "1\n"
+
+
+def test_exit_codes_and_stdin(root: Path) -> None:
+    assert run(root, "true") == {
+        "ok": True,
+        "exit_code": 0,
+        "output": "",
+        "truncated": False,
+        "total_bytes": 0,
+    }
+    r = run(root, "echo nope; exit 7")
+    assert (r["ok"], r["exit_code"], r["output"]) == (False, 7, "nope\n")
+    assert run(root, "cat")["output"] == ""  # stdin is /dev/null: nothing to wait for
+    r = run(root, "kill -9 $$")
+    assert (r["exit_code"], r["signal"]) == (128 + signal.SIGKILL, "SIGKILL")
+
+
+def test_stdout_and_stderr_combined_in_order(root: Path) -> None:
+    assert run(root, "echo 1; echo 2 >&2; echo 3; echo 4 >&2")["output"] == "1\n2\n3\n4\n"
+
+
+def test_output_cap_is_crossed(root: Path) -> None:
+    at = run(root, f"head -c {EXEC_OUTPUT_MAX_BYTES} /dev/zero | tr '\\0' a")
+    assert (at["truncated"], at["total_bytes"], at["output"]) == (
+        False,
+        EXEC_OUTPUT_MAX_BYTES,
+        "a" * EXEC_OUTPUT_MAX_BYTES,
+    )
+    over = run(root, f"head -c {EXEC_OUTPUT_MAX_BYTES + 1} /dev/zero | tr '\\0' a")
+    assert (over["truncated"], over["total_bytes"]) == (True, EXEC_OUTPUT_MAX_BYTES + 1)
+    assert over["output"] == "a" * EXEC_OUTPUT_MAX_BYTES + (
+        f"\n[output truncated: first {EXEC_OUTPUT_MAX_BYTES} of {EXEC_OUTPUT_MAX_BYTES + 1} bytes shown]"
+    )
+
+
+def test_flood_keeps_memory_bounded() -> None:
+    flood = 256 << 20
+    out = run_python(
+        "import resource, tempfile\n"
+        "from dashfloat.executor import run_tool\n"
+        f"args = {{'command': 'head -c {flood} /dev/zero'}}\n"
+        "r = run_tool('execute_command', args, tempfile.gettempdir())\n"
+        "print(r['total_bytes'], len(r['output']), r['truncated'])\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    summary, rss_kib = out.splitlines()
+    total, length, truncated = summary.split()
+    assert (int(total), truncated) == (flood, "True")
+    assert int(length) < EXEC_OUTPUT_MAX_BYTES + 100
+    assert int(rss_kib) < 100 * 1024  # buffering the flood would need 256 MiB
+
+
+def test_timeout(root: Path) -> None:
+    r = run(root, "echo started; sleep 5; echo never", timeout_s=SHORT_TIMEOUT_S)
+    assert r["ok"] is False
+    assert r["error"] == f"timed out after {SHORT_TIMEOUT_S:g}s"
+    assert r["output"] == "started\n"
+    assert "exit_code" not in r
+
+
+def test_default_timeout_is_the_seeds() -> None:
+    assert EXEC_TIMEOUT_S == 30
+    assert run_tool.__defaults__ is not None and run_tool.__defaults__[0] == EXEC_TIMEOUT_S
+
+
+def test_background_child_dies_with_its_shell(root: Path) -> None:
+    r = run(root, "sleep 300 & echo $!")
+    assert r["ok"] is True
+    pid = int(str(r["output"]))
+    assert gone(pid)  # read from the process table, not assumed
+
+
+def test_timeout_kills_the_whole_group(root: Path) -> None:
+    marker = root / "pids"
+    r = run(root, f"sleep 300 & echo $$ $! > {marker}; sleep 300", timeout_s=SHORT_TIMEOUT_S)
+    assert str(r["error"]).startswith("timed out")
+    pgid, background = map(int, marker.read_text().split())
+    assert gone(background)
+    assert live_in_group(pgid) == []
+
+
+def test_grandchild_holding_the_pipe_is_bounded_by_the_timeout(root: Path) -> None:
+    # setsid puts the sleeper outside the command's group: only the timeout can end the wait for EOF.
+    pidfile = root / "escaped.pid"
+    command = (
+        f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 300' & while [ ! -s {pidfile} ]; do sleep 0.01; done"
+    )
+    r = run(root, command, timeout_s=SHORT_TIMEOUT_S)
+    escaped = int(pidfile.read_text())
+    try:
+        assert r["error"] == f"timed out after {SHORT_TIMEOUT_S:g}s"
+        assert r["exit_code"] == 0  # the shell itself had finished
+    finally:
+        os.kill(escaped, signal.SIGKILL)
+
+
+def test_refusals(root: Path) -> None:
+    (root / "f.txt").write_text("")
+    assert str(run(root, "true", cwd="..")["error"]).startswith("path escapes the working directory")
+    assert run(root, "true", cwd="f.txt")["error"] == "cwd is not an existing directory: f.txt"
+    assert run(root, "echo a\0b")["error"] == "command contains a NUL byte"
