@@ -22,7 +22,7 @@ from dashfloat.protocol import (
     UiToAgent,
 )
 from dashfloat.runtime._child import become_child
-from dashfloat.runtime._workers import CONTEXT, ForkWorkers, describe_exit
+from dashfloat.runtime._workers import AGENT_PROCESS_NAME, CONTEXT, ForkWorkers, describe_exit
 
 MAX_RESTARTS: Final = 5
 RESTART_WINDOW_S: Final = 60.0
@@ -34,11 +34,12 @@ def _agent_entry(conn: object, options_json: bytes, log_path: str, close_fds: li
     from multiprocessing.connection import Connection
 
     from dashfloat.agent import serve
-    from dashfloat.procutil import die_with_parent
+    from dashfloat.procutil import die_with_parent, set_name
 
     assert isinstance(conn, Connection)
     become_child(log_path, close_fds)
     die_with_parent()
+    set_name(AGENT_PROCESS_NAME)
     options = msgspec.json.decode(options_json, type=AgentOptions)
     workers = ForkWorkers(options.cwd, options.exec_timeout_s, log_path, held_fds=[conn.fileno()])
     serve(conn, options, workers)
@@ -71,7 +72,7 @@ class AgentProcess:
                 self.log_path,
                 [ours.fileno(), self._dead_r, self._dead_w],
             ),
-            name="dashfloat-agent",
+            name=AGENT_PROCESS_NAME,
         )
         self.process.start()
         theirs.close()

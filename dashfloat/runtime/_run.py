@@ -12,6 +12,7 @@ from types import FrameType
 from typing import Any
 
 from dashfloat.agent import AgentOptions
+from dashfloat.procutil import become_subreaper, reap_orphans
 from dashfloat.runtime._agent_link import AgentProcess
 from dashfloat.runtime.printer import Printer
 
@@ -43,12 +44,14 @@ def run(
 ) -> int:
     """Start the agent; run one headless turn when ``prompt`` is given, else the TUI; always stop all."""
     restore = _terminal_restorer()
+    become_subreaper()
     link = AgentProcess(options, log_path)
 
     def terminate(signum: int, frame: FrameType | None) -> None:
         # SIGTERM / SIGHUP: every child and every command's process group goes, then we do.
         link.shutdown()
         on_stop()
+        reap_orphans()
         restore()
         os._exit(128 + signum)
 
@@ -68,3 +71,4 @@ def run(
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
         link.shutdown()
         on_stop()
+        reap_orphans()

@@ -11,6 +11,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any, Final
 
 from dashfloat.channel import Channel, PeerDied
+from dashfloat.procutil import set_name
 from dashfloat.protocol import ExecutorToAgent, LlmToAgent, Shutdown
 from dashfloat.runtime._child import become_child
 
@@ -18,6 +19,9 @@ from dashfloat.runtime._child import become_child
 # single-threaded process (the agent) or before the UI starts (docs/decisions/0001-runtime.md).
 CONTEXT: Final = multiprocessing.get_context("fork")
 STOP_GRACE_S: Final = 0.3
+AGENT_PROCESS_NAME: Final = "dashfloat-agent"
+LLM_PROCESS_NAME: Final = "dashfloat-llm"
+EXECUTOR_PROCESS_NAME: Final = "dashfloat-exec"
 
 
 def describe_exit(process: BaseProcess) -> str:
@@ -67,9 +71,10 @@ class ForkedWorker:
 
 
 def _worker_entry(
-    target: Callable[..., None], conn: Connection, log_path: str, close_fds: list[int], *args: Any
+    target: Callable[..., None], conn: Connection, name: str, log_path: str, close_fds: list[int], *args: Any
 ) -> None:
     become_child(log_path, close_fds)
+    set_name(name)
     target(conn, *args)
 
 
@@ -83,15 +88,20 @@ class ForkWorkers:
         self.held_fds = list(held_fds)
         self._live: list[ForkedWorker] = []
 
-    def _start(self, target: Callable[..., None], union: Any, name: str, *args: Any) -> ForkedWorker:
-        """Fork ``target(conn, *args)``; ``name`` is the process title and the channel's name."""
+    def _start(
+        self, target: Callable[..., None], union: Any, name: str, process_name: str, *args: Any
+    ) -> ForkedWorker:
+        """Fork ``target(conn, *args)``; ``name`` names the channel, ``process_name`` the process."""
         self._live = [w for w in self._live if w.process.is_alive()]
         ours, theirs = CONTEXT.Pipe()
         close = [*self.held_fds, ours.fileno()]
         for worker in self._live:
             close.append(worker.channel.fileno())
         process = CONTEXT.Process(
-            target=_worker_entry, args=(target, theirs, self.log_path, close, *args), name=name, daemon=True
+            target=_worker_entry,
+            args=(target, theirs, process_name, self.log_path, close, *args),
+            name=process_name,
+            daemon=True,
         )
         process.start()
         theirs.close()
@@ -102,9 +112,16 @@ class ForkWorkers:
     def start_llm(self) -> ForkedWorker:
         from dashfloat.llm import serve as llm_serve
 
-        return self._start(llm_serve, LlmToAgent, "llm->agent")
+        return self._start(llm_serve, LlmToAgent, "llm->agent", LLM_PROCESS_NAME)
 
     def start_executor(self) -> ForkedWorker:
         from dashfloat.executor import serve as executor_serve
 
-        return self._start(executor_serve, ExecutorToAgent, "executor->agent", self.root, self.exec_timeout_s)
+        return self._start(
+            executor_serve,
+            ExecutorToAgent,
+            "executor->agent",
+            EXECUTOR_PROCESS_NAME,
+            self.root,
+            self.exec_timeout_s,
+        )
