@@ -1,0 +1,86 @@
+"""Previews: unified diffs, + lines for new files, the 50-line window, digests, and the digest check."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from dashfloat.executor import (
+    ABSENT_DIGEST,
+    PREVIEW_MAX_LINE_CHARS,
+    PREVIEW_MAX_LINES,
+    preview,
+    run_tool,
+)
+
+
+def test_new_file_is_all_plus_lines(root: Path) -> None:
+    p = preview("write_file", {"path": "n.py", "content": "a\nb\n"}, str(root))
+    assert (p.lines, p.digest, p.error) == (["+a", "+b"], ABSENT_DIGEST, None)
+
+
+def test_write_over_existing_is_a_unified_diff(root: Path) -> None:
+    (root / "f.py").write_text("one\ntwo\nthree\n")
+    p = preview("write_file", {"path": "f.py", "content": "one\n2\nthree\n"}, str(root))
+    assert p.lines == ["@@ -1,3 +1,3 @@", " one", "-two", "+2", " three"]
+    assert p.digest == hashlib.sha256(b"one\ntwo\nthree\n").hexdigest()
+
+
+def test_edit_preview_and_its_refusals(root: Path) -> None:
+    (root / "f.py").write_text("x = 1\ny = 2\n")
+    p = preview("edit_file", {"path": "f.py", "search_block": "y = 2", "replace_block": "y = 3"}, str(root))
+    assert p.lines == ["@@ -1,2 +1,2 @@", " x = 1", "-y = 2", "+y = 3"] and p.error is None
+    missing = preview("edit_file", {"path": "f.py", "search_block": "z", "replace_block": "q"}, str(root))
+    assert str(missing.error).startswith("search block not found") and missing.lines == []
+    bad = preview("edit_file", {"path": "f.py", "search_block": "", "replace_block": "q"}, str(root))
+    assert "empty" in str(bad.error)
+    out = preview("write_file", {"path": "../outside/x", "content": ""}, str(root))
+    assert str(out.error).startswith("path escapes the working directory")
+
+
+def test_preview_window_is_crossed(root: Path) -> None:
+    at = preview("write_file", {"path": "a", "content": "x\n" * PREVIEW_MAX_LINES}, str(root))
+    assert len(at.lines) == PREVIEW_MAX_LINES
+    over = preview("write_file", {"path": "a", "content": "x\n" * (PREVIEW_MAX_LINES + 7)}, str(root))
+    assert over.lines[:-1] == ["+x"] * PREVIEW_MAX_LINES
+    assert over.lines[-1] == "[… 7 more lines not shown]"
+
+
+def test_long_preview_lines_are_cut(root: Path) -> None:
+    at = preview("write_file", {"path": "a", "content": "y" * (PREVIEW_MAX_LINE_CHARS - 1)}, str(root))
+    assert at.lines == ["+" + "y" * (PREVIEW_MAX_LINE_CHARS - 1)]
+    over = preview("write_file", {"path": "a", "content": "y" * PREVIEW_MAX_LINE_CHARS}, str(root))
+    assert over.lines == ["+" + "y" * (PREVIEW_MAX_LINE_CHARS - 1) + " […]"]
+
+
+def test_command_preview(root: Path) -> None:
+    (root / "sub").mkdir()
+    p = preview("execute_command", {"command": "make test", "cwd": "sub"}, str(root))
+    assert p.lines == ["$ make test", f"in {os.path.realpath(root)}/sub"] and p.digest is None
+    assert str(preview("execute_command", {"command": "ls", "cwd": "/"}, str(root)).error).startswith(
+        "path escapes"
+    )
+
+
+def test_what_was_previewed_is_what_lands(root: Path) -> None:
+    target = root / "f.py"
+    target.write_text("v = 1\n")
+    args = {"path": "f.py", "search_block": "v = 1", "replace_block": "v = 2"}
+    digest = preview("edit_file", args, str(root)).digest
+    target.write_text("v = 1\n# changed behind our back\n")
+    r = run_tool("edit_file", args, str(root), expect_digest=digest)
+    assert str(r["error"]).startswith("file changed since the preview")
+    assert target.read_text() == "v = 1\n# changed behind our back\n"
+    digest = preview("edit_file", args, str(root)).digest
+    assert run_tool("edit_file", args, str(root), expect_digest=digest)["ok"] is True
+    assert target.read_text() == "v = 2\n# changed behind our back\n"
+
+
+def test_write_digest_check_covers_creation(root: Path) -> None:
+    args = {"path": "new.txt", "content": "mine"}
+    digest = preview("write_file", args, str(root)).digest
+    (root / "new.txt").write_text("someone else's")
+    r = run_tool("write_file", args, str(root), expect_digest=digest)
+    assert str(r["error"]).startswith("file changed since the preview")
+    assert (root / "new.txt").read_text() == "someone else's"

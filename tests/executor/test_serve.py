@@ -1,0 +1,166 @@
+"""The executor process over a real Pipe: previews, runs, cancel, shutdown, a dead peer, bad frames."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+from collections.abc import Iterator
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+
+import pytest
+
+from dashfloat.channel import Channel
+from dashfloat.executor import serve
+from dashfloat.protocol import (
+    CancelTool,
+    CommandStarted,
+    ExecutorToAgent,
+    PreviewReady,
+    PreviewTool,
+    RunTool,
+    Shutdown,
+    ToolFinished,
+)
+from tests.executor.conftest import gone, live_in_group
+
+REPLY_TIMEOUT_S = 10.0
+
+Agent = tuple[Channel[ExecutorToAgent], BaseProcess]
+
+
+@pytest.fixture
+def agent(root: Path) -> Iterator[Agent]:
+    ctx = multiprocessing.get_context("spawn")
+    ours, theirs = ctx.Pipe()
+    proc = ctx.Process(target=serve, args=(theirs, str(root), 5.0), daemon=True)
+    proc.start()
+    theirs.close()
+    yield Channel(ours, ExecutorToAgent, "executor->agent"), proc
+    ours.close()
+    proc.join(REPLY_TIMEOUT_S)
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
+
+
+def reply(channel: Channel[ExecutorToAgent]) -> ExecutorToAgent:
+    assert channel.poll(REPLY_TIMEOUT_S), "no reply from the executor"
+    return channel.recv()
+
+
+def start_sleeper(channel: Channel[ExecutorToAgent], call_id: str) -> int:
+    channel.send(RunTool(call_id, "execute_command", {"command": "sleep 300"}))
+    started = reply(channel)
+    assert isinstance(started, CommandStarted) and started.call_id == call_id
+    return started.pgid
+
+
+def test_preview_then_run_with_digest(agent: Agent, root: Path) -> None:
+    channel, _ = agent
+    (root / "f.txt").write_text("a\n")
+    args = {"path": "f.txt", "content": "b\n"}
+    channel.send(PreviewTool("c1", "write_file", args))
+    ready = reply(channel)
+    assert isinstance(ready, PreviewReady) and ready.lines == ["@@ -1 +1 @@", "-a", "+b"]
+    channel.send(RunTool("c1", "write_file", args, expect_digest=ready.digest))
+    assert reply(channel) == ToolFinished("c1", {"ok": True, "path": "f.txt", "bytes": 2, "created": False})
+    channel.send(RunTool("c2", "write_file", {"path": "f.txt", "content": "c\n"}, expect_digest=ready.digest))
+    finished = reply(channel)
+    assert isinstance(finished, ToolFinished)
+    assert str(finished.result["error"]).startswith("file changed since the preview")
+
+
+def test_command_started_then_finished(agent: Agent) -> None:
+    channel, _ = agent
+    channel.send(RunTool("c1", "execute_command", {"command": "echo $$"}))
+    started = reply(channel)
+    assert isinstance(started, CommandStarted)
+    finished = reply(channel)
+    assert isinstance(finished, ToolFinished) and finished.result["exit_code"] == 0
+    assert int(finished.result["output"]) == started.pgid  # the shell leads its own group
+
+
+def test_bad_calls_are_results(agent: Agent) -> None:
+    channel, _ = agent
+    channel.send(RunTool("c1", "execute_command", {"command": "true", "cwd": ".."}))
+    finished = reply(channel)
+    assert isinstance(finished, ToolFinished) and str(finished.result["error"]).startswith("path escapes")
+    channel.send(RunTool("c2", "nope", {}))
+    assert isinstance(finished := reply(channel), ToolFinished) and "unknown tool" in finished.result["error"]
+
+
+def test_cancel_kills_the_group_and_answers(agent: Agent) -> None:
+    channel, _ = agent
+    pgid = start_sleeper(channel, "c1")
+    sent = time.monotonic()
+    channel.send(CancelTool("c1"))
+    finished = reply(channel)
+    latency_s = time.monotonic() - sent
+    assert isinstance(finished, ToolFinished) and finished.call_id == "c1"
+    assert finished.result["ok"] is False and finished.result["cancelled"] is True
+    assert latency_s < REPLY_TIMEOUT_S  # the 100 ms figure is measured by bench/executor.py
+    assert gone(pgid) and live_in_group(pgid) == []
+
+
+def test_messages_during_a_command_are_served(agent: Agent, root: Path) -> None:
+    channel, _ = agent
+    (root / "f.txt").write_text("x\n")
+    start_sleeper(channel, "c1")
+    channel.send(CancelTool("unknown"))  # ignored
+    channel.send(PreviewTool("p1", "write_file", {"path": "f.txt", "content": "y\n"}))
+    assert isinstance(preview := reply(channel), PreviewReady) and preview.call_id == "p1"
+    channel.send(RunTool("c2", "read_file", {"path": "f.txt"}))  # queued behind the command
+    channel.send(CancelTool("c1"))
+    first, second = reply(channel), reply(channel)
+    assert isinstance(first, ToolFinished) and first.call_id == "c1" and first.result["cancelled"] is True
+    assert isinstance(second, ToolFinished) and second.call_id == "c2" and second.result["content"] == "x\n"
+
+
+def test_cancel_when_idle_is_ignored(agent: Agent) -> None:
+    channel, _ = agent
+    channel.send(CancelTool("c9"))
+    channel.send(PreviewTool("p1", "execute_command", {"command": "ls"}))
+    assert isinstance(reply(channel), PreviewReady)
+
+
+def test_shutdown_mid_command_answers_and_exits(agent: Agent) -> None:
+    channel, proc = agent
+    pgid = start_sleeper(channel, "c1")
+    channel.send(Shutdown())
+    finished = reply(channel)
+    assert isinstance(finished, ToolFinished) and finished.result["cancelled"] is True
+    proc.join(REPLY_TIMEOUT_S)
+    assert proc.exitcode == 0
+    assert gone(pgid)
+
+
+def test_peer_death_kills_the_command(agent: Agent) -> None:
+    channel, proc = agent
+    pgid = start_sleeper(channel, "c1")
+    channel.close()
+    proc.join(REPLY_TIMEOUT_S)
+    assert proc.exitcode == 0
+    assert gone(pgid)
+
+
+def test_sigterm_kills_the_command(agent: Agent) -> None:
+    channel, proc = agent
+    pgid = start_sleeper(channel, "c1")
+    assert proc.pid is not None
+    os.kill(proc.pid, signal.SIGTERM)
+    proc.join(REPLY_TIMEOUT_S)
+    assert proc.exitcode == 128 + signal.SIGTERM
+    assert gone(pgid)
+
+
+def test_undecodable_frame_is_answered_and_serving_goes_on(agent: Agent) -> None:
+    channel, _ = agent
+    channel.conn.send_bytes(b"\xc1 not msgpack")
+    finished = reply(channel)
+    assert isinstance(finished, ToolFinished) and finished.call_id == ""
+    assert finished.result["error"].startswith("undecodable message on the agent->executor channel")
+    channel.send(PreviewTool("p1", "list_directory", {}))
+    assert isinstance(reply(channel), PreviewReady)

@@ -1,0 +1,64 @@
+"""``python -m dashfloat.executor`` as a real subprocess: JSON lines in and out, bad lines answered."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+
+from dashfloat.executor import EXEC_TIMEOUT_S
+from tests.executor.conftest import REPO
+
+
+def standalone(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-m", "dashfloat.executor", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=env,
+        check=False,
+    )
+
+
+def test_session(root: Path) -> None:
+    (root / "a.txt").write_text("hello\n")
+    lines = [
+        '{"id": "1", "name": "read_file", "args": {"path": "a.txt"}}',
+        "not json",
+        '{"id": "2", "name": "read_file"}',
+        "[1, 2]",
+        "",
+        '{"id": "3", "args": {}}',
+        '{"id": "4", "name": "execute_command", "args": {"command": "sleep 5"}}',
+        '{"id": "5", "name": "write_file", "args": {"path": "b.txt", "content": "new"}}',
+    ]
+    done = standalone("--cwd", str(root), "--exec-timeout", "0.3", stdin="\n".join(lines) + "\n")
+    assert done.returncode == 0, done.stderr
+    out = [msgspec.json.decode(line) for line in done.stdout.splitlines()]
+    assert len(out) == 7  # the blank line is skipped
+    assert out[0]["id"] == "1" and out[0]["result"]["content"] == "hello\n"
+    assert out[1]["id"] is None and out[1]["result"]["error"].startswith("not a JSON line")
+    assert out[2] == {
+        "id": "2",
+        "result": {"ok": False, "error": "read_file: missing required parameter path"},
+    }
+    assert out[3]["id"] is None and out[3]["result"]["error"].startswith('expected {"id": str')
+    assert out[4]["id"] == "3" and "name" in out[4]["result"]["error"]
+    assert out[5]["result"]["error"] == "timed out after 0.3s"
+    assert out[6]["result"] == {"ok": True, "path": "b.txt", "bytes": 3, "created": True}
+    assert (root / "b.txt").read_text() == "new"
+
+
+def test_help_and_bad_arguments(root: Path) -> None:
+    helped = standalone("--help")
+    assert helped.returncode == 0
+    assert "--cwd" in helped.stdout and '{"id": "1", "name": "read_file"' in helped.stdout
+    assert f"default {EXEC_TIMEOUT_S:g}" in helped.stdout
+    assert standalone().returncode == 2  # --cwd is required
+    assert standalone("--cwd", str(root / "missing")).returncode == 2
