@@ -1,0 +1,100 @@
+"""Helpers for end-to-end tests: a real agent process tree against the real scripted SSE server."""
+
+from __future__ import annotations
+
+import select
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from dashfloat.agent import AgentOptions
+from dashfloat.protocol import AgentToUi, ApprovalMode, PhaseChanged, ProviderConfig, TurnEnded
+from dashfloat.runtime import AgentProcess
+from dashfloat.testing.sse_server import ScriptedServer
+
+
+@contextmanager
+def agent_tree(
+    server: ScriptedServer,
+    cwd: Path,
+    approval: ApprovalMode = "ask",
+    state_dir: Path | None = None,
+    exec_timeout_s: float = 10.0,
+    **extra: Any,
+) -> Iterator[AgentProcess]:
+    """A real agent process (forking its LLM and executor workers), shut down afterwards."""
+    provider = ProviderConfig(name="scripted", base_url=server.base_url, model="m", context_window=100_000)
+    options = AgentOptions(
+        provider=provider,
+        cwd=str(cwd),
+        approval=approval,
+        exec_timeout_s=exec_timeout_s,
+        idle_timeout_s=10.0,
+        state_dir=str(state_dir or ""),
+        **extra,
+    )
+    link = AgentProcess(options, log_path=str(cwd.parent / "dashfloat.log"))
+    try:
+        yield link
+    finally:
+        link.shutdown()
+
+
+def collect(
+    link: AgentProcess,
+    until: Callable[[AgentToUi], bool],
+    timeout_s: float = 10.0,
+    into: list[Any] | None = None,
+) -> list[AgentToUi]:
+    """Receive messages until ``until(message)`` holds (that message included); fail on timeout."""
+    got: list[AgentToUi] = [] if into is None else into
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        select.select([link.fileno()], [], [], 0.05)
+        for message in link.receive():
+            got.append(message)
+            if until(message):
+                return got
+    raise AssertionError(f"timed out; got {got!r}")
+
+
+def turn_over(message: AgentToUi) -> bool:
+    return isinstance(message, PhaseChanged) and message.phase == "idle"
+
+
+def outcome(messages: list[AgentToUi]) -> str:
+    return next(m.outcome for m in reversed(messages) if isinstance(m, TurnEnded))
+
+
+def children_named(pid: int, name: str) -> list[psutil.Process]:
+    return [p for p in psutil.Process(pid).children(recursive=True) if _name(p) == name]
+
+
+def _name(process: psutil.Process) -> str:
+    try:
+        return str(process.name())
+    except psutil.Error:
+        return ""
+
+
+def wait_for(predicate: Callable[[], bool], timeout_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return predicate()
+
+
+def assert_no_dangling(messages: list[dict[str, Any]]) -> None:
+    """A request body's conversation: each assistant tool call answered right after, in call order."""
+    for i, message in enumerate(messages):
+        calls = message.get("tool_calls") or []
+        if message.get("role") == "assistant" and calls:
+            ids = [c["id"] for c in calls]
+            following = [m.get("tool_call_id") for m in messages[i + 1 : i + 1 + len(ids)]]
+            assert following == ids, (ids, following)

@@ -1,0 +1,222 @@
+"""Failure semantics of the process tree, proved by SIGKILLing real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from dashfloat.protocol import (
+    AgentReady,
+    PhaseChanged,
+    SubmitPrompt,
+    SystemEntry,
+    TokenReceived,
+)
+from dashfloat.runtime._workers import EXECUTOR_PROCESS_NAME, LLM_PROCESS_NAME
+from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
+from tests.e2e import agent_tree, assert_no_dangling, children_named, collect, outcome, turn_over, wait_for
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "work"
+    root.mkdir()
+    (root / "a.txt").write_text("hello\n")
+    return root
+
+
+def one_named(pid: int, name: str) -> psutil.Process:
+    assert wait_for(lambda: len(children_named(pid, name)) == 1)
+    [process] = children_named(pid, name)
+    return process
+
+
+def test_llm_death_mid_stream_is_a_stream_failure_and_a_fresh_llm_serves_next(tree: Path) -> None:
+    with ScriptedServer() as server, agent_tree(server, tree) as link:
+        chunk = {"choices": [{"index": 0, "delta": {"content": "half"}, "finish_reason": None}]}
+        server.enqueue(Reply(body=[sse_event(chunk), Pause(30)]), text_reply("second answer"))
+        link.send(SubmitPrompt(text="one"))
+        got = collect(link, lambda m: isinstance(m, TokenReceived))
+        llm = one_named(link.pid or 0, LLM_PROCESS_NAME)
+        llm.send_signal(signal.SIGKILL)
+        collect(link, turn_over, into=got)
+        assert outcome(got) == "failed"
+        assert any(isinstance(m, SystemEntry) and "SIGKILL" in m.text for m in got)
+        assert one_named(link.pid or 0, LLM_PROCESS_NAME).pid != llm.pid
+        link.send(SubmitPrompt(text="two"))
+        got = collect(link, turn_over)
+        assert outcome(got) == "completed"
+        assert {"role": "assistant", "content": "half"} in server.requests[1]["messages"]
+
+
+def test_executor_death_mid_call_is_an_error_result_and_a_fresh_executor_serves_next(tree: Path) -> None:
+    with ScriptedServer() as server, agent_tree(server, tree, approval="all") as link:
+        calls = [("c", "execute_command", {"command": "sleep 301"}), ("r", "read_file", {"path": "a.txt"})]
+        server.enqueue(tool_calls_reply(calls), text_reply("ok"))
+        link.send(SubmitPrompt(text="run"))
+        got = collect(link, lambda m: isinstance(m, PhaseChanged) and m.phase == "running")
+        executor = one_named(link.pid or 0, EXECUTOR_PROCESS_NAME)
+        assert wait_for(
+            lambda: any("301" in " ".join(p.cmdline()) for p in executor.children(recursive=True))
+        )
+        sleeper = next(p for p in executor.children(recursive=True) if "301" in " ".join(p.cmdline()))
+        executor.send_signal(signal.SIGKILL)
+        collect(link, turn_over, into=got)
+        assert wait_for(lambda: not sleeper.is_running() or sleeper.status() == psutil.STATUS_ZOMBIE)
+        results = [json.loads(m["content"]) for m in server.requests[1]["messages"] if m["role"] == "tool"]
+        assert results[0] == {"ok": False, "error": "executor crashed: killed by SIGKILL"}
+        assert results[1]["ok"] is True and results[1]["content"] == "hello\n"  # the fresh executor
+        assert_no_dangling(server.requests[1]["messages"])
+
+
+def test_agent_death_shows_a_system_entry_and_the_next_prompt_continues_the_conversation(
+    tree: Path, tmp_path: Path
+) -> None:
+    with ScriptedServer() as server, agent_tree(server, tree, state_dir=tmp_path / "state") as link:
+        server.enqueue(text_reply("first answer"), text_reply("second answer"))
+        link.send(SubmitPrompt(text="remember me"))
+        collect(link, turn_over)
+        os.kill(link.pid or 0, signal.SIGKILL)
+        got = collect(link, lambda m: isinstance(m, SystemEntry) and "agent process stopped" in m.text)
+        assert "SIGKILL" in got[-1].text  # type: ignore[union-attr]
+        collect(link, lambda m: isinstance(m, AgentReady))
+        link.send(SubmitPrompt(text="and now?"))
+        got = collect(link, turn_over)
+        assert outcome(got) == "completed"
+        contents = [m.get("content") for m in server.requests[1]["messages"]]
+        assert contents[1:] == ["remember me", "first answer", "and now?"]
+
+
+def tree_pids(pid: int) -> list[psutil.Process]:
+    return [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+
+
+def gone(processes: list[psutil.Process]) -> bool:
+    def dead(p: psutil.Process) -> bool:
+        try:
+            return not p.is_running() or p.status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return True
+
+    return all(dead(p) for p in processes)
+
+
+def launch_headless(
+    server: ScriptedServer, tree: Path, tmp_path: Path, *extra: str
+) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    command = [
+        sys.executable,
+        "-m",
+        "dashfloat",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "m",
+        "--cwd",
+        str(tree),
+    ]
+    return subprocess.Popen(
+        [*command, *extra], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_to_the_main_process_leaves_no_process_behind(
+    tree: Path, tmp_path: Path, sig: signal.Signals
+) -> None:
+    with ScriptedServer() as server:
+        command = "sleep 302 & sleep 303"
+        server.enqueue(tool_calls_reply([("c", "execute_command", {"command": command})]), text_reply("x"))
+        main = launch_headless(server, tree, tmp_path, "--yes", "-p", "run it")
+        try:
+            assert wait_for(lambda: sum("30" in " ".join(p.cmdline()) for p in tree_pids(main.pid)[1:]) >= 3)
+            everything = tree_pids(main.pid)
+            sleepers = [p for p in everything if p.cmdline()[:1] == ["sleep"]]
+            assert len(sleepers) == 2
+            main.send_signal(sig)
+            started = time.monotonic()
+            assert wait_for(lambda: gone(everything), timeout_s=3.0)
+            assert time.monotonic() - started < 1.5  # the issue's bound is 1 s; slack for a loaded CI box
+            assert main.wait(2) == 128 + sig
+        finally:
+            main.kill()
+            main.wait()
+
+
+def test_a_finished_headless_run_leaves_no_process_behind(tree: Path, tmp_path: Path) -> None:
+    with ScriptedServer() as server:
+        server.enqueue(text_reply("all done"))
+        main = launch_headless(server, tree, tmp_path, "-p", "hi")
+        assert wait_for(lambda: len(tree_pids(main.pid)) >= 3)
+        everything = tree_pids(main.pid)
+        out, err = main.communicate(timeout=10)
+        assert main.returncode == 0, err
+        assert out.decode().strip() == "all done"
+        assert wait_for(lambda: gone(everything))
+
+
+def test_headless_json_writes_display_messages(tree: Path, tmp_path: Path) -> None:
+    with ScriptedServer() as server:
+        server.enqueue(tool_calls_reply([("r", "read_file", {"path": "a.txt"})]), text_reply("fine"))
+        main = launch_headless(server, tree, tmp_path, "--json", "-p", "read")
+        out, err = main.communicate(timeout=10)
+        assert main.returncode == 0, err
+        types = [json.loads(line)["type"] for line in out.decode().splitlines()]
+        for expected in (
+            "phase_changed",
+            "tool_call_shown",
+            "tool_result_shown",
+            "token_received",
+            "turn_ended",
+        ):
+            assert expected in types
+
+
+def test_headless_rejects_mutations_unless_approved(tree: Path, tmp_path: Path) -> None:
+    with ScriptedServer() as server:
+        write = [("w", "write_file", {"path": "b.txt", "content": "x"})]
+        server.enqueue(tool_calls_reply(write), text_reply("ok"))
+        main = launch_headless(server, tree, tmp_path, "-p", "write")
+        _, err = main.communicate(timeout=10)
+        assert main.returncode == 0
+        assert "--approve" in err.decode() and not (tree / "b.txt").exists()
+        server.enqueue(tool_calls_reply(write), text_reply("ok"))
+        main = launch_headless(server, tree, tmp_path, "--approve", "edits", "-p", "write")
+        main.communicate(timeout=10)
+        assert (tree / "b.txt").read_text() == "x"
+
+
+def test_headless_provider_failure_exits_1_with_the_reason(tree: Path, tmp_path: Path) -> None:
+    with ScriptedServer() as server:
+        server.enqueue(Reply(status=404, headers={"Content-Type": "application/json"}, body=[b"{}"]))
+        main = launch_headless(server, tree, tmp_path, "-p", "hi")
+        _, err = main.communicate(timeout=10)
+        assert main.returncode == 1
+        assert err.decode().strip()
+
+
+def test_headless_prompt_from_stdin(tree: Path, tmp_path: Path) -> None:
+    with ScriptedServer() as server:
+        server.enqueue(text_reply("piped"))
+        main = launch_headless(server, tree, tmp_path, "-p", "-")
+        out, _ = main.communicate(b"what was piped in\n", timeout=10)
+        assert out.decode().strip() == "piped"
+        assert server.requests[0]["messages"][1] == {"role": "user", "content": "what was piped in\n"}
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    run: Any = subprocess.run
+    result = run(
+        [sys.executable, "-m", "dashfloat", "--cwd", str(tmp_path / "nope"), "-p", "x"], capture_output=True
+    )
+    assert result.returncode == 2 and b"not a directory" in result.stderr
