@@ -1,0 +1,21 @@
+"""The LLM stream process: OpenAI-compatible streaming, tool-call assembly, failure taxonomy, bounds."""
+
+from dashfloat.llm._errors import Kind as FailureKind
+from dashfloat.llm._limits import (
+    EPISODE_MAX_BYTES,
+    EPISODE_MAX_TOOL_CALLS,
+    MAX_ATTEMPTS,
+    SSE_FRAME_MAX_BYTES,
+)
+from dashfloat.llm._serve import serve
+from dashfloat.llm.toolcalls import ToolCalls
+
+__all__ = [
+    "EPISODE_MAX_BYTES",
+    "EPISODE_MAX_TOOL_CALLS",
+    "MAX_ATTEMPTS",
+    "SSE_FRAME_MAX_BYTES",
+    "FailureKind",
+    "ToolCalls",
+    "serve",
+]

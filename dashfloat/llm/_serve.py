@@ -1,0 +1,141 @@
+"""The LLM stream process loop: the pipe on the main thread, each HTTP stream on a worker thread."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from multiprocessing.connection import Connection, wait
+from typing import assert_never
+
+from dashfloat import procutil
+from dashfloat.channel import Channel, PeerDied, ProtocolError
+from dashfloat.llm._limits import DELTA_MAX_CHARS
+from dashfloat.llm._stream import DeltaKind, Stream
+from dashfloat.protocol import (
+    AgentToLlm,
+    CancelStream,
+    ContentDelta,
+    ReasoningDelta,
+    Shutdown,
+    StartStream,
+    StreamFailed,
+    StreamStatus,
+)
+
+_ABORT_JOIN_S = 0.5
+
+
+class _Loop:
+    def __init__(self, channel: Channel[AgentToLlm]) -> None:
+        self.channel = channel
+        self.streams: dict[int, Stream] = {}
+        self.no_stream_options: set[str] = set()
+        """Base URLs that rejected stream_options (remembered for the process lifetime)."""
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+
+    def _wake(self, _stream: Stream) -> None:
+        with contextlib.suppress(BlockingIOError):  # a full pipe already means "wake up"
+            os.write(self._wake_w, b"!")
+
+    def run(self) -> None:
+        try:
+            while True:
+                ready = wait([self.channel.conn, self._wake_r])
+                if self._wake_r in ready:
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(self._wake_r, 4096)
+                    for stream in list(self.streams.values()):
+                        self._drain(stream)
+                if self.channel.conn in ready and not self._handle(self.channel.recv()):
+                    return
+        except PeerDied:
+            return
+        finally:
+            for stream in self.streams.values():
+                stream.abort()
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+
+    def _handle(self, message: AgentToLlm) -> bool:
+        """Act on one message; False when the loop must stop."""
+        match message:
+            case StartStream():
+                if message.request_id in self.streams:
+                    self._cancel(message.request_id, "replaced by a new request with the same id.")
+                stream = Stream(message, self._wake, self.no_stream_options)
+                self.streams[message.request_id] = stream
+                stream.begin()
+            case CancelStream():
+                self._cancel(message.request_id, "the request was cancelled.")
+            case Shutdown():
+                for request_id in list(self.streams):
+                    self._cancel(request_id, "the LLM process is shutting down.")
+                return False
+            case _:
+                assert_never(message)
+        return True
+
+    def _cancel(self, request_id: int, why: str) -> None:
+        stream = self.streams.get(request_id)
+        if stream is None or self._drain(stream):
+            return  # already answered (a cancel racing the stream's own end)
+        stream.abort()
+        del self.streams[request_id]
+        partial = "".join(stream.sent_content)
+        self.channel.send(StreamFailed(request_id, "cancelled", why, content=partial))
+        stream.join(_ABORT_JOIN_S)
+
+    def _drain(self, stream: Stream) -> bool:
+        """Send what the worker produced, coalesced; True when its terminal message went out."""
+        stream.wake_pending = False  # before reading the outbox, so a later append wakes us again
+        kind: DeltaKind | None = None
+        parts: list[str] = []
+        size = 0
+        outbox = stream.outbox
+        while outbox:
+            item = outbox.popleft()
+            if isinstance(item, tuple):
+                item_kind, text = item
+                if item_kind == kind and kind != "status" and size < DELTA_MAX_CHARS:
+                    parts.append(text)
+                    size += len(text)
+                    continue
+                self._flush(stream, kind, parts)
+                kind, parts, size = item_kind, [text], len(text)
+                continue
+            self._flush(stream, kind, parts)
+            self.streams.pop(stream.request_id, None)
+            self.channel.send(item)
+            return True
+        self._flush(stream, kind, parts)
+        return False
+
+    def _flush(self, stream: Stream, kind: DeltaKind | None, parts: list[str]) -> None:
+        if kind is None or not parts:
+            return
+        text = "".join(parts)
+        request_id = stream.request_id
+        match kind:
+            case "content":
+                stream.sent_content.append(text)
+                self.channel.send(ContentDelta(request_id, text))
+            case "reasoning":
+                self.channel.send(ReasoningDelta(request_id, text))
+            case "status":
+                self.channel.send(StreamStatus(request_id, text))
+            case _:
+                assert_never(kind)
+
+
+def serve(conn: Connection) -> None:
+    """Run the LLM stream process on ``conn`` until Shutdown or the agent goes away."""
+    procutil.die_with_parent()
+    channel: Channel[AgentToLlm] = Channel(conn, AgentToLlm, "agent->llm")
+    try:
+        _Loop(channel).run()
+    except ProtocolError as exc:
+        # The agent speaks another protocol version: nothing sensible can be answered.
+        print(f"dashfloat llm: {exc}", file=sys.stderr)

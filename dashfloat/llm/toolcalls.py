@@ -1,0 +1,159 @@
+"""The pure tool-call accumulator: stream deltas in, assembled calls out (seed §1, issue 3 §3).
+
+Providers deviate from the OpenAI fragment shape in many ways (/work/shared/providers.md); every rule
+below exists for one of them and has a test in tests/llm/test_toolcalls.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from dashfloat.protocol import AssembledCall
+
+_ERROR_EXCERPT_CHARS = 80
+
+
+class _Call:
+    """One call being assembled."""
+
+    __slots__ = ("args", "id", "index", "name", "seq")
+
+    def __init__(self, index: int, seq: int) -> None:
+        self.index = index
+        self.seq = seq
+        self.id = ""
+        self.name = ""
+        self.args = ""
+
+
+def _text(value: Any) -> str:
+    """A fragment field as text: strings as they are, anything else absent."""
+    return value if isinstance(value, str) else ""
+
+
+def _complete_object(text: str) -> bool:
+    """Whether ``text`` already holds a whole JSON object (so more text would not extend it)."""
+    if not text.endswith("}"):
+        return False
+    try:
+        return isinstance(msgspec.json.decode(text), dict)
+    except msgspec.DecodeError:
+        return False
+
+
+class ToolCalls:
+    """Accumulates ``choices[0].delta.tool_calls`` lists; ``finish()`` gives the calls in index order."""
+
+    def __init__(self) -> None:
+        self._calls: list[_Call] = []
+        self._by_id: dict[str, _Call] = {}
+        self._latest_at: dict[int, _Call] = {}
+        self._last: _Call | None = None
+        self.fragment_bytes = 0
+        """Bytes of ids, names and arguments received, counted per fragment (repeats included)."""
+
+    @property
+    def distinct_calls(self) -> int:
+        """How many distinct calls were started (a call split into many fragments is one)."""
+        return len(self._calls)
+
+    def feed(self, deltas: Any) -> ToolCalls:
+        """Merge one chunk's tool-call list; anything that is not a list of objects is ignored."""
+        if isinstance(deltas, list):
+            for item in deltas:
+                if isinstance(item, dict):
+                    self._feed_one(item)
+        return self
+
+    def _feed_one(self, item: dict[str, Any]) -> None:
+        function = item.get("function")
+        if not isinstance(function, dict):
+            function = {}
+        call_id = _text(item.get("id"))
+        name = _text(function.get("name"))
+        raw_args = function.get("arguments")
+        args = raw_args if isinstance(raw_args, str) else ""
+        if raw_args is not None and not isinstance(raw_args, str):
+            # MiniMax and others send the arguments as a JSON value instead of a string.
+            args = msgspec.json.encode(raw_args).decode()
+        self.fragment_bytes += len(call_id.encode()) + len(name.encode()) + len(args.encode())
+        raw_index = item.get("index")
+        index = raw_index if isinstance(raw_index, int) and not isinstance(raw_index, bool) else None
+        call = self._target(call_id, index, name)
+        if call is None:
+            call = self._start(index)
+        if call_id and not call.id:
+            call.id = call_id
+            self._by_id[call_id] = call
+        if name and name != call.name:
+            call.name += name  # empty so far, or the name arriving in pieces; a repeat is skipped above
+        self._append_args(call, args)
+        self._last = call
+
+    def _target(self, call_id: str, index: int | None, name: str) -> _Call | None:
+        """The call this fragment continues, or None when it starts a new one."""
+        if call_id:
+            # An id seen before continues its call (ids repeated on every fragment, LiteLLM's summary
+            # chunk); a new id is a new call even at a used index (Ollama reports every call at 0).
+            known = self._by_id.get(call_id)
+            if known is not None or index is None:
+                return known
+            unnamed = self._latest_at.get(index)
+            return unnamed if unnamed is not None and not unnamed.id else None
+        # No index at all (Gemini, older Ollama): a fragment continues the latest call.
+        existing = self._latest_at.get(index) if index is not None else self._last
+        if existing is None:
+            return None
+        if name and existing.name and _complete_object(existing.args):
+            return None  # a whole new named call where the previous one is already complete
+        return existing
+
+    def _start(self, index: int | None) -> _Call:
+        if index is None:
+            index = max((c.index for c in self._calls), default=-1) + 1
+        call = _Call(index, len(self._calls))
+        self._calls.append(call)
+        self._latest_at[index] = call
+        return call
+
+    @staticmethod
+    def _append_args(call: _Call, args: str) -> None:
+        if not args:
+            return
+        if call.args in ("", "{}") and args.startswith("{") and _complete_object(args):
+            # A whole object replaces nothing or the "{}" placeholder some gateways send first.
+            call.args = args
+        elif args == call.args and _complete_object(args):
+            return  # a duplicate summary chunk repeating the whole call
+        else:
+            call.args += args
+
+    def finish(self) -> list[AssembledCall]:
+        """The assembled calls in index order (ties in arrival order), each with a reason if unusable."""
+        ordered = sorted(self._calls, key=lambda c: (c.index, c.seq))
+        return [self._assemble(c) for c in ordered]
+
+    @staticmethod
+    def _assemble(call: _Call) -> AssembledCall:
+        call_id = call.id or f"call_{call.index}_{call.seq}"
+        args, error = _parse_args(call.args)
+        if not call.name:
+            error = "the tool call has no function name"
+        return AssembledCall(id=call_id, name=call.name, args=args, error=error)
+
+
+def _parse_args(text: str) -> tuple[dict[str, Any] | None, str | None]:
+    if not text.strip():
+        return {}, None  # a tool without parameters: some providers send no arguments at all
+    try:
+        value = msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        if text.startswith("{}"):
+            return _parse_args(text[2:])  # "{}" first, then the real object
+        excerpt = text[:_ERROR_EXCERPT_CHARS]
+        return None, f"the arguments are not valid JSON: {excerpt!r}"
+    if not isinstance(value, dict):
+        return None, f"the arguments are not a JSON object (got {type(value).__name__})"
+    return value, None

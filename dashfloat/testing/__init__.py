@@ -1,0 +1,1 @@
+"""Real test doubles shipped with the package (used by the tests, the benchmarks and the offline demo)."""

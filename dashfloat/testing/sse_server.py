@@ -1,0 +1,279 @@
+"""A real, scriptable OpenAI-compatible HTTP server on 127.0.0.1 that can send any bytes at any pace.
+
+Each POST to ``/v1/chat/completions`` is answered by the next queued ``Reply`` (or ``handler(body)`` when
+the queue is empty). A reply body is a sequence of raw ``bytes``, ``Pause`` and ``Drop`` items; it may
+be a lazy iterator (a 100 MB body is never held in memory).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import select
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+__all__ = [
+    "Drop",
+    "Pause",
+    "Reply",
+    "ScriptedServer",
+    "error_reply",
+    "sse_event",
+    "text_reply",
+    "tool_calls_reply",
+]
+
+
+@dataclass(frozen=True)
+class Pause:
+    """Send nothing for ``seconds`` (a client that hangs up meanwhile is noticed at once)."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Drop:
+    """Close the TCP connection abruptly, mid-reply."""
+
+
+BodyItem = bytes | Pause | Drop
+
+
+@dataclass
+class Reply:
+    """One scripted HTTP response; ``chunked=False`` sends raw bytes and closes (no framing at all)."""
+
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=lambda: {"Content-Type": "text/event-stream"})
+    body: Iterable[BodyItem] = ()
+    chunked: bool = True
+
+
+Handler = Callable[[dict[str, Any]], Reply]
+
+
+def sse_event(payload: Any) -> bytes:
+    """One ``data:`` event with a JSON payload (or a raw string such as ``[DONE]``)."""
+    data = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
+    return f"data: {data}\n\n".encode()
+
+
+def _chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion.chunk",
+        "model": "scripted",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+    }
+
+
+def _usage_events(usage: tuple[int, int] | None) -> list[BodyItem]:
+    if usage is None:
+        return []
+    prompt, completion = usage
+    totals = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    return [sse_event({"id": "chatcmpl-scripted", "choices": [], "usage": totals})]
+
+
+def _paced(events: list[bytes], delay_s: float) -> list[BodyItem]:
+    if delay_s <= 0:
+        return list(events)
+    paced: list[BodyItem] = []
+    for event in events:
+        paced += [event, Pause(delay_s)]
+    return paced
+
+
+def text_reply(
+    text: str,
+    chunk_size: int = 4,
+    usage: tuple[int, int] | None = None,
+    reasoning: str | None = None,
+    finish_reason: str = "stop",
+    delay_s: float = 0.0,
+) -> Reply:
+    """A standard OpenAI stream of ``text`` in ``chunk_size``-character deltas, ``[DONE]`` at the end."""
+    events = [sse_event(_chunk({"role": "assistant", "content": ""}))]
+    for start in range(0, len(reasoning or ""), chunk_size):
+        events.append(sse_event(_chunk({"reasoning_content": (reasoning or "")[start : start + chunk_size]})))
+    for start in range(0, len(text), chunk_size):
+        events.append(sse_event(_chunk({"content": text[start : start + chunk_size]})))
+    events.append(sse_event(_chunk({}, finish_reason)))
+    body = _paced(events, delay_s) + _usage_events(usage) + [sse_event("[DONE]")]
+    return Reply(body=body)
+
+
+def tool_calls_reply(
+    calls: list[tuple[str, str, dict[str, Any]]],
+    content: str = "",
+    usage: tuple[int, int] | None = None,
+) -> Reply:
+    """A standard OpenAI stream announcing ``(id, name, args)`` calls, arguments split in fragments."""
+    events = [sse_event(_chunk({"role": "assistant", "content": content or None}))]
+    for index, (call_id, name, args) in enumerate(calls):
+        encoded = json.dumps(args)
+        half = len(encoded) // 2
+        function = {"name": name, "arguments": ""}
+        first = {"index": index, "id": call_id, "type": "function", "function": function}
+        events.append(sse_event(_chunk({"tool_calls": [first]})))
+        for piece in (encoded[:half], encoded[half:]):
+            fragment = {"index": index, "function": {"arguments": piece}}
+            events.append(sse_event(_chunk({"tool_calls": [fragment]})))
+    events.append(sse_event(_chunk({}, "tool_calls")))
+    return Reply(body=[*events, *_usage_events(usage), sse_event("[DONE]")])
+
+
+def error_reply(status: int, message: str, headers: dict[str, str] | None = None) -> Reply:
+    """A JSON error response in the OpenAI shape."""
+    body = json.dumps({"error": {"message": message, "type": "scripted", "code": status}}).encode()
+    return Reply(status=status, headers={"Content-Type": "application/json", **(headers or {})}, body=[body])
+
+
+class _ClientGone(Exception):
+    """The client closed its end mid-reply."""
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return  # quiet: test output stays readable
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {"_undecodable": raw.decode("utf-8", "replace")}
+        owner = self.server.owner
+        reply = owner._record_and_pick(body, dict(self.headers.items()), self.path)
+        try:
+            self._send(reply)
+        except (_ClientGone, BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+            owner._note_disconnect()
+
+    def _send(self, reply: Reply) -> None:
+        self.send_response(reply.status)
+        for key, value in reply.headers.items():
+            self.send_header(key, value)
+        if reply.chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        self.wfile.flush()
+        for item in reply.body:
+            match item:
+                case bytes():
+                    if item:
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(item), item) if reply.chunked else item)
+                        self.wfile.flush()
+                case Pause(seconds):
+                    self._pause(seconds)
+                case Drop():
+                    self.close_connection = True
+                    with contextlib.suppress(OSError):
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+        if reply.chunked:
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+
+    def _pause(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0 and not self.server.owner._stopping.is_set():
+            readable, _, _ = select.select([self.connection], [], [], min(left, 0.05))
+            if readable:
+                try:
+                    peeked = self.connection.recv(1, socket.MSG_PEEK)
+                except OSError:
+                    raise _ClientGone from None
+                if not peeked:
+                    raise _ClientGone
+                time.sleep(min(left, 0.01))  # a pipelined request is waiting: not a hang-up
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    owner: ScriptedServer
+
+
+class ScriptedServer:
+    """The scripted endpoint; use as a context manager, ``base_url`` ends in ``/v1``."""
+
+    def __init__(self) -> None:
+        self._queue: collections.deque[Reply] = collections.deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self.handler: Handler | None = None
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.paths: list[str] = []
+        self.disconnects = 0
+        self.disconnected = threading.Event()
+        self._httpd = _Server(("127.0.0.1", 0), _RequestHandler)
+        self._httpd.owner = self
+        self.port: int = self._httpd.server_address[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-sse", daemon=True)
+
+    def __enter__(self) -> ScriptedServer:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop serving and release the port."""
+        self._stopping.set()
+        if self._thread.is_alive():
+            self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def enqueue(self, *replies: Reply) -> None:
+        """Answer the next POSTs with these replies, in order."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    def wait_requests(self, count: int, timeout_s: float = 5.0) -> bool:
+        """Wait until ``count`` requests have arrived."""
+        deadline = time.monotonic() + timeout_s
+        while len(self.requests) < count:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.005)
+        return True
+
+    def _record_and_pick(self, body: dict[str, Any], headers: dict[str, str], path: str) -> Reply:
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append(headers)
+            self.paths.append(path)
+            if not path.rstrip("/").endswith("/chat/completions"):
+                return error_reply(404, f"no route {path}")
+            if self._queue:
+                return self._queue.popleft()
+        if self.handler is not None:
+            return self.handler(body)
+        return error_reply(500, "ScriptedServer: no reply queued for this request")
+
+    def _note_disconnect(self) -> None:
+        with self._lock:
+            self.disconnects += 1
+        self.disconnected.set()
