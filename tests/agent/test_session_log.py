@@ -479,3 +479,43 @@ def test_newest_for_cwd_picks_the_latest_activity_in_that_directory(sdir: Path) 
     assert newest_for_cwd(sdir, "/a") == latest
     assert newest_for_cwd(sdir, "/a/") == latest
     assert newest_for_cwd(sdir, "/c") is None
+
+
+# ---------------------------------------------------------------- write failures
+
+_FULL_DISK_CHILD = """
+import os, resource, signal, sys
+from pathlib import Path
+from dashfloat.agent.session_log import SessionError, SessionWriter, new_header
+from dashfloat.protocol import ChatMessage
+
+header = new_header(cwd="/p", provider="p", model="m", dashfloat_version="t")
+writer = SessionWriter.create(Path(sys.argv[1]), header)
+writer.append(ChatMessage(role="user", content="kept"))
+size = writer.path.stat().st_size
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # get EFBIG instead of a signal
+resource.setrlimit(resource.RLIMIT_FSIZE, (size + 10, resource.RLIM_INFINITY))
+try:
+    writer.append(ChatMessage(role="user", content="x" * 100))
+except SessionError as exc:
+    print(exc)
+print(writer.path.stat().st_size - size)
+"""
+
+
+def test_a_failed_write_takes_its_partial_line_back(sdir: Path) -> None:
+    # The file-size limit makes the kernel accept 10 bytes of the line, then refuse the rest.
+    proc = subprocess.run(
+        [sys.executable, "-c", _FULL_DISK_CHILD, str(sdir)],
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 0, proc.stderr
+    error, growth = proc.stdout.splitlines()
+    assert "cannot write the session log: File too large" in error and ".jsonl" in error
+    assert growth == "0"
+    (path,) = sdir.iterdir()
+    loaded = load(path)
+    assert loaded.messages == [user("kept")] and loaded.notices == []
