@@ -71,7 +71,7 @@ def outcome(messages: list[AgentToUi]) -> str:
 
 
 def children_named(pid: int, name: str) -> list[psutil.Process]:
-    return [p for p in psutil.Process(pid).children(recursive=True) if _name(p) == name]
+    return [p for p in psutil.Process(pid).children() if _name(p) == name]
 
 
 def _name(process: psutil.Process) -> str:
