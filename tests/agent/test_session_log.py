@@ -81,7 +81,8 @@ def write_raw(path: Path, lines: list[dict[str, object] | str], end: str = "\n")
 
 
 def header_dict(**overrides: object) -> dict[str, object]:
-    return json.loads(msgspec.json.encode(header(**overrides)))  # type: ignore[no-any-return]
+    raw: dict[str, object] = json.loads(msgspec.json.encode(header()))
+    return {**raw, **overrides}
 
 
 def message_line(m: ChatMessage) -> dict[str, object]:
@@ -362,6 +363,25 @@ def test_repair_always_yields_a_valid_conversation(messages: list[ChatMessage]) 
     assert all(m in messages for m in kept)
     assert repair_conversation(repaired) == (repaired, [])
     assert (repaired == messages) == (notices == [])
+
+
+@settings(max_examples=60, deadline=None)
+@given(messages=st.lists(_message, min_size=1, max_size=8), data=st.data())
+def test_a_file_cut_at_any_byte_after_the_header_loads_the_complete_prefix(
+    tmp_path_factory: pytest.TempPathFactory, messages: list[ChatMessage], data: st.DataObject
+) -> None:
+    sdir = tmp_path_factory.mktemp("cut")
+    with SessionWriter.create(sdir, header()) as w:
+        w.append_many(messages)
+    whole = w.path.read_bytes()
+    header_end = whole.index(b"\n") + 1
+    cut = data.draw(st.integers(header_end, len(whole)))
+    w.path.write_bytes(whole[:cut])
+    complete = whole[:cut].count(b"\n") - 1  # message lines that kept their newline
+    loaded = load(w.path)
+    assert loaded.messages == repair_conversation(messages[:complete])[0]
+    assert_valid_conversation(loaded.messages)
+    assert sum("torn last line" in n for n in loaded.notices) == (0 if whole[:cut].endswith(b"\n") else 1)
 
 
 # ---------------------------------------------------------------- a writer killed mid-line
