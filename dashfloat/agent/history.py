@@ -6,6 +6,7 @@ Public API (pure library code):
   use), at most HISTORY_MAX_ENTRIES; a missing or damaged file gives what can be read, never an error.
 - ``append_history(path, text)``: record a submitted prompt (multi-line prompts survive); the file is
   0600 in a 0700 directory and is compacted when it holds more than HISTORY_MAX_ENTRIES lines.
+  Raises OSError when the file cannot be written; callers decide whether that matters.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Public API (pure library code: no processes, no protocol sending, no printing):
 
-- ``state_dir(env)``, ``sessions_dir(env)``: where DashFloat keeps its state and its session files.
+- ``state_dir(env)``, ``sessions_dir(env)``: where DashFloat keeps its state and its session files;
+  ``ensure_private_dir(path)`` creates one 0700.
 - ``new_header(cwd=, provider=, model=, dashfloat_version=)``: a fresh ``SessionHeader`` with a new id.
 - ``SessionWriter.create(dir, header)`` / ``SessionWriter.open_existing(path) -> (writer, loaded)``;
   ``writer.append(msg)``, ``append_many(msgs)``, ``append_usage(turn, usage)`` return only once the
