@@ -1,0 +1,310 @@
+"""Runtime figures: pipe round trip, the agent loop's own cost, headless turns as the peers measured, memory."""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+import psutil
+import requests
+
+from bench.common import Figure
+from dashfloat.channel import Channel
+from dashfloat.executor import run_tool
+from dashfloat.protocol import AgentToUi, SubmitPrompt, TokenReceived, UiToAgent
+from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
+from tests.e2e import agent_tree, collect, turn_over
+
+FLOOR = [sys.executable, "-c", "import prompt_toolkit, requests, msgspec"]
+CONTEXT = multiprocessing.get_context("fork")
+
+
+def _echo(conn: Connection, raw: bool) -> None:
+    channel = Channel[UiToAgent](conn, UiToAgent, "bench")
+    while True:
+        try:
+            if raw:
+                frame = conn.recv_bytes()
+                if frame == b"stop":
+                    return
+                conn.send_bytes(frame)
+            else:
+                message = channel.recv()
+                if isinstance(message, SubmitPrompt) and message.text == "stop":
+                    return
+                channel.send(TokenReceived(text="pong"))
+        except EOFError:
+            return
+
+
+def _pipe_round_trips(n: int, raw: bool) -> tuple[list[float], float]:
+    ours, theirs = CONTEXT.Pipe()
+    child = CONTEXT.Process(target=_echo, args=(theirs, raw), daemon=True)
+    child.start()
+    channel = Channel[AgentToUi](ours, AgentToUi, "bench")
+    ping = SubmitPrompt(text="ping")
+    samples = []
+    for _ in range(n):
+        started = time.perf_counter()
+        if raw:
+            ours.send_bytes(b"\x82\xa4type\xadsubmit_prompt\xa4text\xa4ping")
+            ours.recv_bytes()
+        else:
+            channel.send(ping)
+            channel.recv()
+        samples.append((time.perf_counter() - started) * 1e6)
+    # throughput: a burst of n messages one way, each answered; pipelined in windows of 64
+    started = time.perf_counter()
+    for _ in range(n // 64):
+        for _ in range(64):
+            if raw:
+                ours.send_bytes(b"\x82\xa4type\xadsubmit_prompt\xa4text\xa4ping")
+            else:
+                channel.send(ping)
+        for _ in range(64):
+            ours.recv_bytes() if raw else channel.recv()
+    rate = (n // 64) * 64 / (time.perf_counter() - started)
+    if raw:
+        ours.send_bytes(b"stop")
+    else:
+        channel.send(SubmitPrompt(text="stop"))
+    child.join(2)
+    return samples, rate
+
+
+def pipe_figures(quick: bool) -> list[Figure]:
+    n = 2000 if quick else 20000
+    typed, typed_rate = _pipe_round_trips(n, raw=False)
+    raw, raw_rate = _pipe_round_trips(n, raw=True)
+    p99 = sorted(typed)[int(0.99 * len(typed))]
+    return [
+        Figure(
+            "pipe round trip, small message (msgspec Channel)",
+            "µs",
+            typed,
+            baseline_name="raw send_bytes/recv_bytes",
+            baseline_samples=raw,
+            note=f"p99 {p99:.1f} µs over {n} round trips",
+        ),
+        Figure(
+            "pipe throughput, small messages (windows of 64)",
+            "msg/s",
+            [typed_rate],
+            baseline_name="raw bytes",
+            baseline_samples=[raw_rate],
+        ),
+    ]
+
+
+def _timed(samples: int, step: Callable[[], None]) -> list[float]:
+    step()  # warm-up
+    out = []
+    for _ in range(samples):
+        started = time.perf_counter()
+        step()
+        out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def loop_overhead(quick: bool) -> list[Figure]:
+    """Wall time a tool round trip adds beyond the provider's request and the tool's own run."""
+    n = 10 if quick else 40
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "work"
+        root.mkdir()
+        (root / "small.py").write_text("print('hello')\n" * 20)
+        with ScriptedServer() as server, agent_tree(server, root, approval="all") as link:
+            collect(link, lambda m: type(m).__name__ == "AgentReady")
+
+            def plain_turn() -> None:
+                server.enqueue(text_reply("ok"))
+                link.send(SubmitPrompt(text="x"))
+                collect(link, turn_over)
+
+            def tool_turn() -> None:
+                server.enqueue(tool_calls_reply([("c", "read_file", {"path": "small.py"})]), text_reply("ok"))
+                link.send(SubmitPrompt(text="x"))
+                collect(link, turn_over)
+
+            def provider_request() -> None:
+                server.enqueue(text_reply("ok"))
+                with requests.post(f"{server.base_url}/chat/completions", json={"m": 1}, stream=True) as response:
+                    for _ in response.iter_content(None):
+                        pass
+
+            plain = _timed(n, plain_turn)
+            tool = _timed(n, tool_turn)
+            provider = _timed(n, provider_request)
+            tool_own = _timed(n, lambda: run_tool("read_file", {"path": "small.py"}, str(root), 30.0))
+    base = statistics.median(plain) + statistics.median(provider) + statistics.median(tool_own)
+    overhead = [t - base for t in tool]
+    return [
+        Figure(
+            "agent-loop overhead per tool round trip",
+            "ms",
+            overhead,
+            target="≤ 5 ms median",
+            met=statistics.median(overhead) <= 5.0,
+            note=(
+                f"turn with one read_file {statistics.median(tool):.2f} ms − plain turn "
+                f"{statistics.median(plain):.2f} ms − provider request {statistics.median(provider):.2f} ms − "
+                f"read_file itself {statistics.median(tool_own):.3f} ms (in-process agent tree, instant provider)"
+            ),
+        ),
+        Figure("in-process turn, no tools (agent tree + LLM + server)", "ms", plain),
+    ]
+
+
+def _headless(server: ScriptedServer, cwd: Path, env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
+    command = [
+        sys.executable,
+        "-m",
+        "dashfloat",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "m",
+        "--cwd",
+        str(cwd),
+    ]
+    return subprocess.Popen([*command, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _tree_memory(pid: int) -> tuple[float, float]:
+    """Summed RSS and PSS (MB) of a process and its descendants."""
+    rss = pss = 0.0
+    root = psutil.Process(pid)
+    for process in [root, *root.children(recursive=True)]:
+        try:
+            info = process.memory_full_info()
+        except psutil.Error:
+            continue
+        rss += info.rss / 2**20
+        pss += getattr(info, "pss", info.rss) / 2**20
+    return rss, pss
+
+
+def headless_figures(quick: bool) -> list[Figure]:
+    runs = 3 if quick else 7
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "work"
+        root.mkdir()
+        (root / "a.txt").write_text("hello\n")
+        env = {**os.environ, "XDG_STATE_HOME": f"{tmp}/state", "XDG_CONFIG_HOME": f"{tmp}/cfg"}
+        floor = _timed(runs, lambda: subprocess.run(FLOOR, check=True))
+        first: list[float] = []
+        short: list[float] = []
+        tool: list[float] = []
+        stream: list[float] = []
+        peak_rss: list[float] = []
+        tokens = 20_000
+        big = "tok " * tokens  # 4 characters per delta: one token each
+        with ScriptedServer() as server:
+            for _ in range(runs + 1):
+                server.enqueue(text_reply("hi"))
+                seen = len(server.requests)
+                started = time.perf_counter()
+                main = _headless(server, root, env, "-p", "hello")
+                server.wait_requests(seen + 1, 10)
+                first.append((time.perf_counter() - started) * 1000)
+                main.wait(20)
+                short.append((time.perf_counter() - started) * 1000)
+                server.enqueue(tool_calls_reply([("c", "read_file", {"path": "a.txt"})]), text_reply("ok"))
+                started = time.perf_counter()
+                _headless(server, root, env, "-p", "read").wait(20)
+                tool.append((time.perf_counter() - started) * 1000)
+                server.enqueue(text_reply(big, chunk_size=4))
+                started = time.perf_counter()
+                main = _headless(server, root, env, "--json", "-p", "stream")
+                peak = 0.0
+                while main.poll() is None:
+                    with contextlib.suppress(psutil.Error):
+                        peak = max(peak, _tree_memory(main.pid)[0])
+                    time.sleep(0.05)
+                stream.append((time.perf_counter() - started) * 1000)
+                peak_rss.append(peak)
+            server.enqueue(Reply(body=[sse_event({"choices": []}), Pause(3.0)]))
+            idle = _headless(server, root, env, "-p", "wait")
+            time.sleep(1.5)
+            idle_rss, idle_pss = _tree_memory(idle.pid)
+            idle.kill()
+            idle.wait()
+    drop = slice(1, None)  # the first run warms the page cache
+    throughput = [tokens / (ms / 1000) for ms in stream[drop]]
+    return [
+        Figure("interpreter floor: python -c 'import prompt_toolkit, requests, msgspec'", "ms", floor),
+        Figure(
+            "headless: first request reaches the provider",
+            "ms",
+            first[drop],
+            "interpreter floor",
+            floor,
+            target="< 250 ms (Codex CLI)",
+            met=statistics.median(first[drop]) < 250,
+        ),
+        Figure(
+            "headless: short turn",
+            "ms",
+            short[drop],
+            "interpreter floor",
+            floor,
+            target="< 350 ms (Codex CLI)",
+            met=statistics.median(short[drop]) < 350,
+        ),
+        Figure(
+            "headless: turn with one tool round trip",
+            "ms",
+            tool[drop],
+            "interpreter floor",
+            floor,
+            target="< 410 ms (Codex CLI)",
+            met=statistics.median(tool[drop]) < 410,
+        ),
+        Figure(
+            "headless --json: 20k-token stream turn",
+            "ms",
+            stream[drop],
+            "interpreter floor",
+            floor,
+            target="< 720 ms (Codex CLI)",
+            met=statistics.median(stream[drop]) < 720,
+        ),
+        Figure(
+            "headless --json: end-to-end stream throughput (incl. start-up)",
+            "tokens/s",
+            throughput,
+            target="≥ 50 000 tokens/s",
+            met=statistics.median(throughput) >= 50_000,
+        ),
+        Figure(
+            "peak summed RSS of all processes during the 20k stream",
+            "MB",
+            peak_rss[drop],
+            target="< 146 MB (Codex CLI's top process)",
+            met=statistics.median(peak_rss[drop]) < 146,
+        ),
+        Figure(
+            "idle summed RSS (main + agent + LLM + executor)",
+            "MB",
+            [idle_rss],
+            target="≤ 120 MB",
+            met=idle_rss <= 120,
+            note=f"PSS {idle_pss:.1f} MB (forked processes share pages)",
+        ),
+    ]
+
+
+def run(quick: bool) -> list[Figure]:
+    return [*pipe_figures(quick), *loop_overhead(quick), *headless_figures(quick)]
+
+
+__all__ = ["run"]
