@@ -1,0 +1,222 @@
+"""Provider configuration: flags > environment > ``$XDG_CONFIG_HOME/dashfloat/config.toml`` (issue 3 §1).
+
+The file names providers; the key itself never appears in it, only the variable that holds it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import msgspec
+
+from dashfloat.protocol import ProviderConfig
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+OPENAI_DEFAULT_MODEL = "gpt-4o-mini"
+"""Used only when the endpoint is OpenAI's own and no model was given anywhere."""
+DEFAULT_IDLE_TIMEOUT_S = 60.0
+KEY_ENV = "OPENAI_API_KEY"
+
+
+class ConfigError(Exception):
+    """A configuration problem; ``str()`` is one line naming the file, the field and what is wrong."""
+
+
+@dataclass
+class ProviderFlags:
+    """The command-line flags that choose a provider (``None``: not given)."""
+
+    provider: str | None = None
+    base_url: str | None = None
+    model: str | None = None
+
+
+class ProviderEntry(msgspec.Struct, forbid_unknown_fields=True):
+    """One ``[providers.NAME]`` table."""
+
+    base_url: str
+    model: str | None = None
+    api_key_env: str | None = None
+    """The name of the environment variable holding the key (none for local servers)."""
+    context_window: int | None = None
+    headers: dict[str, str] = {}
+
+
+class Settings(msgspec.Struct, forbid_unknown_fields=True):
+    """The ``[settings]`` table."""
+
+    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
+    """Fail a stream when the provider sends no byte for this long."""
+
+
+class ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
+    """The whole config.toml."""
+
+    default_provider: str | None = None
+    providers: dict[str, ProviderEntry] = {}
+    settings: Settings = msgspec.field(default_factory=Settings)
+
+
+def config_path(env: Mapping[str, str]) -> Path:
+    """Where the config file lives for this environment."""
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or os.path.expanduser("~")) / ".config")
+    return Path(base) / "dashfloat" / "config.toml"
+
+
+_AT = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$")
+
+
+def _field_error(path: Path, prefix: str, exc: msgspec.ValidationError) -> ConfigError:
+    """``Expected `str`, got `int` - at `$.model``` as ``file: providers.x.model: expected str, got int``."""
+    match = _AT.match(str(exc))
+    what = match.group("what") if match else str(exc)
+    where = (match.group("path") or "") if match else ""
+    unknown = re.match(r"Object contains unknown field `([^`]*)`", what)
+    if unknown:
+        where += "." + unknown.group(1)
+        what = "unknown field"
+        if unknown.group(1) == "api_key":
+            what = "keys are never stored in the file: export the key and name its variable in api_key_env"
+    missing = re.match(r"Object missing required field `([^`]*)`", what)
+    if missing:
+        where += "." + missing.group(1)
+        what = "required field is missing"
+    field = ".".join(p for p in (prefix, where.strip(".")) if p) or "(top level)"
+    return ConfigError(f"{path}: {field}: {what.replace('`', '')[:1].lower() + what.replace('`', '')[1:]}")
+
+
+def _check_url(path: Path | str, field: str, url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(f"{path}: {field}: {url!r} is not an http:// or https:// URL")
+    return url.rstrip("/")
+
+
+def load_config(env: Mapping[str, str]) -> ConfigFile | None:
+    """The decoded config file, or None when there is none."""
+    path = config_path(env)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc.strerror}") from exc
+    try:
+        document: dict[str, Any] = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: (file): not UTF-8 text") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: (file): not valid TOML: {exc}") from exc
+    providers = document.pop("providers", {})
+    if not isinstance(providers, dict):
+        raise ConfigError(f"{path}: providers: expected a table of [providers.NAME] tables")
+    try:
+        config = msgspec.convert(document, ConfigFile)
+    except msgspec.ValidationError as exc:
+        raise _field_error(path, "", exc) from exc
+    entries: dict[str, ProviderEntry] = {}
+    for name, table in providers.items():
+        try:
+            entry = msgspec.convert(table, ProviderEntry)
+        except msgspec.ValidationError as exc:
+            raise _field_error(path, f"providers.{name}", exc) from exc
+        entry.base_url = _check_url(path, f"providers.{name}.base_url", entry.base_url)
+        if entry.context_window is not None and entry.context_window <= 0:
+            raise ConfigError(f"{path}: providers.{name}.context_window: must be a positive number of tokens")
+        entries[name] = entry
+    config.providers = entries
+    if config.settings.idle_timeout_s <= 0:
+        raise ConfigError(f"{path}: settings.idle_timeout_s: must be a positive number of seconds")
+    if config.default_provider is not None and config.default_provider not in entries:
+        raise ConfigError(
+            f"{path}: default_provider: no provider named {config.default_provider!r} "
+            f"(known: {', '.join(sorted(entries)) or 'none'})"
+        )
+    return config
+
+
+def _pick_entry(
+    flags: ProviderFlags, env: Mapping[str, str], config: ConfigFile | None
+) -> tuple[str, ProviderEntry] | None:
+    path = config_path(env)
+    entries = config.providers if config else {}
+    for source, name in (
+        ("--provider", flags.provider),
+        ("DASHFLOAT_PROVIDER", env.get("DASHFLOAT_PROVIDER")),
+    ):
+        if name:
+            if name not in entries:
+                known = ", ".join(sorted(entries)) or "none"
+                raise ConfigError(f"{path}: providers.{name}: no such provider (asked for by {source}; known: {known})")
+            return name, entries[name]
+    if config and config.default_provider:
+        return config.default_provider, entries[config.default_provider]
+    if len(entries) == 1:
+        return next(iter(entries.items()))
+    if entries:
+        raise ConfigError(
+            f"{path}: default_provider: several providers and no default: set default_provider "
+            f"or pass --provider ({', '.join(sorted(entries))})"
+        )
+    return None
+
+
+def resolve_provider(flags: ProviderFlags, env: Mapping[str, str]) -> ProviderConfig | None:
+    """The provider to use, or None when nothing at all is configured (the caller runs the offline demo).
+
+    Precedence, field by field: a flag, then the environment, then the file. A provider chosen with
+    ``--provider`` is taken as written in the file: only other flags change it, not the environment.
+    """
+    config = load_config(env)
+    picked = _pick_entry(flags, env, config)
+    by_flag = flags.provider is not None
+    env_url = None if by_flag else env.get("OPENAI_BASE_URL")
+    env_model = None if by_flag else env.get("DASHFLOAT_MODEL")
+    base_url = flags.base_url or env_url or (picked[1].base_url if picked else None)
+    model = flags.model or env_model or (picked[1].model if picked else None)
+    if picked is None and base_url is None and model is None and not env.get(KEY_ENV):
+        return None
+    origin = "--base-url" if flags.base_url else "OPENAI_BASE_URL" if env_url else None
+    base_url = _check_url(origin or config_path(env), origin or "base_url", base_url or OPENAI_BASE_URL)
+    if model is None:
+        if base_url != OPENAI_BASE_URL:
+            where = f"providers.{picked[0]}.model" if picked else "model"
+            raise ConfigError(
+                f"{config_path(env)}: {where}: no model for {base_url}: pass --model NAME, "
+                "set DASHFLOAT_MODEL, or add model to the provider"
+            )
+        model = OPENAI_DEFAULT_MODEL
+    if picked is not None:
+        name, entry = picked
+        return ProviderConfig(
+            name=name,
+            base_url=base_url,
+            model=model,
+            api_key_env=entry.api_key_env,
+            context_window=entry.context_window,
+            headers=dict(entry.headers),
+        )
+    name = "openai" if base_url == OPENAI_BASE_URL else (urlsplit(base_url).netloc or "custom")
+    return ProviderConfig(name=name, base_url=base_url, model=model, api_key_env=KEY_ENV)
+
+
+def idle_timeout_s(env: Mapping[str, str]) -> float:
+    """The stream idle timeout: ``DASHFLOAT_IDLE_TIMEOUT_S``, else ``[settings]``, else 60 s."""
+    raw = env.get("DASHFLOAT_IDLE_TIMEOUT_S")
+    if raw:
+        try:
+            value = float(raw)
+        except ValueError:
+            value = -1.0
+        if value <= 0:
+            raise ConfigError(f"DASHFLOAT_IDLE_TIMEOUT_S: {raw!r} is not a positive number of seconds")
+        return value
+    config = load_config(env)
+    return config.settings.idle_timeout_s if config else DEFAULT_IDLE_TIMEOUT_S
