@@ -66,11 +66,7 @@ class Command:
         fds = [fd for fd in (self._out, wake_fd) if fd is not None]
         if self._returncode is None and self._pidfd is not None:
             fds.append(self._pidfd)
-        wait = (
-            remaining
-            if self._pidfd is not None or self._returncode is not None
-            else min(remaining, _EXIT_POLL_S)
-        )
+        wait = remaining if self._pidfd is not None or self._returncode is not None else min(remaining, _EXIT_POLL_S)
         ready, _, _ = select.select(fds, [], [], wait)
         if self._out is not None and self._out in ready:
             self._read()  # one read per wake-up, so a flood cannot starve the wake fd or the deadline

@@ -184,9 +184,7 @@ def _read_marker(offset: int, lines: int, cut: bool, total_lines: int | None, si
         totals = f"{total_lines} lines, {size} bytes"
     else:
         totals = f"{size} bytes; lines are not counted in files over {READ_STREAM_THRESHOLD_BYTES} bytes"
-    how = (
-        f"line {last} was cut at the {READ_MAX_BYTES}-byte cap" if cut else f"continue with offset={last + 1}"
-    )
+    how = f"line {last} was cut at the {READ_MAX_BYTES}-byte cap" if cut else f"continue with offset={last + 1}"
     caps = f"at most {READ_MAX_LINES} lines / {READ_MAX_BYTES} bytes per call"
     return f"[truncated: showing {shown} of {totals}; {caps}; {how}]"
 
@@ -273,23 +271,17 @@ def plan_edit(root: str, path: str, search_block: str, replace_block: str) -> Pl
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         if st.st_size > EDIT_MAX_FILE_BYTES:
-            raise ToolError(
-                f"file is {st.st_size} bytes; edit_file refuses files over {EDIT_MAX_FILE_BYTES}: {path}"
-            )
+            raise ToolError(f"file is {st.st_size} bytes; edit_file refuses files over {EDIT_MAX_FILE_BYTES}: {path}")
         old = f.read(EDIT_MAX_FILE_BYTES + 1)
     if len(old) > EDIT_MAX_FILE_BYTES:  # it grew between the stat and the read
         raise ToolError(f"file is over {EDIT_MAX_FILE_BYTES} bytes; edit_file refuses it: {path}")
     start = locate(old, search)
     new = old[:start] + replace + old[start + len(search) :]
     line = old.count(b"\n", 0, start) + 1
-    return PlannedWrite(
-        real, old, len(old), new, stat.S_IMODE(st.st_mode), hashlib.sha256(old).hexdigest(), line
-    )
+    return PlannedWrite(real, old, len(old), new, stat.S_IMODE(st.st_mode), hashlib.sha256(old).hexdigest(), line)
 
 
-def edit_file(
-    root: str, path: str, search_block: str, replace_block: str, expect_digest: str | None
-) -> dict[str, Any]:
+def edit_file(root: str, path: str, search_block: str, replace_block: str, expect_digest: str | None) -> dict[str, Any]:
     """Replace the unique exact match of search_block, atomically; the file's mode is kept."""
     plan = plan_edit(root, path, search_block, replace_block)
     _check_digest(plan.real, expect_digest, plan.old)

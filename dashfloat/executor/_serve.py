@@ -97,18 +97,14 @@ class _Server:
                     self.running[1].cancel()
                     self.finish_running()
                 for queued in self.queued:
-                    self.send(
-                        ToolFinished(queued.call_id, error_result("the executor shut down before running it"))
-                    )
+                    self.send(ToolFinished(queued.call_id, error_result("the executor shut down before running it")))
                 raise _Stop
             case _:
                 assert_never(message)
 
     def run_tool(self, message: RunTool) -> None:
         if message.name != EXECUTE_COMMAND:
-            result = run_tool(
-                message.name, message.args, self.root, self.exec_timeout_s, message.expect_digest
-            )
+            result = run_tool(message.name, message.args, self.root, self.exec_timeout_s, message.expect_digest)
             self.send(ToolFinished(message.call_id, result))
             return
         valid = validate(message.name, message.args)

@@ -50,9 +50,7 @@ def handle_line(line: bytes, root: str, exec_timeout_s: float) -> bytes:
     try:
         request = msgspec.convert(raw, Request)
     except msgspec.ValidationError as exc:
-        return _reply(
-            request_id, error_result(f'expected {{"id": str, "name": str, "args": {{...}}}}: {exc}')
-        )
+        return _reply(request_id, error_result(f'expected {{"id": str, "name": str, "args": {{...}}}}: {exc}'))
     return _reply(request.id, run_tool(request.name, request.args, root, exec_timeout_s))
 
 

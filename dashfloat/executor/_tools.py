@@ -70,9 +70,7 @@ def run_tool(
         if name == WRITE_FILE:
             return _files.write_file(root, valid["path"], valid["content"], expect_digest)
         if name == EDIT_FILE:
-            return _files.edit_file(
-                root, valid["path"], valid["search_block"], valid["replace_block"], expect_digest
-            )
+            return _files.edit_file(root, valid["path"], valid["search_block"], valid["replace_block"], expect_digest)
         if name == LIST_DIRECTORY:
             return _files.list_directory(root, valid["path"])
         if name == EXECUTE_COMMAND:
@@ -86,10 +84,7 @@ def run_tool(
 
 
 def _window(lines: list[str]) -> list[str]:
-    lines = [
-        line if len(line) <= PREVIEW_MAX_LINE_CHARS else line[:PREVIEW_MAX_LINE_CHARS] + " […]"
-        for line in lines
-    ]
+    lines = [line if len(line) <= PREVIEW_MAX_LINE_CHARS else line[:PREVIEW_MAX_LINE_CHARS] + " […]" for line in lines]
     if len(lines) <= PREVIEW_MAX_LINES:
         return lines
     return [*lines[:PREVIEW_MAX_LINES], f"[… {len(lines) - PREVIEW_MAX_LINES} more lines not shown]"]
@@ -118,11 +113,7 @@ def diff_lines(plan: _files.PlannedWrite) -> list[str]:
         return [f"[binary content: {plan.old_size} bytes replaced by {len(plan.new)} bytes]"]
     diff = list(difflib.unified_diff(old_text.splitlines(), new_text.splitlines(), lineterm="", n=3))[2:]
     if not diff:
-        return [
-            "[no line changes (the bytes differ only in line endings)]"
-            if plan.old != plan.new
-            else "[no change]"
-        ]
+        return ["[no line changes (the bytes differ only in line endings)]" if plan.old != plan.new else "[no change]"]
     return _window(diff)
 
 

@@ -60,6 +60,6 @@ def gone(pid: int, within_s: float = 5.0) -> bool:
 def alive(pid: int) -> bool:
     """Whether ``pid`` is a live (non-zombie) process."""
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False

@@ -107,9 +107,7 @@ def test_timeout_kills_the_whole_group(root: Path) -> None:
 def test_grandchild_holding_the_pipe_is_bounded_by_the_timeout(root: Path) -> None:
     # setsid puts the sleeper outside the command's group: only the timeout can end the wait for EOF.
     pidfile = root / "escaped.pid"
-    command = (
-        f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 300' & while [ ! -s {pidfile} ]; do sleep 0.01; done"
-    )
+    command = f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 300' & while [ ! -s {pidfile} ]; do sleep 0.01; done"
     r = run(root, command, timeout_s=SHORT_TIMEOUT_S)
     escaped = int(pidfile.read_text())
     try:

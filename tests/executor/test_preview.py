@@ -58,9 +58,7 @@ def test_command_preview(root: Path) -> None:
     (root / "sub").mkdir()
     p = preview("execute_command", {"command": "make test", "cwd": "sub"}, str(root))
     assert p.lines == ["$ make test", f"in {os.path.realpath(root)}/sub"] and p.digest is None
-    assert str(preview("execute_command", {"command": "ls", "cwd": "/"}, str(root)).error).startswith(
-        "path escapes"
-    )
+    assert str(preview("execute_command", {"command": "ls", "cwd": "/"}, str(root)).error).startswith("path escapes")
 
 
 def test_what_was_previewed_is_what_lands(root: Path) -> None:

@@ -94,9 +94,7 @@ def test_surrogates_and_fifo_are_errors(root: Path) -> None:
 
 def test_edit_unique_match(root: Path) -> None:
     (root / "m.py").write_text("def f():\n    return 1\n\ndef g():\n    return 2\n")
-    r = run_tool(
-        "edit_file", {"path": "m.py", "search_block": "return 2", "replace_block": "return 3"}, str(root)
-    )
+    r = run_tool("edit_file", {"path": "m.py", "search_block": "return 2", "replace_block": "return 3"}, str(root))
     assert r == {"ok": True, "path": "m.py", "line": 5, "bytes": 45}
     assert (root / "m.py").read_text().endswith("return 3\n")
 
@@ -117,9 +115,7 @@ def test_edit_size_cap_is_crossed_by_stat(root: Path) -> None:
     with open(at, "wb") as f:
         f.write(b"needle\n")
         f.truncate(EDIT_MAX_FILE_BYTES)
-    r = run_tool(
-        "edit_file", {"path": "at.bin", "search_block": "needle", "replace_block": "thread"}, str(root)
-    )
+    r = run_tool("edit_file", {"path": "at.bin", "search_block": "needle", "replace_block": "thread"}, str(root))
     assert r["ok"] is True and at.stat().st_size == EDIT_MAX_FILE_BYTES
     over = root / "over.bin"
     with open(over, "wb") as f:
