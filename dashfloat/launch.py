@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 from dashfloat.agent import AgentOptions
 from dashfloat.agent.session_log import SessionError, ensure_private_dir, state_dir
-from dashfloat.config import ConfigError, ProviderFlags, resolve_provider, resolve_settings
+from dashfloat.config import ConfigError, ProviderFlags, idle_timeout_s, resolve_provider
+from dashfloat.protocol import ApprovalMode
 
 
 class LaunchError(Exception):
@@ -30,7 +31,7 @@ def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> Launc
     flags = ProviderFlags(provider=args.provider, base_url=args.base_url, model=args.model)
     try:
         provider = None if args.demo else resolve_provider(flags, env)
-        settings = resolve_settings(env)
+        idle_timeout = idle_timeout_s(env)
     except ConfigError as exc:
         raise LaunchError(str(exc)) from exc
     state = state_dir(env)
@@ -45,13 +46,13 @@ def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> Launc
 
         demo = start_demo(env)
         provider, stop, notice = demo.provider, demo.stop, demo.notice if not args.demo else ""
-    approval = "all" if args.yes else args.approve
+    approval: ApprovalMode = "all" if args.yes else args.approve
     options = AgentOptions(
         provider=provider,
         cwd=cwd,
         approval=approval,
         exec_timeout_s=args.exec_timeout,
-        idle_timeout_s=settings.idle_timeout_s,
+        idle_timeout_s=idle_timeout,
         state_dir=str(state),
         resume_id=args.resume or "",
         continue_latest=args.continue_latest,

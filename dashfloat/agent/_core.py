@@ -90,6 +90,8 @@ class Journal(Protocol):
 
     def new_session(self) -> None: ...
 
+    def take_warning(self) -> str | None: ...
+
     def list_sessions(self) -> list[SessionInfo]: ...
 
     def resume(self, session_id: str) -> tuple[list[ChatMessage], list[Usage], list[str]]: ...
@@ -113,6 +115,9 @@ class MemoryJournal:
 
     def new_session(self) -> None:
         self.messages = []
+
+    def take_warning(self) -> str | None:
+        return None
 
     def list_sessions(self) -> list[SessionInfo]:
         return []
@@ -177,6 +182,9 @@ class AgentCore:
     def _record(self, message: ChatMessage) -> None:
         self.journal.record(message)
         self.conversation.append(message)
+        warning = self.journal.take_warning()
+        if warning:
+            self._ui(SystemEntry(text=warning, level="error"))
         if self.journal.session_id and self.journal.session_id != self._announced_session:
             self._announced_session = self.journal.session_id
             self._ui(SessionStarted(session_id=self._announced_session))
@@ -281,9 +289,7 @@ class AgentCore:
     def _busy(self, what: str) -> bool:
         if self.phase == "idle":
             return False
-        self._ui(
-            SystemEntry(text=f"{what} waits for the current turn: press Esc to cancel it", level="warning")
-        )
+        self._ui(SystemEntry(text=f"{what} waits for the current turn: press Esc to cancel it", level="warning"))
         return True
 
     def _submit(self, text: str) -> None:
@@ -302,9 +308,7 @@ class AgentCore:
             return "no usage reported yet in this session"
         rows = ["turn  prompt  completion  total"]
         for turn, usage in enumerate(self.turn_usage, 1):
-            rows.append(
-                f"{turn:>4}  {usage.prompt_tokens:>6}  {usage.completion_tokens:>10}  {usage.total_tokens:>5}"
-            )
+            rows.append(f"{turn:>4}  {usage.prompt_tokens:>6}  {usage.completion_tokens:>10}  {usage.total_tokens:>5}")
         total = sum(u.total_tokens for u in self.turn_usage)
         rows.append(f"all   {_compact(total)} tokens in {len(self.turn_usage)} turns")
         return "\n".join(rows)
@@ -416,9 +420,7 @@ class AgentCore:
                 self._finish_call({"ok": False, "error": call.error})
             elif call.name in MUTATING_TOOLS and not self._auto_approved(call.name):
                 self.waiting = "preview"
-                self.outbox.append(
-                    ("executor", PreviewTool(call_id=call.id, name=call.name, args=call.args or {}))
-                )
+                self.outbox.append(("executor", PreviewTool(call_id=call.id, name=call.name, args=call.args or {})))
                 return
             else:
                 self._run(None)
@@ -441,17 +443,13 @@ class AgentCore:
     def _show_result(self, call_id: str, name: str, result: dict[str, Any]) -> None:
         status = result_status(result)
         self._ui(
-            ToolResultShown(
-                id=call_id, name=name, ok=status == "ok", status=status, output=result_excerpt(result)
-            )
+            ToolResultShown(id=call_id, name=name, ok=status == "ok", status=status, output=result_excerpt(result))
         )
 
     def _finish_call(self, result: dict[str, Any]) -> None:
         call = self._current()
         self.waiting = "nothing"
-        self._record(
-            ChatMessage(role="tool", tool_call_id=call.id, content=msgspec.json.encode(result).decode())
-        )
+        self._record(ChatMessage(role="tool", tool_call_id=call.id, content=msgspec.json.encode(result).decode()))
         self._show_result(call.id, call.name, result)
         self.next_call += 1
 

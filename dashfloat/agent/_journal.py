@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from dashfloat import __version__
@@ -20,6 +21,18 @@ class SessionJournal:
         self.provider = provider
         self.writer: session_log.SessionWriter | None = None
         self.session_id = ""
+        self._warning: str | None = None
+        self._warned = False
+
+    def take_warning(self) -> str | None:
+        """Why the last write failed, once: the turn goes on, the user is told the log is incomplete."""
+        warning, self._warning = self._warning, None
+        return warning
+
+    def _failed(self, exc: Exception) -> None:
+        if not self._warned:  # one entry, not one per message, while the disk stays full
+            self._warned = True
+            self._warning = f"the session is not being saved: {exc}"
 
     def _writer(self) -> session_log.SessionWriter:
         if self.writer is None:
@@ -35,19 +48,27 @@ class SessionJournal:
         return self.writer
 
     def record(self, message: ChatMessage) -> None:
-        self._writer().append(message)
+        try:
+            self._writer().append(message)
+        except (session_log.SessionError, OSError) as exc:
+            self._failed(exc)
 
     def record_usage(self, turn: int, usage: Usage) -> None:
-        self._writer().append_usage(turn, usage)
+        try:
+            self._writer().append_usage(turn, usage)
+        except (session_log.SessionError, OSError) as exc:
+            self._failed(exc)
 
     def record_prompt(self, text: str) -> None:
-        append_history(self.history_path, text)
+        with contextlib.suppress(OSError):  # the prompt is in the session log anyway; history is a convenience
+            append_history(self.history_path, text)
 
     def new_session(self) -> None:
         if self.writer is not None:
             self.writer.close()
         self.writer = None
         self.session_id = ""
+        self._warned = False
 
     def list_sessions(self) -> list[SessionInfo]:
         return session_log.list_sessions(self.sessions_dir)
