@@ -137,6 +137,9 @@ def error_reply(status: int, message: str, headers: dict[str, str] | None = None
     return Reply(status=status, headers={"Content-Type": "application/json", **(headers or {})}, body=[body])
 
 
+_POLL_S = 0.02  # how fast close() returns
+
+
 class _ClientGone(Exception):
     """The client closed its end mid-reply."""
 
@@ -228,7 +231,7 @@ class ScriptedServer:
         self._httpd.owner = self
         self.port: int = self._httpd.server_address[1]
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-sse", daemon=True)
+        self._thread = threading.Thread(target=self._serve, name="scripted-sse", daemon=True)
 
     def __enter__(self) -> ScriptedServer:
         self._thread.start()
@@ -238,6 +241,9 @@ class ScriptedServer:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+    def _serve(self) -> None:
+        self._httpd.serve_forever(poll_interval=_POLL_S)
 
     def close(self) -> None:
         """Stop serving and release the port."""

@@ -1,0 +1,115 @@
+"""A real LLM stream process on a real Pipe, shared by the tests of one worker."""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from dashfloat.channel import Channel
+from dashfloat.llm import serve
+from dashfloat.protocol import (
+    ChatMessage,
+    LlmToAgent,
+    ProviderConfig,
+    Shutdown,
+    StartStream,
+    StreamDone,
+    StreamFailed,
+)
+from dashfloat.testing.sse_server import ScriptedServer
+
+TEST_KEY_ENV = "DASHFLOAT_TEST_LLM_KEY"
+TEST_KEY = "sk-test-not-a-real-key"
+# The child reads keys from its own environment: it is set before the process is spawned.
+os.environ[TEST_KEY_ENV] = TEST_KEY
+
+_ids = itertools.count(1)
+
+
+@dataclass
+class Result:
+    """Everything one request produced, in order."""
+
+    messages: list[Any] = field(default_factory=list)
+
+    @property
+    def terminal(self) -> Any:
+        return self.messages[-1]
+
+    @property
+    def done(self) -> StreamDone:
+        assert isinstance(self.terminal, StreamDone), self.terminal
+        return self.terminal
+
+    @property
+    def failed(self) -> StreamFailed:
+        assert isinstance(self.terminal, StreamFailed), self.terminal
+        return self.terminal
+
+    def of(self, kind: type) -> list[Any]:
+        return [m for m in self.messages if isinstance(m, kind)]
+
+    def text(self, kind: type) -> str:
+        return "".join(m.text for m in self.of(kind))
+
+
+class Llm:
+    """The agent's end of the pipe to a real ``serve`` process."""
+
+    def __init__(self) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=serve, args=(child,), daemon=True)
+        self.process.start()
+        child.close()
+        self.channel: Channel[Any] = Channel(self.conn, LlmToAgent, "llm->agent")
+
+    def start(self, base_url: str, model: str = "m", idle_timeout_s: float = 5.0, **provider: Any) -> int:
+        request_id = next(_ids)
+        config = ProviderConfig(name="test", base_url=base_url, model=model, **provider)
+        messages = [ChatMessage(role="user", content="hi")]
+        self.channel.send(StartStream(request_id, config, messages, idle_timeout_s))
+        return request_id
+
+    def collect(self, request_id: int, timeout_s: float = 10.0) -> Result:
+        result = Result()
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            assert left > 0 and self.channel.poll(left), f"no terminal message for {request_id}: {result}"
+            message = self.channel.recv()
+            if message.request_id != request_id:
+                continue  # a late answer to an earlier, failed test
+            result.messages.append(message)
+            if isinstance(message, StreamDone | StreamFailed):
+                return result
+
+    def run(self, base_url: str, **kwargs: Any) -> Result:
+        return self.collect(self.start(base_url, **kwargs))
+
+    def close(self) -> None:
+        self.channel.send(Shutdown())
+        self.process.join(5)
+        if self.process.is_alive():
+            self.process.kill()
+        self.conn.close()
+
+
+@pytest.fixture(scope="session")
+def llm() -> Iterator[Llm]:
+    process = Llm()
+    yield process
+    process.close()
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    with ScriptedServer() as scripted:
+        yield scripted

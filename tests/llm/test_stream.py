@@ -1,0 +1,238 @@
+"""The SSE path end to end: real serve process, real pipe, real scripted HTTP server."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from dashfloat.catalogue import TOOLS
+from dashfloat.protocol import ContentDelta, ReasoningDelta, StreamStatus, Usage
+from dashfloat.testing.sse_server import Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
+from tests.llm.conftest import TEST_KEY, TEST_KEY_ENV, Llm
+
+
+def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> dict[str, Any]:
+    choice: dict[str, Any] = {"index": 0, "finish_reason": finish}
+    if delta is not None:
+        choice["delta"] = delta
+    return {"id": "x", "choices": [choice], **extra}
+
+
+def ev(payload: Any) -> bytes:
+    return sse_event(payload)
+
+
+DONE = sse_event("[DONE]")
+USAGE = {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}
+
+
+def raw(*parts: bytes, **kwargs: Any) -> Reply:
+    return Reply(body=list(parts), **kwargs)
+
+
+def test_text_stream_request_shape_and_usage(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(text_reply("hello there, world", chunk_size=3, usage=(5, 7)))
+    result = llm.run(server.base_url, model="my-model")
+    done = result.done
+    assert done.content == "hello there, world" == result.text(ContentDelta)
+    assert done.finish_reason == "stop"
+    assert done.usage == Usage(5, 7, 12)
+    body = server.requests[0]
+    assert body["model"] == "my-model"
+    assert body["messages"] == [{"role": "user", "content": "hi"}]
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["tools"] == json.loads(json.dumps(TOOLS))
+    assert "tool_choice" not in body and "parallel_tool_calls" not in body
+
+
+def test_authorization_only_when_the_key_is_set_and_extra_headers(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(text_reply("a"), text_reply("b"), text_reply("c"))
+    assert llm.run(server.base_url, api_key_env=TEST_KEY_ENV, headers={"X-Title": "dashfloat"}).done.content == "a"
+    assert llm.run(server.base_url).done.content == "b"
+    assert llm.run(server.base_url, api_key_env="DASHFLOAT_TEST_UNSET_VARIABLE").done.content == "c"
+    with_key, without, unset = server.headers
+    assert with_key["Authorization"] == f"Bearer {TEST_KEY}"
+    assert with_key["X-Title"] == "dashfloat"
+    assert "Authorization" not in without and "Authorization" not in unset
+
+
+def test_tool_calls_finish(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(tool_calls_reply([("c1", "read_file", {"path": "a.txt"}), ("c2", "list_directory", {})]))
+    done = llm.run(server.base_url).done
+    assert done.finish_reason == "tool_calls"
+    assert [(c.id, c.name, c.args) for c in done.tool_calls] == [
+        ("c1", "read_file", {"path": "a.txt"}),
+        ("c2", "list_directory", {}),
+    ]
+
+
+def test_reasoning_content_and_reasoning_are_their_own_kind(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(
+        raw(
+            ev(chunk({"reasoning_content": "think "})),
+            ev(chunk({"reasoning": "more"})),
+            ev(chunk({"content": "answer"}, "stop")),
+            DONE,
+        )
+    )
+    result = llm.run(server.base_url)
+    assert result.text(ReasoningDelta) == "think more"
+    assert result.done.content == "answer"
+
+
+# ---------------------------------------------------------------- framing deviations
+
+
+def test_comment_lines_as_keep_alives(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(
+        raw(b": OPENROUTER PROCESSING\n\n", b": keep-alive\n\n", b":\n\n", ev(chunk({"content": "ok"}, "stop")), DONE)
+    )
+    assert llm.run(server.base_url).done.content == "ok"
+
+
+def test_data_without_a_space_after_the_colon(llm: Llm, server: ScriptedServer) -> None:
+    payload = json.dumps(chunk({"content": "tight"}, "stop")).encode()
+    server.enqueue(raw(b"data:" + payload + b"\n\n", b"data:[DONE]\n\n"))
+    assert llm.run(server.base_url).done.content == "tight"
+
+
+def test_crlf_line_endings_and_bare_cr(llm: Llm, server: ScriptedServer) -> None:
+    a = json.dumps(chunk({"content": "a"})).encode()
+    b = json.dumps(chunk({"content": "b"})).encode()
+    c = json.dumps(chunk({"content": "c"}, "stop")).encode()
+    # The CRLF of the second event is split across two writes.
+    server.enqueue(raw(b"data: " + a + b"\r\n\r", b"\ndata: " + b + b"\r\r", b"data: " + c + b"\n\n", DONE))
+    assert llm.run(server.base_url).done.content == "abc"
+
+
+def test_event_lines_multiline_data_and_u2028(llm: Llm, server: ScriptedServer) -> None:
+    text = "line\u2028sep\u2029para"
+    encoded = json.dumps(chunk({"content": text}), ensure_ascii=False)
+    split = encoded.index('"choices"')
+    multi = f"event: message\ndata: {encoded[:split]}\ndata: {encoded[split:]}\n\n".encode()
+    server.enqueue(raw(multi, ev(chunk({}, "stop")), DONE))
+    assert llm.run(server.base_url).done.content == text
+
+
+def test_done_missing_after_the_finish_chunk(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(raw(ev(chunk({"content": "fin"})), ev(chunk({}, "stop"))))
+    done = llm.run(server.base_url).done
+    assert (done.content, done.finish_reason) == ("fin", "stop")
+
+
+def test_closed_before_any_finish_chunk_is_truncated(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(raw(ev(chunk({"content": "half"}))))
+    failed = llm.run(server.base_url).failed
+    assert failed.kind == "truncated" and failed.content == "half"
+    assert len(server.requests) == 1  # a token had arrived: never retried
+
+
+def test_unframed_body_without_chunked_encoding(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(raw(ev(chunk({"content": "plain"}, "stop")), DONE, chunked=False))
+    assert llm.run(server.base_url).done.content == "plain"
+
+
+def test_wrong_content_type_but_sse_body_is_accepted(llm: Llm, server: ScriptedServer) -> None:
+    body = [ev(chunk({"content": "ok"}, "stop")), DONE]
+    server.enqueue(Reply(headers={"Content-Type": "application/json"}, body=body))
+    assert llm.run(server.base_url).done.content == "ok"
+
+
+# ---------------------------------------------------------------- usage and extras
+
+
+def test_usage_with_choices_null_or_omitted(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(
+        raw(ev(chunk({"content": "a"}, "stop")), ev({"choices": None, "usage": USAGE}), DONE),
+        raw(ev(chunk({"content": "a"}, "stop")), ev({"usage": USAGE}), DONE),
+    )
+    assert llm.run(server.base_url).done.usage == Usage(5, 7, 12)
+    assert llm.run(server.base_url).done.usage == Usage(5, 7, 12)
+
+
+def test_usage_on_every_chunk_keeps_the_last(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(
+        raw(
+            ev(chunk({"content": "a"}, usage={"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6})),
+            ev(chunk({"content": "b"}, "stop", usage=USAGE)),
+            DONE,
+        )
+    )
+    assert llm.run(server.base_url).done.usage == Usage(5, 7, 12)
+
+
+def test_usage_inside_x_groq(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(raw(ev(chunk({"content": "g"}, "stop", x_groq={"id": "q", "usage": USAGE})), DONE))
+    assert llm.run(server.base_url).done.usage == Usage(5, 7, 12)
+
+
+def test_usage_second_to_last_then_an_empty_chunk(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(raw(ev(chunk({"content": "x"}, "stop")), ev({"choices": [], "usage": USAGE}), ev({}), DONE))
+    assert llm.run(server.base_url).done.usage == Usage(5, 7, 12)
+
+
+def test_usage_combined_with_content(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(raw(ev(chunk({"content": "both"}, "stop", usage=USAGE)), DONE))
+    done = llm.run(server.base_url).done
+    assert (done.content, done.usage) == ("both", Usage(5, 7, 12))
+
+
+def test_azure_filter_chunk_and_choices_without_delta(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(
+        raw(
+            ev({"choices": [], "prompt_filter_results": [{"prompt_index": 0}]}),
+            ev(chunk(None)),
+            ev(chunk({"content": "az"})),
+            ev(chunk(None, "stop")),
+            DONE,
+        )
+    )
+    assert llm.run(server.base_url).done.content == "az"
+
+
+def test_error_event_mid_stream(llm: Llm, server: ScriptedServer) -> None:
+    error = {"error": {"message": "upstream overloaded"}}
+    server.enqueue(raw(ev(chunk({"content": "so far"})), ev(error), DONE), raw(ev(error)))
+    failed = llm.run(server.base_url).failed
+    assert failed.kind == "provider_error" and "upstream overloaded" in failed.message
+    assert failed.content == "so far"
+    assert llm.run(server.base_url).failed.kind == "provider_error"
+
+
+def test_finish_reason_error(llm: Llm, server: ScriptedServer) -> None:
+    choice = {"index": 0, "delta": {}, "finish_reason": "error", "error": {"message": "model crashed"}}
+    server.enqueue(raw(ev(chunk({"content": "p"})), ev({"choices": [choice]}), DONE))
+    failed = llm.run(server.base_url).failed
+    assert failed.kind == "provider_error" and "model crashed" in failed.message
+
+
+def test_finish_reason_length_passes_through(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(text_reply("cut", finish_reason="length"))
+    assert llm.run(server.base_url).done.finish_reason == "length"
+
+
+def test_tool_calls_with_finish_reason_stop_later_or_never(llm: Llm, server: ScriptedServer) -> None:
+    call = {"index": 0, "id": "c1", "function": {"name": "read_file", "arguments": '{"path": "a"}'}}
+    server.enqueue(
+        raw(ev(chunk({"tool_calls": [call]}, "stop")), DONE),
+        raw(ev(chunk({"tool_calls": [call]})), ev(chunk({"content": ""})), ev(chunk({}, "tool_calls")), DONE),
+        raw(ev(chunk({"tool_calls": [call]})), DONE),
+    )
+    for _ in range(3):
+        done = llm.run(server.base_url).done
+        assert done.finish_reason == "tool_calls"
+        assert [(c.id, c.args) for c in done.tool_calls] == [("c1", {"path": "a"})]
+
+
+def test_groq_empty_tool_call_lists_on_content_chunks(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(raw(ev(chunk({"content": "hi", "tool_calls": []})), ev(chunk({"tool_calls": []}, "stop")), DONE))
+    done = llm.run(server.base_url).done
+    assert (done.content, done.tool_calls, done.finish_reason) == ("hi", [], "stop")
+
+
+def test_only_statuses_and_deltas_precede_exactly_one_terminal(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(text_reply("x" * 200, chunk_size=1, reasoning="r" * 50))
+    result = llm.run(server.base_url)
+    assert all(isinstance(m, ContentDelta | ReasoningDelta | StreamStatus) for m in result.messages[:-1])
+    assert result.done.content == "x" * 200
