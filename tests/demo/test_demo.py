@@ -1,0 +1,93 @@
+"""The offline demo model: its moves as a pure function, and the whole loop through the real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from dashfloat.demo import respond
+from dashfloat.demo._model import DEMO_FILE
+
+
+def conversation(prompt: str, *steps: tuple[str, dict[str, Any], dict[str, Any]]) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "s"}, {"role": "user", "content": prompt}]
+    for n, (name, args, result) in enumerate(steps):
+        call = {"id": f"c{n}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+        messages.append({"role": "assistant", "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": json.dumps(result)})
+    return messages
+
+
+LISTING = {"ok": True, "entries": [{"name": "README.md", "type": "file", "size": 20}, {"name": "src", "type": "dir"}]}
+
+
+def test_tour_walks_list_read_write_edit_command_then_answers() -> None:
+    steps: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    names = []
+    for _ in range(6):
+        reply = respond(conversation("tour", *steps))
+        if not reply.calls:
+            break
+        [(name, args)] = reply.calls
+        names.append(name)
+        result: dict[str, Any] = {"ok": True}
+        if name == "list_directory":
+            result = LISTING
+        elif name == "read_file":
+            result = {"ok": True, "path": args["path"], "content": "# Title\n"}
+        elif name == "execute_command":
+            result = {"ok": True, "exit_code": 0, "output": "4 dashfloat-demo.md\n"}
+        steps.append((name, args, result))
+    assert names == ["list_directory", "read_file", "write_file", "edit_file", "execute_command"]
+    assert "```sh" in reply.text and "Tour complete" in reply.text
+
+
+def test_a_rejection_stops_the_demo_politely() -> None:
+    messages = conversation(
+        "tour", ("list_directory", {}, LISTING), ("write_file", {}, {"ok": False, "rejected": True})
+    )
+    reply = respond(messages)
+    assert reply.calls == [] and "left that alone" in reply.text
+
+
+def test_fix_proposes_a_unique_one_line_edit() -> None:
+    read = {"ok": True, "path": "README.md", "content": "intro\nthis is teh bug\n"}
+    reply = respond(conversation("please fix it", ("list_directory", {}, LISTING), ("read_file", {}, read)))
+    [(name, args)] = reply.calls
+    assert name == "edit_file"
+    assert args == {"path": "README.md", "search_block": "this is teh bug", "replace_block": "this is the bug"}
+
+
+def test_hello_and_unknown_prompts_explain_how_to_configure() -> None:
+    for prompt in ("hello", "what is the weather"):
+        reply = respond(conversation(prompt))
+        assert reply.calls == [] and "--base-url" in reply.text and "OPENAI_API_KEY" in reply.text
+
+
+def test_run_the_tests_runs_a_command() -> None:
+    reply = respond(conversation("run the tests", ("list_directory", {}, LISTING)))
+    [(name, _)] = reply.calls
+    assert name == "execute_command"
+
+
+def test_headless_demo_tour_through_the_real_processes(tmp_path: Path) -> None:
+    tree = tmp_path / "work"
+    tree.mkdir()
+    (tree / "README.md").write_text("# A project\n")
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "DASHFLOAT_MODEL")},
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "DASHFLOAT_DEMO_DELAY_MS": "0",
+    }
+    command = [sys.executable, "-m", "dashfloat", "--cwd", str(tree), "--yes", "-p", "tour"]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert "offline demo model" in result.stderr  # nothing configured: the demo says so
+    assert "Tour complete" in result.stdout
+    assert "edited through a confirmation" in (tree / DEMO_FILE).read_text()
+    assert sorted(p.name for p in tree.iterdir()) == ["README.md", DEMO_FILE]
