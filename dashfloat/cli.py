@@ -32,9 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.add_parser("sessions", help="list saved sessions (id, last activity, cwd, messages, title)")
     run = parser.add_argument_group("one turn without the TUI")
-    run.add_argument(
-        "-p", "--print", dest="prompt", metavar="PROMPT", help="run one turn headless ('-' = stdin)"
-    )
+    run.add_argument("-p", "--print", dest="prompt", metavar="PROMPT", help="run one turn headless ('-' = stdin)")
     run.add_argument("--json", action="store_true", help="headless: display messages as JSON lines on stdout")
     policy = parser.add_argument_group("tools")
     policy.add_argument(
@@ -44,9 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="what runs without asking (default ask)",
     )
     policy.add_argument("-y", "--yes", action="store_true", help="same as --approve all")
-    policy.add_argument(
-        "--cwd", metavar="DIR", help="working directory the tools are confined to (default: .)"
-    )
+    policy.add_argument("--cwd", metavar="DIR", help="working directory the tools are confined to (default: .)")
     policy.add_argument(
         "--exec-timeout",
         type=float,
@@ -65,9 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     session.add_argument(
         "-c", "--continue", dest="continue_latest", action="store_true", help="resume the newest session here"
     )
-    session.add_argument(
-        "-r", "--resume", metavar="ID", help="resume a session by id (a unique prefix is enough)"
-    )
+    session.add_argument("-r", "--resume", metavar="ID", help="resume a session by id (a unique prefix is enough)")
     parser.add_argument("--no-color", action="store_true", help="no colours (also when NO_COLOR is set)")
     return parser
 

@@ -20,9 +20,7 @@ def _resume(core: AgentCore, journal: SessionJournal, options: AgentOptions) -> 
         else:
             path = session_log.newest_for_cwd(journal.sessions_dir, options.cwd)
         if path is None:
-            core.outbox.append(
-                ("ui", SystemEntry(text="no saved session for this directory: starting a new one"))
-            )
+            core.outbox.append(("ui", SystemEntry(text="no saved session for this directory: starting a new one")))
             return
         loaded = journal.open(path)
     except (session_log.SessionError, OSError) as exc:

@@ -105,6 +105,4 @@ def load_project_instructions(cwd: Path) -> ProjectInstructions:
             files.append(path)
         pieces.append(TRUNCATION_MARKER)
         return ProjectInstructions("".join(pieces), files, True, problems)
-    return ProjectInstructions(
-        "".join(pieces).rstrip("\n") + ("\n" if pieces else ""), files, False, problems
-    )
+    return ProjectInstructions("".join(pieces).rstrip("\n") + ("\n" if pieces else ""), files, False, problems)

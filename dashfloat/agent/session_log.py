@@ -343,9 +343,7 @@ def _parse(path: Path) -> _Parsed:
             # The writer died mid-line: drop the fragment. Even a complete-looking JSON value without
             # its newline is dropped, since its append never returned to the caller.
             tail_start = start
-            notices.append(
-                f"{path.name}: dropped a torn last line ({len(line)} bytes; the writer stopped mid-write)"
-            )
+            notices.append(f"{path.name}: dropped a torn last line ({len(line)} bytes; the writer stopped mid-write)")
             continue
         if decoded is None:
             corrupt.append(number)
@@ -408,9 +406,7 @@ def _repair(entries: list[_Entry]) -> tuple[list[_Entry], list[str], list[ChatMe
     out += tail
     notices = []
     if synthesized:
-        notices.append(
-            f"marked {_count(len(synthesized), 'unanswered tool call')} as cancelled: {_names(synthesized)}"
-        )
+        notices.append(f"marked {_count(len(synthesized), 'unanswered tool call')} as cancelled: {_names(synthesized)}")
     if orphans:
         notices.append(f"dropped {_count(len(orphans), 'tool result')} matching no call: {_names(orphans)}")
     return out, notices, tail if in_place else None

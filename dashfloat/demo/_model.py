@@ -68,9 +68,7 @@ def _turn(messages: list[dict[str, Any]]) -> _Turn:
                 result = json.loads(message.get("content") or "{}")
             except ValueError:
                 result = {}
-            results.append(
-                (names.get(message.get("tool_call_id", ""), ""), result if isinstance(result, dict) else {})
-            )
+            results.append((names.get(message.get("tool_call_id", ""), ""), result if isinstance(result, dict) else {}))
     return _Turn(prompt=prompt, results=results)
 
 
@@ -86,9 +84,7 @@ def _pick_file(entries: list[dict[str, Any]]) -> str | None:
     for candidate in CANDIDATES:
         if candidate in files:
             return candidate
-    small = [
-        str(e.get("name")) for e in entries if e.get("type") == "file" and int(e.get("size") or 0) < 200_000
-    ]
+    small = [str(e.get("name")) for e in entries if e.get("type") == "file" and int(e.get("size") or 0) < 200_000]
     return small[0] if small else None
 
 
@@ -173,9 +169,7 @@ def _fix(turn: _Turn) -> Reply:
     last_name, last = turn.results[-1]
     if last_name == "edit_file":
         verdict = (
-            "The fix is in."
-            if last.get("ok")
-            else f"That edit did not land: {last.get('error', 'unknown error')}."
+            "The fix is in." if last.get("ok") else f"That edit did not land: {last.get('error', 'unknown error')}."
         )
         return Reply(f"{verdict}\n\n{MENU}")
     if read:
@@ -200,9 +194,7 @@ def _tests(turn: _Turn) -> Reply:
         return Reply("", [("list_directory", {"path": "."})])
     if len(turn.results) == 1:
         command = _test_command(_entries(turn))
-        return Reply(
-            f"I'll run `{command}` (a dry run, so it is quick).", [("execute_command", {"command": command})]
-        )
+        return Reply(f"I'll run `{command}` (a dry run, so it is quick).", [("execute_command", {"command": command})])
     _, result = turn.results[-1]
     output = str(result.get("output", ""))[-1500:]
     status = "passed" if result.get("ok") else f"failed (exit code {result.get('exit_code', '?')})"

@@ -88,9 +88,7 @@ class ForkWorkers:
         self.held_fds = list(held_fds)
         self._live: list[ForkedWorker] = []
 
-    def _start(
-        self, target: Callable[..., None], union: Any, name: str, process_name: str, *args: Any
-    ) -> ForkedWorker:
+    def _start(self, target: Callable[..., None], union: Any, name: str, process_name: str, *args: Any) -> ForkedWorker:
         """Fork ``target(conn, *args)``; ``name`` names the channel, ``process_name`` the process."""
         self._live = [w for w in self._live if w.process.is_alive()]
         ours, theirs = CONTEXT.Pipe()

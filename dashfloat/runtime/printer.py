@@ -34,9 +34,7 @@ _EXIT_CODES: Final = {"completed": EXIT_OK, "stopped": EXIT_OK, "failed": EXIT_F
 class Printer:
     """Runs one turn through the agent and prints it; ``run`` returns the exit code."""
 
-    def __init__(
-        self, link: AgentProcess, json_mode: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr
-    ):
+    def __init__(self, link: AgentProcess, json_mode: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr):
         self.link = link
         self.json_mode = json_mode
         self.out = out

@@ -142,9 +142,9 @@ def test_approve_runs_with_the_preview_digest() -> None:
     ask = confirm_flow(core)
     assert ask.lines == ["+x"]
     core.on_ui(DecideConfirmation(ref=ask.ref, decision="approve"))
-    assert RunTool(
-        call_id="w1", name="write_file", args={"path": "f", "content": "x"}, expect_digest="d1"
-    ) in take(core)
+    assert RunTool(call_id="w1", name="write_file", args={"path": "f", "content": "x"}, expect_digest="d1") in take(
+        core
+    )
 
 
 def test_reject_goes_on_with_the_next_call() -> None:
@@ -236,9 +236,7 @@ def test_cancel_while_streaming_keeps_partial_content() -> None:
     take(core)
     core.on_ui(Cancel())
     assert take(core) == [CancelStream(request_id=core.request_id)]
-    core.on_llm(
-        StreamFailed(request_id=core.request_id, kind="cancelled", message="cancelled", content="part")
-    )
+    core.on_llm(StreamFailed(request_id=core.request_id, kind="cancelled", message="cancelled", content="part"))
     out = take(core)
     assert out[-2:] == [TurnEnded(outcome="cancelled"), PhaseChanged(phase="idle")]
     assert core.conversation[-1] == ChatMessage(role="assistant", content="part")

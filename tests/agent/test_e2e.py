@@ -116,9 +116,7 @@ def test_reject_and_stop_ends_the_turn_and_the_next_prompt_is_valid(tree: Path) 
         collect(link, turn_over)
         body = server.requests[1]
         assert_no_dangling(body["messages"])
-        assert [json.loads(m["content"]) for m in tool_messages(body)] == [
-            {"ok": False, "rejected": True}
-        ] * 2
+        assert [json.loads(m["content"]) for m in tool_messages(body)] == [{"ok": False, "rejected": True}] * 2
 
 
 def test_cancel_while_streaming_keeps_partial_content(tree: Path) -> None:
@@ -180,9 +178,7 @@ def test_a_path_outside_the_tree_is_refused(tree: Path) -> None:
 
 def test_provider_failure_is_a_system_entry_and_idle(tree: Path) -> None:
     with ScriptedServer() as server, agent_tree(server, tree) as link:
-        server.enqueue(
-            Reply(status=401, headers={"Content-Type": "application/json"}, body=[b'{"error":{}}'])
-        )
+        server.enqueue(Reply(status=401, headers={"Content-Type": "application/json"}, body=[b'{"error":{}}']))
         link.send(SubmitPrompt(text="hi"))
         got = collect(link, turn_over)
         assert outcome(got) == "failed"

@@ -39,9 +39,7 @@ def test_files_from_the_repository_root_down_to_cwd_outermost_first(tmp_path: Pa
     got = load_project_instructions(cwd)
     assert got.files == [tmp_path / "repo/AGENTS.md", tmp_path / "repo/pkg/AGENTS.md", cwd / "AGENTS.md"]
     assert got.text == (
-        "=== ../../AGENTS.md ===\nroot rules\n\n"
-        "=== ../AGENTS.md ===\npkg rules\n\n"
-        "=== AGENTS.md ===\nsub rules\n"
+        "=== ../../AGENTS.md ===\nroot rules\n\n=== ../AGENTS.md ===\npkg rules\n\n=== AGENTS.md ===\nsub rules\n"
     )
     assert not got.truncated and got.problems == []
 

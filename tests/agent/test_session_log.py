@@ -45,10 +45,7 @@ def user(text: str) -> ChatMessage:
 
 
 def assistant(text: str | None = None, *call_ids: str) -> ChatMessage:
-    calls = [
-        ToolCallRecord(id=i, function=FunctionCall(name="read_file", arguments='{"path":"a"}'))
-        for i in call_ids
-    ]
+    calls = [ToolCallRecord(id=i, function=FunctionCall(name="read_file", arguments='{"path":"a"}')) for i in call_ids]
     return ChatMessage(role="assistant", content=text, tool_calls=calls or None)
 
 
@@ -112,9 +109,7 @@ def test_session_ids_sort_by_creation_time() -> None:
     late = new_session_id(datetime(2024, 1, 2, 3, 4, 6, tzinfo=UTC))
     assert early.startswith("20240102-030405-") and len(early) == len("20240102-030405-") + 6
     assert early < late
-    h = new_header(
-        cwd="/p", provider="p", model="m", dashfloat_version="v", now=datetime(2024, 1, 2, tzinfo=UTC)
-    )
+    h = new_header(cwd="/p", provider="p", model="m", dashfloat_version="v", now=datetime(2024, 1, 2, tzinfo=UTC))
     assert h.created == "2024-01-02T00:00:00+00:00" and h.format == FORMAT_VERSION
 
 
@@ -295,9 +290,7 @@ def test_results_missing_mid_file_are_inserted_before_the_next_message(sdir: Pat
 
 def test_orphan_tool_results_are_dropped_with_a_notice(sdir: Path) -> None:
     with SessionWriter.create(sdir, header()) as w:
-        w.append_many(
-            [tool("ghost"), user("a"), assistant(None, "c1"), tool("c1"), tool("c1"), assistant("x")]
-        )
+        w.append_many([tool("ghost"), user("a"), assistant(None, "c1"), tool("c1"), tool("c1"), assistant("x")])
     loaded = load(w.path)
     assert loaded.messages == [user("a"), assistant(None, "c1"), tool("c1"), assistant("x")]
     assert loaded.notices == [f"{w.path.name}: dropped 2 tool results matching no call: ghost, c1"]
@@ -474,9 +467,7 @@ def test_find_session_by_id_or_unambiguous_prefix(sdir: Path) -> None:
     assert find_session(sdir, "20240101-000000-aaaaaa") == a
     assert find_session(sdir, "20240101-000000-ab") == b
     assert find_session(sdir, "202402") == c
-    with pytest.raises(
-        SessionError, match=r"ambiguous session prefix '20240101': matches .*aaaaaa, .*abbbbb$"
-    ):
+    with pytest.raises(SessionError, match=r"ambiguous session prefix '20240101': matches .*aaaaaa, .*abbbbb$"):
         find_session(sdir, "20240101")
     with pytest.raises(SessionError, match=r"no session '1999' in .*sessions"):
         find_session(sdir, "1999")
