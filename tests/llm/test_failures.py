@@ -1,0 +1,218 @@
+"""The failure taxonomy, retries, stream_options fallback and cancel, each against a real server."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from dashfloat.protocol import CancelStream, ContentDelta, StreamStatus
+from dashfloat.testing.sse_server import Drop, Pause, Reply, ScriptedServer, error_reply, sse_event, text_reply
+from tests.llm.conftest import TEST_KEY, TEST_KEY_ENV, Llm
+
+
+def content(text: str) -> bytes:
+    return sse_event({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]})
+
+
+@pytest.fixture
+def closed_port() -> int:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port: int = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+@pytest.fixture
+def full_backlog_port() -> Iterator[int]:
+    """A listener whose accept queue is full: further SYNs are dropped, so connecting times out."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    fillers = []
+    for _ in range(4):
+        filler = socket.socket()
+        filler.setblocking(False)
+        filler.connect_ex(listener.getsockname())
+        fillers.append(filler)
+    time.sleep(0.05)
+    yield listener.getsockname()[1]
+    for sock in [*fillers, listener]:
+        sock.close()
+
+
+def test_connection_refused_is_retried_then_reported(llm: Llm, closed_port: int) -> None:
+    result = llm.run(f"http://127.0.0.1:{closed_port}/v1")
+    assert result.failed.kind == "connection_refused"
+    assert "nothing is listening" in result.failed.message
+    statuses = result.of(StreamStatus)
+    assert [s.text.split("(attempt ")[1] for s in statuses] == ["2 of 3)", "3 of 3)"]
+
+
+def test_dns_failure_is_not_retried(llm: Llm) -> None:
+    result = llm.run("http://dashfloat-no-such-host.invalid/v1")
+    assert result.failed.kind == "dns"
+    assert "dashfloat-no-such-host.invalid" in result.failed.message
+    assert result.of(StreamStatus) == []
+
+
+def test_tls_to_a_plain_http_server(llm: Llm, server: ScriptedServer) -> None:
+    result = llm.run(server.base_url.replace("http://", "https://"))
+    assert result.failed.kind == "tls"
+    assert result.of(StreamStatus) == []
+
+
+def test_connect_timeout(llm: Llm, full_backlog_port: int) -> None:
+    result = llm.run(f"http://127.0.0.1:{full_backlog_port}/v1", idle_timeout_s=0.2)
+    assert result.failed.kind == "connect_timeout"
+    assert len(result.of(StreamStatus)) == 2
+
+
+def test_idle_timeout_after_a_token(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(Reply(body=[content("slow"), Pause(3)]))
+    result = llm.run(server.base_url, idle_timeout_s=0.3)
+    assert result.failed.kind == "idle_timeout" and result.failed.content == "slow"
+    assert "0.3 s" in result.failed.message
+
+
+def test_idle_timeout_before_the_headers(llm: Llm, server: ScriptedServer) -> None:
+    server.handler = lambda body: (time.sleep(1.0), text_reply("late"))[1]
+    result = llm.run(server.base_url, idle_timeout_s=0.2)
+    assert result.failed.kind == "idle_timeout"
+
+
+def test_400_shows_the_providers_message(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(error_reply(400, "messages[0].content must be a string"))
+    failed = llm.run(server.base_url).failed
+    assert failed.kind == "bad_request"
+    assert "messages[0].content must be a string" in failed.message
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_auth_names_the_variable(llm: Llm, server: ScriptedServer, status: int) -> None:
+    server.enqueue(error_reply(status, "invalid api key"), error_reply(status, "no key"))
+    with_key = llm.run(server.base_url, api_key_env=TEST_KEY_ENV).failed
+    assert with_key.kind == "auth" and TEST_KEY_ENV in with_key.message
+    assert TEST_KEY not in with_key.message
+    unset = llm.run(server.base_url, api_key_env="DASHFLOAT_TEST_UNSET_VARIABLE").failed
+    assert unset.kind == "auth" and "DASHFLOAT_TEST_UNSET_VARIABLE is not set" in unset.message
+
+
+def test_404_names_the_model_and_url(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(error_reply(404, "model not found"))
+    failed = llm.run(server.base_url, model="gpt-nonexistent").failed
+    assert failed.kind == "not_found"
+    assert "gpt-nonexistent" in failed.message and f"{server.base_url}/chat/completions" in failed.message
+
+
+def test_429_is_retried_with_retry_after_then_succeeds(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(error_reply(429, "slow down", {"Retry-After": "0.05"}), text_reply("finally"))
+    result = llm.run(server.base_url)
+    assert result.done.content == "finally"
+    (status,) = result.of(StreamStatus)
+    assert ("rate limited (429)" in status.text and "0.1 s" in status.text) or "0.0 s" in status.text
+    assert len(server.requests) == 2
+
+
+def test_429_three_times_reports_rate_limited(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(*[error_reply(429, "slow down", {"Retry-After": "0"}) for _ in range(3)])
+    result = llm.run(server.base_url)
+    assert result.failed.kind == "rate_limited" and len(server.requests) == 3
+    assert len(result.of(StreamStatus)) == 2
+
+
+def test_429_with_a_long_retry_after_is_not_waited_out(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(error_reply(429, "quota", {"Retry-After": "120"}))
+    failed = llm.run(server.base_url).failed
+    assert failed.kind == "rate_limited" and "120 s" in failed.message
+    assert len(server.requests) == 1
+
+
+def test_5xx_retried_then_success_and_then_reported(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(error_reply(503, "warming up", {"Retry-After": "0"}), text_reply("up"))
+    assert llm.run(server.base_url).done.content == "up"
+    server.enqueue(*[error_reply(500, "boom", {"Retry-After": "0"}) for _ in range(3)])
+    failed = llm.run(server.base_url).failed
+    assert failed.kind == "server_error" and "500" in failed.message
+
+
+def test_dropped_before_any_token_is_retried(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(Reply(body=[Drop()]), text_reply("second try"))
+    assert llm.run(server.base_url).done.content == "second try"
+
+
+def test_never_retried_after_a_token(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(Reply(body=[content("partial"), Drop()]), text_reply("must not be used"))
+    result = llm.run(server.base_url)
+    assert result.failed.kind == "truncated" and result.failed.content == "partial"
+    assert len(server.requests) == 1 and result.of(StreamStatus) == []
+
+
+def test_html_page_is_not_sse(llm: Llm, server: ScriptedServer) -> None:
+    html = b"<!doctype html><html><body>Welcome to nginx</body></html>"
+    server.enqueue(Reply(headers={"Content-Type": "text/html"}, body=[html]))
+    failed = llm.run(server.base_url).failed
+    assert failed.kind == "not_sse" and "HTML page" in failed.message and "/v1" in failed.message
+
+
+def test_json_error_with_status_200_is_not_sse(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(Reply(headers={"Content-Type": "application/json"}, body=[b'{"error": {"message": "no tools"}}']))
+    failed = llm.run(server.base_url).failed
+    assert failed.kind == "not_sse" and "no tools" in failed.message
+
+
+def test_malformed_frame(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(Reply(body=[content("ok "), b"data: {not json\n\n"]))
+    failed = llm.run(server.base_url).failed
+    assert failed.kind == "malformed_frame" and failed.content == "ok "
+
+
+def test_stream_options_rejected_is_retried_without_and_remembered(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(
+        error_reply(400, "Unrecognized request argument supplied: stream_options"), text_reply("a"), text_reply("b")
+    )
+    result = llm.run(server.base_url)
+    assert result.done.content == "a"
+    assert "stream_options" in result.of(StreamStatus)[0].text
+    assert llm.run(server.base_url).done.content == "b"
+    first, retried, later = server.requests
+    assert "stream_options" in first and "stream_options" not in retried and "stream_options" not in later
+
+
+def test_cancel_closes_the_connection_and_keeps_the_partial_content(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(Reply(body=[content("part one, "), content("part two"), Pause(30)]))
+    request_id = llm.start(server.base_url)
+    seen = ""
+    while seen != "part one, part two":
+        message = llm.channel.recv()
+        assert isinstance(message, ContentDelta)
+        seen += message.text
+    sent = time.monotonic()
+    llm.channel.send(CancelStream(request_id))
+    result = llm.collect(request_id, timeout_s=5)
+    answered_s = time.monotonic() - sent
+    assert result.failed.kind == "cancelled" and result.failed.content == "part one, part two"
+    assert server.disconnected.wait(5)
+    # Not a speed assertion: proof that cancel did not wait for the 30 s pause.
+    assert answered_s < 5
+
+
+def test_cancel_during_retry_backoff(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(error_reply(429, "wait", {"Retry-After": "20"}))
+    request_id = llm.start(server.base_url)
+    # Retry-After 20 s is within the cap: the worker waits, announced by a status.
+    status = llm.channel.recv()
+    assert isinstance(status, StreamStatus)
+    llm.channel.send(CancelStream(request_id))
+    assert llm.collect(request_id, timeout_s=5).failed.kind == "cancelled"
+    assert len(server.requests) == 1
+
+
+def test_cancel_of_an_unknown_request_is_ignored(llm: Llm, server: ScriptedServer) -> None:
+    llm.channel.send(CancelStream(987654))
+    server.enqueue(text_reply("still fine"))
+    assert llm.run(server.base_url).done.content == "still fine"
