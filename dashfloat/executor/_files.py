@@ -233,7 +233,10 @@ def write_file(root: str, path: str, content: str, expect_digest: str | None) ->
     _check_digest(real, expect_digest)
     mode: int | None = None
     with contextlib.suppress(FileNotFoundError):
-        mode = stat.S_IMODE(os.stat(real).st_mode)
+        st = os.stat(real)
+        if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):  # a directory fails at the rename
+            raise ToolError(f"not a regular file: {path}")
+        mode = stat.S_IMODE(st.st_mode)
     os.makedirs(os.path.dirname(real), exist_ok=True)
     atomic_write(real, data, mode)
     return {"ok": True, "path": path, "bytes": len(data), "created": mode is None}

@@ -88,6 +88,11 @@ def test_surrogates_and_fifo_are_errors(root: Path) -> None:
     r = run_tool("write_file", {"path": "a.txt", "content": "bad \udc80"}, str(root))
     assert str(r["error"]).startswith("content is not valid Unicode")
     os.mkfifo(root / "pipe")
+    assert run_tool("write_file", {"path": "pipe", "content": "x"}, str(root)) == {
+        "ok": False,
+        "error": "not a regular file: pipe",
+    }
+    assert stat.S_ISFIFO((root / "pipe").stat().st_mode)
     r = run_tool("edit_file", {"path": "pipe", "search_block": "a", "replace_block": "b"}, str(root))
     assert r == {"ok": False, "error": "not a regular file: pipe"}
 
