@@ -151,6 +151,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         return  # quiet: test output stays readable
 
+    def handle(self) -> None:
+        with contextlib.suppress(ConnectionResetError, BrokenPipeError):
+            super().handle()  # a client that resets between requests is not an error
+
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)

@@ -91,8 +91,8 @@ class Llm:
             if isinstance(message, StreamDone | StreamFailed):
                 return result
 
-    def run(self, base_url: str, **kwargs: Any) -> Result:
-        return self.collect(self.start(base_url, **kwargs))
+    def run(self, base_url: str, timeout_s: float = 10.0, **kwargs: Any) -> Result:
+        return self.collect(self.start(base_url, **kwargs), timeout_s)
 
     def close(self) -> None:
         self.channel.send(Shutdown())
