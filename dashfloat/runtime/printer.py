@@ -43,6 +43,7 @@ class Printer:
         self.outcome: str | None = None
         self.interrupts = 0
         self.wrote_prose = False
+        self.paragraph_break = False
 
     def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
         self.interrupts += 1
@@ -95,10 +96,15 @@ class Printer:
 
     def _human(self, message: object) -> None:
         if isinstance(message, TokenReceived):
+            if self.paragraph_break:  # prose of a later episode starts a new paragraph
+                self.out.write("\n\n")
+                self.paragraph_break = False
             self.out.write(message.text)
             self.out.flush()
             self.wrote_prose = True
-        elif isinstance(message, ToolCallShown):
+            return
+        self.paragraph_break = self.wrote_prose
+        if isinstance(message, ToolCallShown):
             self.err.write(f"⚙ {summarize_call(message.name, message.args)}\n")
         elif isinstance(message, ToolResultShown):
             lines = message.output.splitlines()
