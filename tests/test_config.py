@@ -1,0 +1,155 @@
+"""Provider configuration with real files in a temporary XDG config directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dashfloat.config import (
+    OPENAI_BASE_URL,
+    OPENAI_DEFAULT_MODEL,
+    ConfigError,
+    ProviderFlags,
+    idle_timeout_s,
+    resolve_provider,
+)
+
+GOOD = """
+default_provider = "local"
+
+[settings]
+idle_timeout_s = 12.5
+
+[providers.local]
+base_url = "http://localhost:11434/v1/"
+model = "qwen2.5-coder"
+context_window = 32768
+
+[providers.router]
+base_url = "https://openrouter.ai/api/v1"
+model = "anthropic/claude-3.5-sonnet"
+api_key_env = "OPENROUTER_API_KEY"
+headers = { "X-Title" = "dashfloat" }
+"""
+
+
+def env_with(tmp_path: Path, text: str | None, **extra: str) -> dict[str, str]:
+    if text is not None:
+        (tmp_path / "dashfloat").mkdir(exist_ok=True)
+        (tmp_path / "dashfloat" / "config.toml").write_text(text)
+    return {"XDG_CONFIG_HOME": str(tmp_path), "HOME": str(tmp_path / "home"), **extra}
+
+
+def error_of(tmp_path: Path, text: str | None, flags: ProviderFlags | None = None, **extra: str) -> str:
+    with pytest.raises(ConfigError) as caught:
+        resolve_provider(flags or ProviderFlags(), env_with(tmp_path, text, **extra))
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(str(tmp_path / "dashfloat" / "config.toml")) or message.startswith("DASHFLOAT")
+    return message
+
+
+def test_nothing_configured_means_none(tmp_path: Path) -> None:
+    assert resolve_provider(ProviderFlags(), env_with(tmp_path, None)) is None
+
+
+def test_the_default_provider_from_the_file(tmp_path: Path) -> None:
+    provider = resolve_provider(ProviderFlags(), env_with(tmp_path, GOOD))
+    assert provider is not None
+    assert (provider.name, provider.base_url, provider.model) == ("local", "http://localhost:11434/v1", "qwen2.5-coder")
+    assert provider.api_key_env is None and provider.context_window == 32768
+    assert idle_timeout_s(env_with(tmp_path, GOOD)) == 12.5
+
+
+def test_precedence_flag_over_env_over_file(tmp_path: Path) -> None:
+    env = env_with(tmp_path, GOOD, DASHFLOAT_PROVIDER="router", DASHFLOAT_MODEL="env-model")
+    provider = resolve_provider(ProviderFlags(), env)
+    assert provider is not None
+    assert (provider.name, provider.model, provider.api_key_env) == ("router", "env-model", "OPENROUTER_API_KEY")
+    assert provider.headers == {"X-Title": "dashfloat"}
+    flagged = resolve_provider(ProviderFlags(provider="local", model="flag-model"), env)
+    assert flagged is not None and (flagged.name, flagged.model) == ("local", "flag-model")
+    overridden = resolve_provider(ProviderFlags(base_url="http://127.0.0.1:8080/v1"), env)
+    assert overridden is not None and overridden.base_url == "http://127.0.0.1:8080/v1"
+
+
+def test_env_base_url_overrides_the_file_default_but_not_a_flagged_provider(tmp_path: Path) -> None:
+    env = env_with(tmp_path, GOOD, OPENAI_BASE_URL="http://10.0.0.5:8000/v1")
+    from_env = resolve_provider(ProviderFlags(), env)
+    assert from_env is not None and from_env.base_url == "http://10.0.0.5:8000/v1"
+    flagged = resolve_provider(ProviderFlags(provider="local"), env)
+    assert flagged is not None and flagged.base_url == "http://localhost:11434/v1"
+
+
+def test_environment_only(tmp_path: Path) -> None:
+    key_only = resolve_provider(ProviderFlags(), env_with(tmp_path, None, OPENAI_API_KEY="sk-x"))
+    assert key_only is not None
+    assert (key_only.base_url, key_only.model, key_only.api_key_env) == (
+        OPENAI_BASE_URL,
+        OPENAI_DEFAULT_MODEL,
+        "OPENAI_API_KEY",
+    )
+    local = resolve_provider(
+        ProviderFlags(), env_with(tmp_path, None, OPENAI_BASE_URL="http://localhost:1234/v1", DASHFLOAT_MODEL="m")
+    )
+    assert local is not None and (local.name, local.model) == ("localhost:1234", "m")
+
+
+def test_a_base_url_without_a_model_is_an_error(tmp_path: Path) -> None:
+    message = error_of(tmp_path, None, OPENAI_BASE_URL="http://localhost:1234/v1")
+    assert "no model for http://localhost:1234/v1" in message and "--model" in message
+
+
+def test_bad_toml(tmp_path: Path) -> None:
+    message = error_of(tmp_path, "[providers.local\nbase_url = 1")
+    assert "not valid TOML" in message
+
+
+def test_wrong_types_name_the_field(tmp_path: Path) -> None:
+    message = error_of(tmp_path, '[providers.local]\nbase_url = "http://x/v1"\nmodel = 3\n')
+    assert message.endswith("providers.local.model: expected str | null, got int")
+    message = error_of(tmp_path, '[settings]\nidle_timeout_s = "soon"\n')
+    assert "settings.idle_timeout_s: expected float, got str" in message
+
+
+def test_missing_field_and_unknown_field(tmp_path: Path) -> None:
+    missing = error_of(tmp_path, '[providers.local]\nmodel = "m"\n')
+    assert missing.endswith("providers.local.base_url: required field is missing")
+    unknown = error_of(tmp_path, '[providers.local]\nbase_url = "http://x/v1"\nmodle = "m"\n')
+    assert unknown.endswith("providers.local.modle: unknown field")
+
+
+def test_a_key_in_the_file_is_refused_without_echoing_it(tmp_path: Path) -> None:
+    message = error_of(tmp_path, '[providers.p]\nbase_url = "http://x/v1"\napi_key = "sk-secret"\n')
+    assert "providers.p.api_key" in message and "api_key_env" in message and "sk-secret" not in message
+
+
+def test_missing_model_in_the_file(tmp_path: Path) -> None:
+    message = error_of(tmp_path, '[providers.p]\nbase_url = "http://localhost:8000/v1"\n')
+    assert "providers.p.model: no model" in message
+
+
+def test_unknown_provider_named_by_flag_or_env(tmp_path: Path) -> None:
+    by_flag = error_of(tmp_path, GOOD, ProviderFlags(provider="nope"))
+    assert "providers.nope: no such provider (asked for by --provider; known: local, router)" in by_flag
+    by_env = error_of(tmp_path, GOOD, DASHFLOAT_PROVIDER="gone")
+    assert "asked for by DASHFLOAT_PROVIDER" in by_env
+
+
+def test_bad_url_and_bad_default(tmp_path: Path) -> None:
+    assert "is not an http:// or https:// URL" in error_of(tmp_path, '[providers.p]\nbase_url = "localhost:8000"\n')
+    text = 'default_provider = "x"\n[providers.p]\nbase_url = "http://h/v1"\nmodel = "m"\n'
+    assert "default_provider: no provider named 'x'" in error_of(tmp_path, text)
+
+
+def test_several_providers_and_no_default(tmp_path: Path) -> None:
+    message = error_of(tmp_path, GOOD.replace('default_provider = "local"', ""))
+    assert "several providers and no default" in message
+
+
+def test_idle_timeout_from_env_and_default(tmp_path: Path) -> None:
+    assert idle_timeout_s(env_with(tmp_path, None)) == 60.0
+    assert idle_timeout_s(env_with(tmp_path, GOOD, DASHFLOAT_IDLE_TIMEOUT_S="3")) == 3.0
+    with pytest.raises(ConfigError):
+        idle_timeout_s(env_with(tmp_path, None, DASHFLOAT_IDLE_TIMEOUT_S="-1"))
