@@ -20,7 +20,7 @@ import requests
 from bench.common import Figure
 from dashfloat.channel import Channel
 from dashfloat.executor import run_tool
-from dashfloat.protocol import AgentToUi, SubmitPrompt, TokenReceived, UiToAgent
+from dashfloat.protocol import AgentToUi, Cancel, PhaseChanged, SubmitPrompt, TokenReceived, UiToAgent
 from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
 from tests.e2e import agent_tree, collect, turn_over
 
@@ -161,6 +161,44 @@ def loop_overhead(quick: bool) -> list[Figure]:
             ),
         ),
         Figure("in-process turn, no tools (agent tree + LLM + server)", "ms", plain),
+    ]
+
+
+def cancel_latency(quick: bool) -> list[Figure]:
+    """Esc to idle: while streaming (the stream is closed) and while a command runs (its group is killed)."""
+    n = 5 if quick else 20
+    streaming: list[float] = []
+    running: list[float] = []
+    chunk = {"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": None}]}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "work"
+        root.mkdir()
+        with ScriptedServer() as server, agent_tree(server, root, approval="all") as link:
+            for _ in range(n):
+                server.enqueue(Reply(body=[sse_event(chunk), Pause(30)]))
+                link.send(SubmitPrompt(text="x"))
+                collect(link, lambda m: isinstance(m, TokenReceived))
+                started = time.perf_counter()
+                link.send(Cancel())
+                collect(link, turn_over)
+                streaming.append((time.perf_counter() - started) * 1000)
+                server.enqueue(tool_calls_reply([("c", "execute_command", {"command": "sleep 30"})]))
+                link.send(SubmitPrompt(text="y"))
+                collect(link, lambda m: isinstance(m, PhaseChanged) and m.phase == "running")
+                time.sleep(0.05)
+                started = time.perf_counter()
+                link.send(Cancel())
+                collect(link, turn_over)
+                running.append((time.perf_counter() - started) * 1000)
+    return [
+        Figure(
+            "cancel while streaming → idle",
+            "ms",
+            streaming,
+            target="≤ 200 ms",
+            met=max(streaming) <= 200,
+        ),
+        Figure("cancel while a command runs → idle", "ms", running, target="≤ 200 ms", met=max(running) <= 200),
     ]
 
 
@@ -307,7 +345,7 @@ def headless_figures(quick: bool) -> list[Figure]:
 
 
 def run(quick: bool) -> list[Figure]:
-    return [*pipe_figures(quick), *loop_overhead(quick), *headless_figures(quick)]
+    return [*pipe_figures(quick), *loop_overhead(quick), *cancel_latency(quick), *headless_figures(quick)]
 
 
 __all__ = ["run"]
