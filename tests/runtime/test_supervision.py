@@ -220,3 +220,26 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     run: Any = subprocess.run
     result = run([sys.executable, "-m", "dashfloat", "--cwd", str(tmp_path / "nope"), "-p", "x"], capture_output=True)
     assert result.returncode == 2 and b"not a directory" in result.stderr
+
+
+def test_an_undecodable_frame_to_the_agent_is_reported_naming_the_channel(tree: Path) -> None:
+    with ScriptedServer() as server, agent_tree(server, tree) as link:
+        collect(link, lambda m: isinstance(m, AgentReady))
+        link.channel.conn.send_bytes(b"\xc1 not msgpack")
+        got = collect(link, lambda m: isinstance(m, SystemEntry))
+        assert "ui->agent" in got[-1].text  # type: ignore[union-attr]
+        server.enqueue(text_reply("still here"))
+        link.send(SubmitPrompt(text="hi"))
+        assert outcome(collect(link, turn_over)) == "completed"
+
+
+def test_exec_timeout_flag_bounds_a_command(tree: Path, tmp_path: Path) -> None:
+    with ScriptedServer() as server:
+        server.enqueue(
+            tool_calls_reply([("c", "execute_command", {"command": "echo start; sleep 20"})]), text_reply("x")
+        )
+        main = launch_headless(server, tree, tmp_path, "--yes", "--exec-timeout", "0.5", "-p", "run")
+        _, err = main.communicate(timeout=15)
+        assert main.returncode == 0, err
+        result = json.loads(next(m for m in server.requests[1]["messages"] if m["role"] == "tool")["content"])
+        assert result["ok"] is False and "timed out after 0.5s" in result["error"] and "start" in result["output"]
