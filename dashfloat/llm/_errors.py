@@ -42,9 +42,7 @@ _EXCERPT_CHARS = 300
 class StreamError(Exception):
     """A classified stream failure; ``message`` is one sentence that says what to do."""
 
-    def __init__(
-        self, kind: Kind, message: str, reason: str = "", retry_after_s: float | None = None
-    ) -> None:
+    def __init__(self, kind: Kind, message: str, reason: str = "", retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.kind: Kind = kind
         self.message = message
@@ -98,9 +96,7 @@ def _causes(exc: BaseException) -> list[BaseException]:
     return seen
 
 
-def classify_request_error(
-    exc: BaseException, url: str, connect_timeout_s: float, idle_s: float
-) -> StreamError:
+def classify_request_error(exc: BaseException, url: str, connect_timeout_s: float, idle_s: float) -> StreamError:
     """A requests/urllib3/socket exception raised while connecting or reading, as a StreamError."""
     chain = _causes(exc)
     host = url.split("//", 1)[-1].split("/", 1)[0]
@@ -113,13 +109,8 @@ def classify_request_error(
     if any(isinstance(e, socket.gaierror | urllib3.exceptions.NameResolutionError) for e in chain):
         return StreamError("dns", f"cannot resolve the host {host}: check base_url and your network.")
     if any(isinstance(e, ConnectionRefusedError) for e in chain):
-        return StreamError(
-            "connection_refused", f"nothing is listening at {host}: start the server or fix base_url."
-        )
-    if any(
-        isinstance(e, requests.exceptions.ConnectTimeout | urllib3.exceptions.ConnectTimeoutError)
-        for e in chain
-    ):
+        return StreamError("connection_refused", f"nothing is listening at {host}: start the server or fix base_url.")
+    if any(isinstance(e, requests.exceptions.ConnectTimeout | urllib3.exceptions.ConnectTimeoutError) for e in chain):
         return StreamError(
             "connect_timeout",
             f"connecting to {host} timed out after {connect_timeout_s:g} s: check base_url and your network.",

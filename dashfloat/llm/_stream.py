@@ -137,9 +137,7 @@ class Stream:
             terminal = self._failed(exc.kind, exc.message)
         except Exception as exc:  # the process must answer every request, whatever broke
             detail = one_line(f"{type(exc).__name__}: {exc}", 200)
-            terminal = self._failed(
-                "internal", f"the LLM stream hit an internal error ({detail}): please report it."
-            )
+            terminal = self._failed("internal", f"the LLM stream hit an internal error ({detail}): please report it.")
         if not self.cancelled.is_set():
             self._emit(terminal)
 
@@ -158,9 +156,7 @@ class Stream:
                 return self._attempt(url, headers, use_options)
             except _OptionsRejected:
                 self._no_options.add(provider.base_url)
-                self._emit(
-                    ("status", "the provider rejected stream_options; retrying without it (no usage figures)")
-                )
+                self._emit(("status", "the provider rejected stream_options; retrying without it (no usage figures)"))
                 continue
             except StreamError as exc:
                 if self.cancelled.is_set():
@@ -263,12 +259,8 @@ class Stream:
                 wait_s,
             )
         if 400 <= status < 500:
-            return StreamError(
-                "bad_request", f"the provider rejected the request ({status}){says or ': no details'}."
-            )
-        return StreamError(
-            "not_sse", f"{url} answered with HTTP {status}, not an event stream: check base_url{says}."
-        )
+            return StreamError("bad_request", f"the provider rejected the request ({status}){says or ': no details'}.")
+        return StreamError("not_sse", f"{url} answered with HTTP {status}, not an event stream: check base_url{says}.")
 
     def _read_events(self, response: requests.Response, url: str) -> StreamDone:
         chunks = body_chunks(response)
