@@ -355,6 +355,18 @@ class AgentCore:
             case _:
                 assert_never(message)
 
+    def _unique_ids(self, calls: list[AssembledCall]) -> list[AssembledCall]:
+        """Call ids unique in the whole conversation: a provider without ids gets synthesized ones
+        (``call_0_0``) that would repeat in every episode, and a repeated id confuses providers."""
+        seen = {r.id for m in self.conversation for r in m.tool_calls or []}
+        unique = []
+        for call in calls:
+            if call.id in seen:
+                call = msgspec.structs.replace(call, id=f"{call.id}_r{self.request_id}_{len(unique)}")
+            seen.add(call.id)
+            unique.append(call)
+        return unique
+
     def _stream_done(self, done: StreamDone) -> None:
         self.waiting = "nothing"
         self.last_usage = done.usage
@@ -362,7 +374,8 @@ class AgentCore:
             self._ui(SystemEntry(text="[model returned nothing]"))
             self._end_turn(self.stop_outcome)
             return
-        self._record_assistant(done.content, done.tool_calls)
+        calls = self._unique_ids(done.tool_calls)
+        self._record_assistant(done.content, calls)
         if done.finish_reason == "length":
             self._ui(
                 SystemEntry(
@@ -370,10 +383,11 @@ class AgentCore:
                     level="warning",
                 )
             )
-        self._begin_calls(done.tool_calls)
+        self._begin_calls(calls)
 
     def _stream_failed(self, kind: str, text: str, content: str, calls: list[AssembledCall]) -> None:
         self.waiting = "nothing"
+        calls = self._unique_ids(calls)
         content = content or "".join(self.partial)
         if content or calls:
             self._record_assistant(content, calls)

@@ -379,3 +379,16 @@ def test_internal_error_leaves_a_valid_conversation() -> None:
     out = take(core)
     assert out[-1] == PhaseChanged(phase="idle")
     assert_no_dangling(core.conversation)
+
+
+def test_repeated_call_ids_across_episodes_are_made_unique() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="x"))
+    done(core, "", [call("call_0_0", "read_file", path="a")])
+    core.on_executor(ToolFinished(call_id="call_0_0", result={"ok": True, "content": ""}))
+    done(core, "", [call("call_0_0", "read_file", path="b"), call("call_0_0", "read_file", path="c")])
+    ids = [r.id for m in core.conversation for r in m.tool_calls or []]
+    assert len(set(ids)) == 3 and ids[0] == "call_0_0"
+    out = take(core)
+    second = ids[1]
+    assert RunTool(call_id=second, name="read_file", args={"path": "b"}) in out
