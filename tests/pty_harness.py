@@ -1,0 +1,110 @@
+"""Drive a real program in a real pseudo-terminal and read its screen through a terminal emulator (pyte)."""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import fcntl
+import os
+import pty
+import select
+import signal
+import struct
+import termios
+import time
+from collections.abc import Sequence
+
+import pyte
+
+
+class Terminal:
+    """A program on the slave side of a pty; the screen (with scrollback) as a person would see it."""
+
+    def __init__(self, argv: Sequence[str], env: dict[str, str], cols: int = 100, rows: int = 30) -> None:
+        self.screen = pyte.HistoryScreen(cols, rows, history=5000, ratio=0.5)
+        self.stream = pyte.Stream(self.screen)
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.raw = bytearray()
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: become the program
+            os.execvpe(argv[0], list(argv), {**env, "TERM": "xterm-256color", "COLUMNS": str(cols), "LINES": str(rows)})
+        self.pid, self.fd = pid, fd
+        self._set_size(cols, rows)
+        self.exit_status: int | None = None
+
+    def _set_size(self, cols: int, rows: int) -> None:
+        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+    def resize(self, cols: int, rows: int) -> None:
+        """Resize like a terminal window does (the kernel sends SIGWINCH)."""
+        self.screen.resize(rows, cols)
+        self._set_size(cols, rows)
+
+    def pump(self, timeout_s: float = 0.05) -> bool:
+        """Read what the program wrote; False once it has exited and nothing is left."""
+        ready, _, _ = select.select([self.fd], [], [], timeout_s)
+        if not ready:
+            return True
+        try:
+            data = os.read(self.fd, 65536)
+        except OSError:
+            data = b""
+        if not data:
+            return False
+        self.raw += data
+        self.stream.feed(self._decoder.decode(data))
+        return True
+
+    def lines(self) -> list[str]:
+        """Scrollback then the visible screen, as text."""
+        history = ["".join(ch.data for ch in row.values()).rstrip() for row in self.screen.history.top]
+        return [*history, *(line.rstrip() for line in self.screen.display)]
+
+    def text(self) -> str:
+        return "\n".join(self.lines())
+
+    def visible(self) -> str:
+        return "\n".join(line.rstrip() for line in self.screen.display)
+
+    def wait_for(self, needle: str, timeout_s: float = 10.0, visible_only: bool = False) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if needle in (self.visible() if visible_only else self.text()):
+                return True
+            if not self.pump():
+                break
+        return needle in (self.visible() if visible_only else self.text())
+
+    def settle(self, quiet_s: float = 0.3, timeout_s: float = 5.0) -> None:
+        """Read until the program has been quiet for ``quiet_s``."""
+        deadline = time.monotonic() + timeout_s
+        last = len(self.raw)
+        quiet_since = time.monotonic()
+        while time.monotonic() < deadline:
+            if not self.pump(0.05):
+                return
+            if len(self.raw) != last:
+                last, quiet_since = len(self.raw), time.monotonic()
+            elif time.monotonic() - quiet_since >= quiet_s:
+                return
+
+    def send(self, keys: str | bytes) -> None:
+        os.write(self.fd, keys.encode() if isinstance(keys, str) else keys)
+
+    def wait_exit(self, timeout_s: float = 5.0) -> int | None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            self.pump(0.02)
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.exit_status = os.waitstatus_to_exitcode(status)
+                return self.exit_status
+        return None
+
+    def close(self) -> None:
+        if self.exit_status is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self.pid, 0)
+        os.close(self.fd)
