@@ -567,11 +567,9 @@ class AgentCore:
 
     def on_executor_died(self, reason: str) -> None:
         """The executor died; a fresh one is already running. In-flight work becomes an error result."""
-        if self.waiting in ("preview", "tool"):
+        if self.waiting in ("preview", "tool"):  # a pending confirmation's digest stays valid for the fresh one
             self._finish_call({"ok": False, "error": f"executor crashed: {reason}"})
             self._advance()
-        elif self.waiting == "confirm":
-            self.preview_digest = None  # the preview is still valid; the fresh executor re-reads the file
 
     def on_internal_error(self, error: str) -> None:
         """A bug of ours: say so, leave a valid conversation, go idle, stay up."""
