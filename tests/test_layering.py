@@ -27,9 +27,9 @@ def test_process_packages_import_only_themselves_and_shared_modules() -> None:
         for path in (ROOT / package).rglob("*.py"):
             for module in imported_modules(path):
                 parts = module.split(".")
-                if parts[0] == "dashfloat" and len(parts) > 1:
-                    if parts[1] in PROCESS_PACKAGES - {package} or parts[1] in {"runtime", "cli", "launch"}:
-                        offenders.append(f"{path.relative_to(ROOT)} imports {module}")
+                forbidden = PROCESS_PACKAGES - {package} | {"runtime", "cli", "launch", "demo"}
+                if parts[0] == "dashfloat" and len(parts) > 1 and parts[1] in forbidden:
+                    offenders.append(f"{path.relative_to(ROOT)} imports {module}")
     assert offenders == []
 
 
