@@ -1,0 +1,420 @@
+"""The prompt_toolkit application: a thin shell that feeds events to the pure core and draws it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from prompt_toolkit.application import Application, run_in_terminal
+from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.filters import Condition, has_completions
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.input import Input
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
+from prompt_toolkit.key_binding.bindings.basic import load_basic_bindings
+from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, Window
+from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
+from prompt_toolkit.layout.dimension import Dimension
+from prompt_toolkit.layout.menus import CompletionsMenu
+from prompt_toolkit.output import ColorDepth, Output
+
+from dashfloat.protocol import AgentToUi, ApprovalMode, Cancel, Decision, SubmitPrompt, UiToAgent
+from dashfloat.ui import _commands as commands
+from dashfloat.ui._history import HistoryCursor
+from dashfloat.ui._text import Row
+from dashfloat.ui._theme import Theme
+from dashfloat.ui.render import PROMPT_MARK, render_entry, render_live, render_status, to_formatted
+from dashfloat.ui.state import (
+    Entry,
+    Event,
+    Hint,
+    LocalNotice,
+    Submitted,
+    Tick,
+    UiState,
+    ctrl_c,
+    decide,
+    initial,
+    reduce,
+    take_outbox,
+)
+
+TICK_S = 1 / 30
+"""The only timer. 33 ms keeps every token within one frame of arriving (below what reads as lag)
+while capping redraws at 30/s however fast tokens come; the spinner advances every 100 ms on it."""
+ESC_TIMEOUT_S = 0.05
+"""How long a lone Esc byte waits to see whether it starts an escape sequence."""
+KEY_SEQUENCE_TIMEOUT_S = 0.15
+"""How long Esc waits for a following key (Esc Enter is Alt-Enter) before it means Cancel."""
+INPUT_MAX_ROWS = 12
+COMPLETION_MENU_ROWS = 8
+
+
+class AgentLink(Protocol):
+    """The runtime's end of the UI <-> agent pipe, in the UI process."""
+
+    def fileno(self) -> int:
+        """Readable when messages are waiting; may change after ``receive``."""
+        ...
+
+    def send(self, message: UiToAgent) -> None:
+        """Send one message; never raises."""
+        ...
+
+    def receive(self) -> list[AgentToUi]:
+        """Drain waiting messages without blocking; never raises (a dead agent is reported and restarted)."""
+        ...
+
+
+@dataclass
+class UiOptions:
+    """What the UI knows before the agent says AgentReady."""
+
+    no_color: bool
+    approval: ApprovalMode
+    model: str
+    cwd: str
+    home: str | None = None
+    """The home directory, to shorten the cwd to ``~/...`` (from $HOME; the UI reads no files)."""
+    theme: Theme = field(default_factory=Theme)
+
+
+class TuiShell:
+    """Owns the Application, the tick and the reader; every decision is made by the pure core."""
+
+    def __init__(
+        self,
+        link: AgentLink,
+        options: UiOptions,
+        *,
+        input: Input | None = None,
+        output: Output | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.link = link
+        self.options = options
+        self.clock = clock
+        self.state: UiState = initial(clock(), model=options.model, cwd=options.cwd, approval=options.approval)
+        self.pending: tuple[Entry, ...] = ()
+        """Entries taken from the outbox, drawn live until they are printed into the scrollback."""
+        self.printed_entries = 0
+        self._printing = False
+        self._dirty = True
+        self._status_key: tuple[str, ...] = ()
+        self._live_cache: tuple[object, int, list[Row]] | None = None
+        self._fd: int | None = None
+        self._history = HistoryCursor()
+        self.buffer = Buffer(
+            multiline=True, completer=commands.SlashCompleter(), complete_while_typing=True, name="input"
+        )
+        self.app: Application[int] = Application(
+            layout=self._layout(),
+            key_bindings=merge_key_bindings([load_basic_bindings(), self._bindings()]),
+            style=options.theme.style(options.no_color),
+            full_screen=False,
+            input=input,
+            output=output,
+            color_depth=ColorDepth.DEPTH_1_BIT if options.no_color else None,
+            mouse_support=False,
+        )
+        self.app.ttimeoutlen = ESC_TIMEOUT_S
+        self.app.timeoutlen = KEY_SEQUENCE_TIMEOUT_S
+
+    # ------------------------------------------------------------ running
+
+    async def run_async(self) -> int:
+        """Run until the user quits; the exit code."""
+        loop = asyncio.get_running_loop()
+        try:
+            return await self.app.run_async(pre_run=self._start)
+        finally:
+            if self._fd is not None:
+                loop.remove_reader(self._fd)
+                self._fd = None
+
+    def _start(self) -> None:
+        self._watch(self.link.fileno())
+        self.app.create_background_task(self._tick_loop())
+
+    def _watch(self, fd: int) -> None:
+        if fd == self._fd:
+            return
+        loop = asyncio.get_running_loop()
+        if self._fd is not None:
+            loop.remove_reader(self._fd)
+        self._fd = fd
+        loop.add_reader(fd, self._on_readable)
+
+    def _on_readable(self) -> None:
+        """The pipe reader: update state, mark dirty; the tick draws."""
+        messages = self.link.receive()
+        for message in messages:
+            self._apply(message)
+        self._watch(self.link.fileno())
+
+    async def _tick_loop(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_S)
+            self.tick()
+
+    def tick(self) -> None:
+        """One frame: advance time, commit finished entries, redraw if anything visible changed."""
+        size = self.app.output.get_size()
+        before = self.state
+        self.state = reduce(before, Tick(self.clock(), size.columns, size.rows))
+        # Only time moved unless the tick committed rows or the screen changed size.
+        if (self.state.open_skip, self.state.hint, self.state.width, self.state.height) != (
+            before.open_skip,
+            before.hint,
+            before.width,
+            before.height,
+        ):
+            self._dirty = True
+        self.state, entries = take_outbox(self.state)
+        if entries:
+            self.pending += entries
+            self._dirty = True
+        self._print_pending()
+        status = self._status_text()
+        if self._dirty or status != self._status_key:
+            self._status_key = status
+            self._dirty = False
+            self.app.invalidate()
+
+    def _apply(self, event: Event) -> None:
+        self.state = reduce(self.state, event)
+        self._dirty = True
+
+    def _print_pending(self) -> None:
+        if self._printing or not self.pending:
+            return
+        self._printing = True
+
+        def write() -> None:
+            batch, self.pending = self.pending, ()
+            width = self.app.output.get_size().columns
+            rows = [row for entry in batch for row in render_entry(entry, width)]
+            # print_text adds no line end of its own: the last row needs one.
+            self.app.print_text([*to_formatted(rows), ("", "\n")])
+            self.printed_entries += len(batch)
+
+        def done(_: object) -> None:
+            self._printing = False
+            self._dirty = True
+
+        run_in_terminal(write).add_done_callback(done)  # type: ignore[attr-defined]
+
+    # ------------------------------------------------------------ drawing
+
+    def _status_text(self) -> tuple[str, ...]:
+        width = self.app.output.get_size().columns
+        row = render_status(self.state, self.clock(), width, self.options.home)
+        return tuple(t for _, t in row)
+
+    def _live_rows(self) -> list[Row]:
+        width = self.app.output.get_size().columns
+        key = (self.state, self.pending)
+        if self._live_cache is not None and self._live_cache[0] == key and self._live_cache[1] == width:
+            return self._live_cache[2]
+        rows = render_live(self.state, self.pending + self.state.outbox, width)
+        self._live_cache = (key, width, rows)
+        return rows
+
+    def _live_text(self) -> StyleAndTextTuples:
+        return to_formatted(self._live_rows())
+
+    def _status(self) -> StyleAndTextTuples:
+        width = self.app.output.get_size().columns
+        return list(render_status(self.state, self.clock(), width, self.options.home))
+
+    def _layout(self) -> Layout:
+        live = ConditionalContainer(
+            Window(FormattedTextControl(self._live_text), wrap_lines=True, dont_extend_height=True),
+            filter=Condition(lambda: bool(self._live_rows())),
+        )
+        hint = ConditionalContainer(
+            Window(FormattedTextControl(lambda: [("class:hint", self.state.hint or "")]), height=1),
+            filter=Condition(lambda: self.state.hint is not None),
+        )
+
+        def prefix(line: int, wrap_count: int) -> StyleAndTextTuples:
+            return [("class:prompt", PROMPT_MARK)] if line == 0 and wrap_count == 0 else [("", "  ")]
+
+        prompt = Window(
+            BufferControl(self.buffer),
+            get_line_prefix=prefix,
+            wrap_lines=True,
+            height=Dimension(min=1, max=INPUT_MAX_ROWS),
+            dont_extend_height=True,
+        )
+        status = Window(FormattedTextControl(self._status), height=1, style="class:status")
+        menu = CompletionsMenu(max_height=COMPLETION_MENU_ROWS)
+        return Layout(HSplit([live, hint, prompt, menu, status]), focused_element=prompt)
+
+    # ------------------------------------------------------------ keys
+
+    def _bindings(self) -> KeyBindings:
+        kb = KeyBindings()
+        confirming = Condition(lambda: self.state.confirm is not None)
+
+        @kb.add("enter", filter=~confirming)
+        def _(event: KeyPressEvent) -> None:
+            state = self.buffer.complete_state
+            if state is not None and state.current_completion is not None:
+                self.buffer.apply_completion(state.current_completion)
+                return
+            self.submit()
+
+        @kb.add("escape", "enter")
+        @kb.add("c-j")
+        def _(event: KeyPressEvent) -> None:
+            self.buffer.insert_text("\n")
+
+        @kb.add("escape", filter=~confirming)
+        def _(event: KeyPressEvent) -> None:
+            if self.buffer.complete_state is not None:
+                self.buffer.cancel_completion()
+            elif self.state.busy:
+                self.link.send(Cancel())
+
+        @kb.add("c-c")
+        def _(event: KeyPressEvent) -> None:
+            self.state, action = ctrl_c(self.state, self.clock(), self.buffer.text == "")
+            self._dirty = True
+            match action:
+                case "cancel":
+                    self.link.send(Cancel())
+                case "clear":
+                    self.buffer.reset()
+                    self._history.reset()
+                case "exit":
+                    self.app.exit(result=0)
+                case "arm":
+                    pass
+
+        @kb.add("c-d")
+        def _(event: KeyPressEvent) -> None:
+            if self.buffer.text == "":
+                self.app.exit(result=0)
+            else:
+                self.buffer.delete()
+
+        @kb.add("up", filter=~has_completions)
+        def _(event: KeyPressEvent) -> None:
+            if self.buffer.document.cursor_position_row > 0:
+                self.buffer.cursor_up()
+                return
+            text = self._history.older(self.state.history, self.buffer.text)
+            if text is not None:
+                self._set_text(text)
+
+        @kb.add("down", filter=~has_completions)
+        def _(event: KeyPressEvent) -> None:
+            doc = self.buffer.document
+            if doc.cursor_position_row < doc.line_count - 1:
+                self.buffer.cursor_down()
+                return
+            text = self._history.newer(self.state.history)
+            if text is not None:
+                self._set_text(text)
+
+        @kb.add("tab")
+        def _(event: KeyPressEvent) -> None:
+            if self.buffer.complete_state is not None:
+                self.buffer.complete_next()
+            else:
+                self.buffer.start_completion(select_first=True)
+
+        @kb.add("s-tab")
+        def _(event: KeyPressEvent) -> None:
+            if self.buffer.complete_state is not None:
+                self.buffer.complete_previous()
+
+        @kb.add("c-a")
+        def _(event: KeyPressEvent) -> None:
+            self.buffer.cursor_position += self.buffer.document.get_start_of_line_position()
+
+        @kb.add("c-e")
+        def _(event: KeyPressEvent) -> None:
+            self.buffer.cursor_position += self.buffer.document.get_end_of_line_position()
+
+        @kb.add("c-u")
+        def _(event: KeyPressEvent) -> None:
+            self.buffer.delete_before_cursor(-self.buffer.document.get_start_of_line_position())
+
+        @kb.add("c-k")
+        def _(event: KeyPressEvent) -> None:
+            self.buffer.delete(self.buffer.document.get_end_of_line_position())
+
+        @kb.add("c-w")
+        def _(event: KeyPressEvent) -> None:
+            start = self.buffer.document.find_start_of_previous_word()
+            if start:
+                self.buffer.delete_before_cursor(-start)
+
+        def decision(key: str, value: Decision) -> None:
+            @kb.add(key, filter=confirming)
+            def _(event: KeyPressEvent) -> None:
+                self.decide(value)
+
+        for key, value in (
+            ("y", "approve"),
+            ("Y", "approve"),
+            ("enter", "approve"),
+            ("n", "reject"),
+            ("N", "reject"),
+            ("escape", "reject_stop"),
+            ("a", "approve_always"),
+            ("A", "approve_always"),
+        ):
+            decision(key, value)  # type: ignore[arg-type]
+        return kb
+
+    def _set_text(self, text: str) -> None:
+        self.buffer.text = text
+        self.buffer.cursor_position = len(text)
+
+    # ------------------------------------------------------------ actions
+
+    def decide(self, value: Decision) -> None:
+        """Answer the pending confirmation with one keypress."""
+        self.state, reply = decide(self.state, value)
+        self._dirty = True
+        if reply is not None:
+            self.link.send(reply)
+
+    def submit(self) -> None:
+        """Enter: a prompt goes to the agent, a slash command is run, the input is cleared."""
+        text = self.buffer.text
+        if not text.strip():
+            return
+        parsed = commands.parse(text)
+        match parsed:
+            case commands.Prompt():
+                if self.state.busy:
+                    self._apply(Hint("busy — Esc cancels; your text is kept"))
+                    return
+                self._apply(Submitted(parsed.text))
+                self.link.send(SubmitPrompt(text=parsed.text))
+            case commands.Send():
+                self._apply(Submitted(text))
+                self.link.send(parsed.message)
+            case commands.ShowHelp():
+                self._apply(Submitted(text))
+                self._apply(LocalNotice(commands.help_text()))
+            case commands.Exit():
+                self.app.exit(result=0)
+                return
+            case commands.Invalid():
+                self._apply(LocalNotice(parsed.error, "error"))
+                return
+        self.buffer.reset()
+        self._history.reset()
+
+
+def run_tui(link: AgentLink, options: UiOptions) -> int:
+    """Run the terminal UI on the process's terminal until the user quits; the exit code."""
+    return asyncio.run(TuiShell(link, options).run_async())

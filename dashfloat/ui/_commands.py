@@ -1,0 +1,129 @@
+"""Slash commands: parsing (pure) and completion."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import get_args
+
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
+
+from dashfloat.protocol import (
+    ApprovalMode,
+    ClearSession,
+    ListSessions,
+    ResumeSession,
+    SetApproval,
+    SetModel,
+    ShowUsage,
+    UiToAgent,
+)
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "/help": ("", "list these commands"),
+    "/clear": ("", "start a new, empty session"),
+    "/model": ("NAME", "use model NAME from the next request on"),
+    "/approve": ("ask|edits|all", "what runs without asking"),
+    "/sessions": ("", "list saved sessions"),
+    "/resume": ("ID", "resume a saved session (an id prefix is enough)"),
+    "/usage": ("", "tokens of this session by turn"),
+    "/exit": ("", "quit DashFloat"),
+}
+APPROVAL_MODES: tuple[str, ...] = get_args(ApprovalMode)
+
+
+@dataclass(frozen=True)
+class Send:
+    """Send this message to the agent."""
+
+    message: UiToAgent
+
+
+@dataclass(frozen=True)
+class ShowHelp:
+    """Show the command list."""
+
+
+@dataclass(frozen=True)
+class Exit:
+    """Quit the UI."""
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """Not a command: submit ``text`` as a prompt."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """A one-line error to show."""
+
+    error: str
+
+
+Parsed = Send | ShowHelp | Exit | Prompt | Invalid
+
+
+def help_text() -> str:
+    """The /help listing, one command a line."""
+    width = max(len(f"{n} {a}".strip()) for n, (a, _) in COMMANDS.items())
+    lines = [f"{f'{n} {a}'.strip().ljust(width)}  {d}" for n, (a, d) in COMMANDS.items()]
+    return "\n".join([*lines, "(start a prompt with // to send a literal leading /)"])
+
+
+def parse(text: str) -> Parsed:
+    """What submitting ``text`` means: a prompt, or one of the slash commands."""
+    stripped = text.strip()
+    if not stripped.startswith("/"):
+        return Prompt(text)
+    if stripped.startswith("//"):
+        return Prompt(stripped[1:])
+    name, _, rest = stripped.partition(" ")
+    arg = rest.strip()
+    match name:
+        case "/help":
+            return ShowHelp()
+        case "/exit":
+            return Exit()
+        case "/clear":
+            return Send(ClearSession())
+        case "/sessions":
+            return Send(ListSessions())
+        case "/usage":
+            return Send(ShowUsage())
+        case "/model":
+            return Send(SetModel(model=arg)) if arg else Invalid("usage: /model NAME")
+        case "/resume":
+            return Send(ResumeSession(session_id=arg)) if arg else Invalid("usage: /resume ID")
+        case "/approve":
+            match arg:
+                case "ask" | "edits" | "all":
+                    return Send(SetApproval(mode=arg))
+            return Invalid(f"usage: /approve {'|'.join(APPROVAL_MODES)}")
+        case _:
+            closest = difflib.get_close_matches(name, list(COMMANDS), n=1, cutoff=0.0)
+            hint = f" — did you mean {closest[0]}?" if closest else ""
+            return Invalid(f"unknown command {name}{hint} (/help lists them)")
+
+
+class SlashCompleter(Completer):
+    """Completes command names after a leading ``/`` and the /approve modes."""
+
+    def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
+        text = document.text_before_cursor
+        if not text.startswith("/") or "\n" in text:
+            return
+        if " " not in text:
+            for name, (arg, doc) in COMMANDS.items():
+                if name.startswith(text):
+                    yield Completion(name, start_position=-len(text), display_meta=f"{arg} {doc}".strip())
+            return
+        name, _, arg = text.partition(" ")
+        if name == "/approve" and " " not in arg:
+            for mode in APPROVAL_MODES:
+                if mode.startswith(arg):
+                    yield Completion(mode, start_position=-len(arg))

@@ -1,0 +1,147 @@
+"""Screen rows of styled fragments: width measurement, sanitising and word wrapping (pure)."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from prompt_toolkit.utils import get_cwidth
+
+Fragment = tuple[str, str]
+Row = tuple[Fragment, ...]
+"""One screen row: (style, text) fragments, no newline inside."""
+
+TAB_WIDTH = 4
+
+
+def sanitize(text: str) -> str:
+    """Tabs to spaces, other control characters to caret notation, so widths stay exact."""
+    if text.isprintable():
+        return text
+    out: list[str] = []
+    for line in text.split("\n"):
+        line = line.expandtabs(TAB_WIDTH)
+        out.append("".join(_visible(ch) for ch in line))
+    return "\n".join(out)
+
+
+def _visible(ch: str) -> str:
+    if ch.isprintable() or ch == " ":
+        return ch
+    if unicodedata.category(ch) == "Cc":
+        return "^" + chr((ord(ch) + 64) % 128)
+    return ch if get_cwidth(ch) > 0 else ""  # zero-width joiners etc. may stay; others vanish
+
+
+def width_of(text: str) -> int:
+    """Terminal columns taken by ``text`` (CJK and most emoji count two)."""
+    return get_cwidth(text)
+
+
+def row_width(row: Row) -> int:
+    """Columns taken by one row."""
+    return sum(get_cwidth(text) for _, text in row)
+
+
+def clip(text: str, width: int, ellipsis: str = "…") -> str:
+    """``text`` cut to at most ``width`` columns, marking the cut."""
+    if get_cwidth(text) <= width:
+        return text
+    out: list[str] = []
+    used = 0
+    limit = max(0, width - get_cwidth(ellipsis))
+    for ch in text:
+        w = get_cwidth(ch)
+        if used + w > limit:
+            break
+        out.append(ch)
+        used += w
+    return "".join(out) + (ellipsis if width >= get_cwidth(ellipsis) else "")
+
+
+def _split_chars(style: str, text: str, room: int, width: int) -> list[list[Fragment]]:
+    """Hard-break ``text`` (no spaces) into pieces: the first fits ``room``, the rest ``width``."""
+    pieces: list[list[Fragment]] = []
+    current: list[str] = []
+    used = 0
+    limit = room
+    for ch in text:
+        w = get_cwidth(ch)
+        if used + w > limit:
+            pieces.append([(style, "".join(current))] if current else [])
+            current, used, limit = [], 0, width
+        current.append(ch)
+        used += w
+    pieces.append([(style, "".join(current))])
+    return pieces
+
+
+def wrap(fragments: list[Fragment], width: int) -> list[Row]:
+    """Greedy word wrap of styled text into rows of at most ``width`` columns; ``\\n`` forces a break."""
+    width = max(1, width)
+    rows: list[Row] = []
+    line: list[Fragment] = []
+    used = 0
+
+    def finish() -> None:
+        nonlocal line, used
+        while line and line[-1][1].strip() == "":
+            line.pop()
+        if line:
+            style, text = line[-1]
+            line[-1] = (style, text.rstrip(" "))
+        rows.append(tuple(line))
+        line, used = [], 0
+
+    for style, text in fragments:
+        for n, part in enumerate(text.split("\n")):
+            if n:
+                finish()
+            for word in _words(part):
+                w = get_cwidth(word)
+                if word == " " * len(word):
+                    if line and used + w <= width:
+                        line.append((style, word))
+                        used += w
+                    continue
+                if used + w <= width:
+                    line.append((style, word))
+                    used += w
+                    continue
+                if line and w <= width:
+                    finish()
+                    line.append((style, word))
+                    used = w
+                    continue
+                for i, piece in enumerate(_split_chars(style, word, width - used, width)):
+                    if i:
+                        finish()
+                    line.extend(piece)
+                    used += sum(get_cwidth(t) for _, t in piece)
+    finish()
+    return rows
+
+
+def _words(text: str) -> list[str]:
+    """Alternating runs of spaces and non-spaces; CJK text breaks between any two characters."""
+    out: list[str] = []
+    current: list[str] = []
+    space = False
+    for ch in text:
+        is_space = ch == " "
+        wide = get_cwidth(ch) == 2
+        if current and (is_space != space or wide):
+            out.append("".join(current))
+            current = []
+        current.append(ch)
+        space = is_space
+        if wide:
+            out.append("".join(current))
+            current = []
+    if current:
+        out.append("".join(current))
+    return out
+
+
+def indent(rows: list[Row], first: Fragment, rest: Fragment) -> list[Row]:
+    """Prefix the first row with ``first`` and every other row with ``rest``."""
+    return [((first if i == 0 else rest), *row) for i, row in enumerate(rows)]

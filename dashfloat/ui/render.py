@@ -1,0 +1,287 @@
+"""Rendering as a plain function of state: entries, the live region and the status bar as rows."""
+
+from __future__ import annotations
+
+from typing import Any, assert_never
+
+from prompt_toolkit.formatted_text import FormattedText
+
+from dashfloat.catalogue import summarize_call
+from dashfloat.ui._markdown import render_markdown
+from dashfloat.ui._text import Fragment, Row, clip, row_width, sanitize, width_of, wrap
+from dashfloat.ui.state import (
+    DecisionRecord,
+    Entry,
+    Notice,
+    Prose,
+    ProseRows,
+    Reasoning,
+    SessionTable,
+    ToolCall,
+    ToolResult,
+    UiState,
+    UserPrompt,
+)
+
+TOOL_OUTPUT_MAX_LINES = 30
+"""Excerpt lines drawn under a result row (the agent already bounds it; this guards the screen)."""
+SUMMARY_MAX_CHARS = 500
+"""Longest args summary built; the row then clips it to the terminal width."""
+SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+SPINNER_STEP_S = 0.1
+"""One spinner frame per 100 ms reads as motion without flicker, whatever the tick."""
+OUTPUT_INDENT = "    "
+PROMPT_MARK = "❯ "
+PHASE_WORDS = {"idle": "Idle", "streaming": "Streaming", "confirming": "Confirm", "running": "Running"}
+DECISION_WORDS = {
+    "approve": "✓ approved",
+    "approve_always": "✓ approved (always, this session)",
+    "reject": "✗ rejected",
+    "reject_stop": "✗ rejected and stopped",
+    "cancelled": "✗ confirmation cancelled",
+}
+
+
+def to_formatted(rows: list[Row] | tuple[Row, ...]) -> FormattedText:
+    """Rows joined by newlines, as prompt_toolkit formatted text."""
+    out: list[Fragment] = []
+    for i, row in enumerate(rows):
+        if i:
+            out.append(("", "\n"))
+        out.extend(row)
+    return FormattedText(out)
+
+
+def plain(rows: list[Row] | tuple[Row, ...]) -> list[str]:
+    """The text of each row, without styles (tests and benchmarks read this)."""
+    return ["".join(t for _, t in row) for row in rows]
+
+
+# ---------------------------------------------------------------- entries
+
+
+def args_summary(name: str, args: dict[str, Any]) -> str:
+    """The argument part of a tool row (``lib/foo.py``, ``pytest -q``), as the headless printer says it."""
+    return summarize_call(name, args, width=SUMMARY_MAX_CHARS).removeprefix(name).strip()
+
+
+def _continues(entry: Entry) -> bool:
+    """Entries that the next one continues directly (no blank row after them)."""
+    return isinstance(entry, ToolCall | DecisionRecord | ProseRows)
+
+
+def render_entry(entry: Entry, width: int) -> list[Row]:
+    """The rows one finished entry takes in the scrollback."""
+    rows = _entry_rows(entry, width)
+    return rows if _continues(entry) else [*rows, ()]
+
+
+def _entry_rows(entry: Entry, width: int) -> list[Row]:
+    match entry:
+        case UserPrompt():
+            body = wrap([("class:user", sanitize(entry.text))], width - 2)
+            return [(("class:user.mark", PROMPT_MARK if i == 0 else "  "), *r) for i, r in enumerate(body)]
+        case Prose():
+            return list(render_markdown(entry.source, width))
+        case Reasoning():
+            return _reasoning_rows(entry.text, width)
+        case ProseRows():
+            return list(entry.rows)
+        case ToolCall():
+            return [_tool_row("class:accent", entry.name, entry.args, width)]
+        case ToolResult():
+            return _result_rows(entry, width)
+        case DecisionRecord():
+            style = "class:tool" if entry.decision.startswith("approve") else "class:dim"
+            text = f"{DECISION_WORDS[entry.decision]} {entry.name} {args_summary(entry.name, entry.args)}"
+            return [((style, clip(sanitize(text), width)),)]
+        case Notice():
+            style = {"info": "class:dim", "warning": "class:warning", "error": "class:error"}[entry.level]
+            return [(("class:dim", "· "), *r) for r in wrap([(style, sanitize(entry.text))], width - 2)]
+        case SessionTable():
+            return _sessions_rows(entry, width)
+        case _:
+            assert_never(entry)
+
+
+def _reasoning_rows(text: str, width: int) -> list[Row]:
+    body = wrap([("class:reasoning", sanitize(text))], width - 2)
+    return [(("class:dim", "┆ "), *r) for r in body]
+
+
+def _tool_row(glyph_style: str, name: str, args: dict[str, Any], width: int) -> Row:
+    summary = sanitize(args_summary(name, args)).replace("\n", " ")
+    room = width - 2 - width_of(name) - 1
+    return ((glyph_style, "⚙ "), ("class:tool.name", name), ("class:dim", " " + clip(summary, max(1, room))))
+
+
+def _verbatim(text: str, width: int, style: str) -> list[Row]:
+    """Tool output as it is: never Markdown, lines broken by columns, at most the excerpt bound."""
+    lines = sanitize(text.rstrip("\n")).split("\n") if text.strip() else []
+    shown = lines[:TOOL_OUTPUT_MAX_LINES]
+    rows: list[Row] = []
+    room = max(1, width - len(OUTPUT_INDENT))
+    for line in shown:
+        pieces = _columns(line, room)
+        rows.extend(((style, OUTPUT_INDENT + p),) for p in pieces)
+    if len(lines) > len(shown):
+        rows.append(((style, f"{OUTPUT_INDENT}… {len(lines) - len(shown)} more lines"),))
+    return rows
+
+
+def _columns(line: str, width: int) -> list[str]:
+    pieces: list[str] = []
+    current: list[str] = []
+    used = 0
+    for ch in line:
+        w = width_of(ch)
+        if used + w > width and current:
+            pieces.append("".join(current))
+            current, used = [], 0
+        current.append(ch)
+        used += w
+    pieces.append("".join(current))
+    return pieces
+
+
+def _result_rows(entry: ToolResult, width: int) -> list[Row]:
+    match entry.status:
+        case "ok":
+            head, body = "→ ok", entry.output
+        case "rejected":
+            head, body = "→ rejected", entry.output
+        case "cancelled":
+            head, body = "→ cancelled", entry.output
+        case "error":
+            first, _, rest = entry.output.strip().partition("\n")
+            head, body = f"→ error: {first}", rest
+        case _:
+            assert_never(entry.status)
+    style = "class:error" if entry.status == "error" else "class:dim"
+    return [(("class:dim", "  "), (style, clip(sanitize(head), width - 2))), *_verbatim(body, width, "class:dim")]
+
+
+def _sessions_rows(entry: SessionTable, width: int) -> list[Row]:
+    if not entry.sessions:
+        return [(("class:dim", "· no saved sessions"),)]
+    header = ("id", "last activity", "msgs", "title")
+    cells = [header] + [(s.id, s.last_activity, str(s.messages), s.title or s.cwd) for s in entry.sessions]
+    widths = [max(width_of(sanitize(c[i])) for c in cells) for i in range(3)]
+    rows: list[Row] = []
+    for n, cell in enumerate(cells):
+        text = "  ".join(sanitize(c).ljust(w) for c, w in zip(cell[:3], widths, strict=True))
+        text = f"{text}  {sanitize(cell[3]).replace(chr(10), ' ')}"
+        rows.append((("class:md.strong" if n == 0 else "", clip(text, width)),))
+    return rows
+
+
+# ---------------------------------------------------------------- the live region and the status bar
+
+
+def render_live(state: UiState, pending: tuple[Entry, ...], width: int) -> list[Row]:
+    """What is still changing: entries not yet printed, the open answer, a pending confirmation."""
+    rows: list[Row] = []
+    for entry in pending:
+        rows.extend(render_entry(entry, width))
+    if state.open_reasoning:
+        rows.extend(_reasoning_rows(state.open_reasoning.strip("\n"), width))
+    budget = state.live_budget()
+    if state.open_prose.strip():
+        open_rows = render_markdown(state.open_prose.rstrip(), width)[state.open_skip :]
+        rows.extend(open_rows[-budget:])
+    if state.confirm is not None:
+        rows.extend(_confirm_rows(state, width, budget))
+    return rows
+
+
+def _confirm_rows(state: UiState, width: int, budget: int) -> list[Row]:
+    confirm = state.confirm
+    assert confirm is not None
+    rows: list[Row] = [_tool_row("class:tool", confirm.name, confirm.args, width)]
+    body: list[Row] = []
+    for line in confirm.lines:
+        style = "class:diff.add" if line.startswith("+") else "class:diff.del" if line.startswith("-") else "class:dim"
+        body.extend(((style, p),) for p in _columns(sanitize(line), max(1, width - 2)))
+    room = max(1, budget - 2)
+    if len(body) > room:
+        body = [*body[: room - 1], (("class:dim", f"… {len(body) - room + 1} more preview lines"),)]
+    rows.extend((("", "  "), *r) for r in body)
+    footer = f"y/Enter approve · n reject · Esc reject & stop · a always allow {confirm.name}"
+    rows.append((("class:tool", clip(footer, width)),))
+    return rows
+
+
+def format_count(n: int) -> str:
+    """12345 -> 12.3k, 128000 -> 128k, 1200000 -> 1.2M."""
+    for limit, suffix in ((1_000_000, "M"), (1_000, "k")):
+        if n >= limit:
+            value = n / limit
+            text = f"{value:.1f}" if value < 100 else f"{value:.0f}"
+            return text.removesuffix(".0") + suffix
+    return str(n)
+
+
+def format_elapsed(seconds: float) -> str:
+    """3.2s, 1m05s."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m{secs:02d}s"
+
+
+def shorten_cwd(cwd: str, home: str | None, width: int) -> str:
+    """``~`` for the home directory, then leading components cut to one letter, then a left cut."""
+    if home and (cwd == home or cwd.startswith(home.rstrip("/") + "/")):
+        cwd = "~" + cwd[len(home.rstrip("/")) :]
+    parts = cwd.split("/")
+    i = 0
+    while width_of("/".join(parts)) > width and i < len(parts) - 1:
+        if len(parts[i]) > 1 and parts[i] != "~":
+            parts[i] = parts[i][0]
+        i += 1
+    text = "/".join(parts)
+    if width_of(text) > width:
+        text = "…" + clip(text[::-1], max(0, width - 1), ellipsis="")[::-1]
+    return text
+
+
+def context_text(state: UiState) -> str:
+    """``12.3k / 128k`` when the window is known, ``12.3k tokens`` otherwise."""
+    used = format_count(state.context_tokens) if state.context_tokens is not None else "0"
+    if state.context_window:
+        return f"{used} / {format_count(state.context_window)}"
+    return f"{used} tokens"
+
+
+def render_status(state: UiState, now: float, width: int, home: str | None) -> Row:
+    """The status bar: phase, spinner and elapsed; model; context; cwd; approval mode."""
+    phase = "confirming" if state.confirm is not None else state.phase
+    word = PHASE_WORDS[phase]
+    phase_style = {"idle": "class:status.idle", "confirming": "class:tool"}.get(phase, "class:accent")
+    if phase == "idle":
+        head = f"● {word}"
+    else:
+        elapsed = max(0.0, now - state.phase_since)
+        frame = SPINNER_FRAMES[int(elapsed / SPINNER_STEP_S) % len(SPINNER_FRAMES)]
+        head = f"{frame} {word} {format_elapsed(elapsed)}"
+    optional = [state.model or "…", context_text(state), f"approve: {state.approval}", "<cwd>"]
+    sep = " · "
+    while True:
+        fixed = head + "".join(sep + s for s in optional if s != "<cwd>")
+        room = width - width_of(fixed) - width_of(sep)
+        if "<cwd>" in optional and room < 8:
+            optional.remove("<cwd>")
+            continue
+        if "<cwd>" not in optional and width_of(fixed) > width and len(optional) > 1:
+            optional.pop()
+            continue
+        break
+    row: list[Fragment] = [(phase_style, head)]
+    for seg in optional:
+        text = shorten_cwd(state.cwd, home, room) if seg == "<cwd>" else seg
+        row.append(("class:status.sep", sep))
+        row.append(("class:status", text))
+    out: Row = tuple(row)
+    if row_width(out) > width:
+        out = ((phase_style, clip("".join(t for _, t in out), width)),)
+    return out

@@ -1,0 +1,394 @@
+"""The UI's state as a plain function of (state, event): no I/O, no clock, no prompt_toolkit."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal, assert_never
+
+from dashfloat.protocol import (
+    AgentReady,
+    AgentToUi,
+    ApprovalMode,
+    ConfirmRequested,
+    DecideConfirmation,
+    Decision,
+    Level,
+    Phase,
+    PhaseChanged,
+    ReasoningReceived,
+    ResultStatus,
+    SessionInfo,
+    SessionsListed,
+    SessionStarted,
+    SystemEntry,
+    TokenReceived,
+    ToolCallShown,
+    ToolResultShown,
+    TurnEnded,
+    UsageShown,
+    UserPromptShown,
+)
+from dashfloat.ui._markdown import render_markdown
+from dashfloat.ui._text import Row
+
+HISTORY_MAX_ENTRIES = 1000
+"""Input history kept in memory (the agent persists its own bounded copy)."""
+DOUBLE_CTRL_C_S = 1.0
+"""A second Ctrl-C on an empty, idle input within this many seconds exits."""
+LIVE_RESERVED_ROWS = 4
+"""Rows kept free below the live text for the status bar, the input and a hint."""
+MIN_LIVE_ROWS = 3
+
+
+# ---------------------------------------------------------------- transcript entries
+
+
+@dataclass(frozen=True)
+class UserPrompt:
+    """A prompt the user submitted (or a replayed one)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Prose:
+    """Finished Markdown blocks of an assistant answer."""
+
+    source: str
+
+
+@dataclass(frozen=True)
+class Reasoning:
+    """Reasoning text, shown dim."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ProseRows:
+    """Rows of a still-open block that no longer fit on screen, committed as they were drawn."""
+
+    rows: tuple[Row, ...]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A ⚙ tool row."""
+
+    name: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The → row under a tool call, with its verbatim excerpt."""
+
+    name: str
+    status: ResultStatus
+    output: str
+
+
+@dataclass(frozen=True)
+class DecisionRecord:
+    """What a confirmation collapsed to once answered."""
+
+    name: str
+    args: dict[str, Any]
+    decision: Decision | Literal["cancelled"]
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A dim system line (from the agent, or local: /help, errors)."""
+
+    text: str
+    level: Level = "info"
+
+
+@dataclass(frozen=True)
+class SessionTable:
+    """The /sessions listing."""
+
+    sessions: tuple[SessionInfo, ...]
+
+
+Entry = UserPrompt | Prose | Reasoning | ProseRows | ToolCall | ToolResult | DecisionRecord | Notice | SessionTable
+
+# ---------------------------------------------------------------- UI-internal events (never on the wire)
+
+
+@dataclass(frozen=True)
+class Tick:
+    """The single timer fired: current time and terminal size."""
+
+    now: float
+    width: int
+    height: int
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """The user submitted ``text`` as a prompt."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class LocalNotice:
+    """A line the UI itself adds (command help, a parse error, a hint)."""
+
+    text: str
+    level: Level = "info"
+
+
+@dataclass(frozen=True)
+class Hint:
+    """A transient line above the input (None clears it)."""
+
+    text: str | None
+
+
+UiEvent = Tick | Submitted | LocalNotice | Hint
+Event = AgentToUi | UiEvent
+
+# ---------------------------------------------------------------- the state
+
+
+@dataclass(frozen=True)
+class UiState:
+    """Everything the renderer needs; finished entries wait in ``outbox`` until printed once."""
+
+    model: str = ""
+    provider: str = ""
+    cwd: str = ""
+    approval: ApprovalMode = "ask"
+    context_window: int | None = None
+    context_tokens: int | None = None
+    history: tuple[str, ...] = ()
+    session_id: str | None = None
+    ready: bool = False
+    phase: Phase = "idle"
+    phase_since: float = 0.0
+    now: float = 0.0
+    width: int = 80
+    height: int = 24
+    open_prose: str = ""
+    open_skip: int = 0
+    open_reasoning: str = ""
+    confirm: ConfirmRequested | None = None
+    outbox: tuple[Entry, ...] = ()
+    hint: str | None = None
+    last_ctrl_c: float | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self.phase != "idle" or self.confirm is not None
+
+    def live_budget(self) -> int:
+        """Rows the streaming entry may use before its top rows are committed."""
+        return max(MIN_LIVE_ROWS, self.height - LIVE_RESERVED_ROWS)
+
+
+def initial(now: float, width: int = 80, height: int = 24, **fields: Any) -> UiState:
+    """A fresh state (``fields`` seed options known before AgentReady, e.g. the model)."""
+    return UiState(now=now, phase_since=now, width=width, height=height, **fields)
+
+
+def _commit(state: UiState, *entries: Entry) -> UiState:
+    return dataclasses.replace(state, outbox=state.outbox + entries)
+
+
+def _flush_open(state: UiState) -> UiState:
+    """Close the open assistant entry: what is left of it becomes finished entries."""
+    entries: list[Entry] = []
+    if state.open_reasoning.strip():
+        entries.append(Reasoning(state.open_reasoning.strip("\n")))
+    if state.open_prose.strip():
+        if state.open_skip:
+            rows = render_markdown(state.open_prose.rstrip(), state.width)
+            if rows[state.open_skip :]:
+                entries.append(ProseRows(rows[state.open_skip :]))
+        else:
+            entries.append(Prose(state.open_prose.strip("\n")))
+    state = dataclasses.replace(state, open_prose="", open_skip=0, open_reasoning="")
+    return _commit(state, *entries)
+
+
+def take_outbox(state: UiState) -> tuple[UiState, tuple[Entry, ...]]:
+    """The entries to print now, and the state without them."""
+    return dataclasses.replace(state, outbox=()), state.outbox
+
+
+def reduce(state: UiState, event: Event) -> UiState:
+    """The state after ``event`` (an agent message or a UI-internal event)."""
+    match event:
+        case AgentReady():
+            return dataclasses.replace(
+                state,
+                model=event.model,
+                provider=event.provider,
+                cwd=event.cwd,
+                approval=event.approval,
+                context_window=event.context_window,
+                history=tuple(event.history[-HISTORY_MAX_ENTRIES:]),
+                ready=True,
+            )
+        case SessionStarted():
+            changed = state.session_id is not None and state.session_id != event.session_id
+            state = dataclasses.replace(state, session_id=event.session_id)
+            if event.resumed:
+                return _commit(_flush_open(state), Notice(f"resumed session {event.session_id}"))
+            if changed:
+                state = dataclasses.replace(state, context_tokens=None)
+                return _commit(_flush_open(state), Notice(f"new session {event.session_id}"))
+            return state
+        case UserPromptShown():
+            return _commit(_flush_open(state), UserPrompt(event.text))
+        case TokenReceived():
+            return _stream(state, event.text)
+        case ReasoningReceived():
+            if state.open_prose:
+                state = _flush_open(state)
+            return dataclasses.replace(state, open_reasoning=state.open_reasoning + event.text)
+        case PhaseChanged():
+            if event.phase != state.phase:
+                state = dataclasses.replace(state, phase=event.phase, phase_since=state.now)
+            if event.phase == "idle":
+                state = _flush_open(state)
+                if state.confirm is not None:
+                    record = DecisionRecord(state.confirm.name, state.confirm.args, "cancelled")
+                    state = _commit(dataclasses.replace(state, confirm=None), record)
+            return state
+        case ToolCallShown():
+            return _commit(_flush_open(state), ToolCall(event.name, event.args))
+        case ToolResultShown():
+            return _commit(_flush_open(state), ToolResult(event.name, event.status, event.output))
+        case ConfirmRequested():
+            return dataclasses.replace(_flush_open(state), confirm=event)
+        case UsageShown():
+            return dataclasses.replace(state, context_tokens=event.usage.total_tokens)
+        case SystemEntry():
+            return _commit(_flush_open(state), Notice(event.text, event.level))
+        case TurnEnded():
+            return _flush_open(state)
+        case SessionsListed():
+            return _commit(_flush_open(state), SessionTable(tuple(event.sessions)))
+        case Tick():
+            state = dataclasses.replace(state, now=event.now, width=event.width, height=event.height)
+            if state.last_ctrl_c is not None and event.now - state.last_ctrl_c > DOUBLE_CTRL_C_S:
+                state = dataclasses.replace(state, last_ctrl_c=None, hint=None)
+            return _overflow(state)
+        case Submitted():
+            history = state.history
+            if event.text.strip() and (not history or history[-1] != event.text):
+                history = (*history, event.text)[-HISTORY_MAX_ENTRIES:]
+            return _commit(dataclasses.replace(_flush_open(state), history=history, hint=None), UserPrompt(event.text))
+        case LocalNotice():
+            return _commit(_flush_open(state), Notice(event.text, event.level))
+        case Hint():
+            return dataclasses.replace(state, hint=event.text)
+        case _:
+            assert_never(event)
+
+
+def _stream(state: UiState, text: str) -> UiState:
+    """Append answer text; blocks that are now finished leave the live region for the scrollback."""
+    entries: list[Entry] = []
+    if state.open_reasoning:
+        entries.append(Reasoning(state.open_reasoning.strip("\n")))
+    source = state.open_prose + text
+    finished, rest = split_finished(source)
+    skip = state.open_skip
+    if finished.strip():
+        if skip:
+            rows = render_markdown(finished.rstrip(), state.width)
+            if rows[skip:]:
+                entries.append(ProseRows(rows[skip:]))
+        else:
+            entries.append(Prose(finished.strip("\n")))
+        skip = 0
+    state = dataclasses.replace(state, open_prose=rest, open_skip=skip, open_reasoning="")
+    return _commit(state, *entries)
+
+
+def _overflow(state: UiState) -> UiState:
+    """Commit the top rows of an open block taller than the screen allows."""
+    if not state.open_prose:
+        return state
+    rows = render_markdown(state.open_prose.rstrip(), state.width)
+    # The last row may still change as text arrives, so it always stays live.
+    excess = len(rows) - state.open_skip - state.live_budget()
+    if excess <= 0:
+        return state
+    keep_from = state.open_skip + excess
+    state = dataclasses.replace(state, open_skip=keep_from)
+    return _commit(state, ProseRows(rows[keep_from - excess : keep_from]))
+
+
+def _fence_marker(line: str) -> str | None:
+    stripped = line.lstrip(" ")
+    if len(line) - len(stripped) > 3:
+        return None
+    for ch in "`~":
+        if stripped.startswith(ch * 3):
+            return ch * (len(stripped) - len(stripped.lstrip(ch)))
+    return None
+
+
+def split_finished(source: str) -> tuple[str, str]:
+    """Split streamed Markdown into (finished blocks, open block).
+
+    A block is finished when a closing fence ends it, a fence starts after it, or a blank line is
+    followed by text at column 0 (indented text may still belong to a list item or a code block).
+    """
+    lines = source.split("\n")
+    cut = 0
+    pos = 0
+    fence: str | None = None
+    blank_seen = False
+    for i, line in enumerate(lines):
+        complete = i < len(lines) - 1
+        marker = _fence_marker(line) if complete else None
+        if fence is not None:
+            closes = marker is not None and marker[0] == fence[0] and len(marker) >= len(fence)
+            if closes and line.strip() == marker:
+                fence = None
+                cut = pos + len(line) + 1
+                blank_seen = False
+        elif line.strip() == "":
+            blank_seen = complete or blank_seen
+        else:
+            at_column_0 = not line.startswith((" ", "\t"))
+            if blank_seen and at_column_0:
+                cut = pos
+            blank_seen = False
+            if marker is not None:
+                if at_column_0:
+                    cut = pos
+                fence = marker
+        pos += len(line) + 1
+    return source[:cut], source[cut:]
+
+
+def decide(state: UiState, decision: Decision) -> tuple[UiState, DecideConfirmation | None]:
+    """Answer the pending confirmation: the reply to send, the preview collapsed to a record."""
+    confirm = state.confirm
+    if confirm is None:
+        return state, None
+    state = _commit(dataclasses.replace(state, confirm=None), DecisionRecord(confirm.name, confirm.args, decision))
+    return state, DecideConfirmation(ref=confirm.ref, decision=decision)
+
+
+CtrlC = Literal["cancel", "clear", "exit", "arm"]
+
+
+def ctrl_c(state: UiState, now: float, input_empty: bool) -> tuple[UiState, CtrlC]:
+    """Ctrl-C: cancel when busy, clear a non-empty input, exit on a second press within a second."""
+    if state.busy:
+        return dataclasses.replace(state, last_ctrl_c=None), "cancel"
+    if not input_empty:
+        return dataclasses.replace(state, last_ctrl_c=None, hint=None), "clear"
+    if state.last_ctrl_c is not None and now - state.last_ctrl_c <= DOUBLE_CTRL_C_S:
+        return state, "exit"
+    return dataclasses.replace(state, last_ctrl_c=now, hint="press Ctrl-C again to exit"), "arm"
