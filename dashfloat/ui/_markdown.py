@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from typing import cast
 
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
@@ -123,9 +122,10 @@ def _list(node: SyntaxTreeNode, width: int) -> list[Row]:
 @functools.lru_cache(maxsize=64)
 def _lexer(language: str) -> Lexer:
     try:
-        return cast(Lexer, get_lexer_by_name(language, stripnl=False, ensurenl=False))
+        return get_lexer_by_name(language, stripnl=False, ensurenl=False)
     except ClassNotFound:
-        return TextLexer(stripnl=False, ensurenl=False)
+        fallback: Lexer = TextLexer(stripnl=False, ensurenl=False)
+        return fallback
 
 
 def _code(content: str, info: str, width: int) -> list[Row]:

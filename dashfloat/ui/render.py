@@ -206,7 +206,11 @@ def _confirm_rows(state: UiState, width: int, budget: int) -> list[Row]:
     if len(body) > room:
         body = [*body[: room - 1], (("class:dim", f"… {len(body) - room + 1} more preview lines"),)]
     rows.extend((("", "  "), *r) for r in body)
-    footer = f"y/Enter approve · n reject · Esc reject & stop · a always allow {confirm.name}"
+    footers = (
+        f"y/Enter approve · n reject · Esc reject & stop · a always allow {confirm.name}",
+        "y approve · n reject · Esc stop · a always",
+    )
+    footer = next((f for f in footers if width_of(f) <= width), footers[-1])
     rows.append((("class:tool", clip(footer, width)),))
     return rows
 

@@ -1,0 +1,250 @@
+"""The pure renderer: entries of every kind, Markdown, the live region, the status bar, commands."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dashfloat.protocol import (
+    ClearSession,
+    ConfirmRequested,
+    ListSessions,
+    PhaseChanged,
+    ResumeSession,
+    SessionInfo,
+    SetApproval,
+    SetModel,
+    ShowUsage,
+    TokenReceived,
+)
+from dashfloat.ui import _commands as commands
+from dashfloat.ui._markdown import render_markdown
+from dashfloat.ui._text import clip, row_width, sanitize, wrap
+from dashfloat.ui.render import (
+    SPINNER_FRAMES,
+    SPINNER_STEP_S,
+    TOOL_OUTPUT_MAX_LINES,
+    args_summary,
+    context_text,
+    format_count,
+    format_elapsed,
+    plain,
+    render_entry,
+    render_live,
+    render_status,
+    shorten_cwd,
+)
+from dashfloat.ui.state import (
+    DecisionRecord,
+    Notice,
+    Prose,
+    ProseRows,
+    Reasoning,
+    SessionTable,
+    Tick,
+    ToolCall,
+    ToolResult,
+    UserPrompt,
+    initial,
+    reduce,
+)
+
+
+def text(rows: object) -> str:
+    return "\n".join(plain(rows))  # type: ignore[arg-type]
+
+
+def styles(rows: object) -> set[str]:
+    return {s for row in rows for s, _ in row}  # type: ignore[attr-defined]
+
+
+def test_user_prompt_row_has_the_mark_and_a_blank_row_after() -> None:
+    rows = render_entry(UserPrompt("fix\nthe bug"), 40)
+    assert plain(rows) == ["❯ fix", "  the bug", ""]
+
+
+def test_prose_renders_markdown() -> None:
+    rows = render_entry(Prose("# Title\n\nSome **bold** `code` [docs](http://x)"), 60)
+    assert plain(rows) == ["Title", "", "Some bold code docs (http://x)", ""]
+    assert {"class:md.heading class:md.h1", "class:md.strong", "class:inline_code", "class:md.link"} <= styles(rows)
+
+
+def test_markdown_lists_quotes_rules_and_tables() -> None:
+    source = "- one\n- two\n  - nested\n\n3. c\n4. d\n\n> quoted\n\n---\n\n| a | b |\n|---|---|\n| 1 | 22 |"
+    lines = plain(render_markdown(source, 30))
+    assert lines[:3] == ["• one", "• two", "  • nested"]
+    assert "3. c" in lines and "4. d" in lines and "│ quoted" in lines and "─" * 30 in lines
+    assert "a   │ b" in lines and "1   │ 22" in lines and any("┼" in line for line in lines)
+
+
+def test_fenced_code_is_highlighted_and_never_reflowed() -> None:
+    rows = render_markdown("```python\ndef f():\n    return 1\n```", 40)
+    assert plain(rows) == ["  def f():", "      return 1"]
+    assert any("pygments.keyword" in s for s in styles(rows))
+
+
+def test_raw_html_is_text_not_markup() -> None:
+    assert "<b>x</b>" in text(render_markdown("<b>x</b>", 40))
+
+
+def test_a_wide_table_shrinks_to_fit() -> None:
+    source = "| " + " | ".join("column" * 3 for _ in range(4)) + " |\n|" + "---|" * 4 + "\n| a | b | c | d |"
+    rows = render_markdown(source, 40)
+    assert all(row_width(r) <= 40 for r in rows)
+
+
+def test_reasoning_is_dim_and_marked() -> None:
+    rows = render_entry(Reasoning("pondering"), 40)
+    assert plain(rows)[0] == "┆ pondering" and "class:reasoning" in styles(rows)
+
+
+def test_prose_rows_are_printed_as_committed_and_continue() -> None:
+    rows = ((("", "a"),), (("", "b"),))
+    assert plain(render_entry(ProseRows(rows), 40)) == ["a", "b"]
+
+
+def test_tool_row_has_the_accent_glyph_and_the_args_summary() -> None:
+    rows = render_entry(ToolCall("execute_command", {"command": "pytest  -q"}), 60)
+    assert plain(rows) == ["⚙ execute_command pytest -q"] and rows[0][0] == ("class:accent", "⚙ ")
+    assert args_summary("read_file", {"path": "lib/foo.py"}) == "lib/foo.py"
+
+
+def test_result_rows_for_every_status() -> None:
+    assert plain(render_entry(ToolResult("read_file", "ok", "line 1\nline 2"), 40)) == [
+        "  → ok",
+        "    line 1",
+        "    line 2",
+        "",
+    ]
+    assert plain(render_entry(ToolResult("w", "rejected", ""), 40))[0] == "  → rejected"
+    assert plain(render_entry(ToolResult("w", "cancelled", ""), 40))[0] == "  → cancelled"
+    rows = render_entry(ToolResult("r", "error", "no such file: a\ndetail"), 40)
+    assert plain(rows)[:2] == ["  → error: no such file: a", "    detail"]
+
+
+def test_tool_output_is_verbatim_not_markdown_and_bounded() -> None:
+    output = "# not a heading\n**x**\n" + "".join(f"{i}\n" for i in range(TOOL_OUTPUT_MAX_LINES + 5))
+    lines = plain(render_entry(ToolResult("read_file", "ok", output), 40))
+    assert lines[1] == "    # not a heading" and lines[2] == "    **x**"
+    assert lines[-2] == "    … 7 more lines" and len(lines) == 1 + TOOL_OUTPUT_MAX_LINES + 2
+
+
+def test_control_characters_cannot_reach_the_terminal() -> None:
+    lines = plain(render_entry(ToolResult("x", "ok", "a\x1b[31mred\tb"), 40))
+    assert lines[1] == "    a^[[31mred   b"
+    assert sanitize("ok") == "ok"
+
+
+def test_decision_records_notices_and_the_session_table() -> None:
+    record = render_entry(DecisionRecord("write_file", {"path": "a.txt", "content": "x"}, "reject_stop"), 60)
+    assert plain(record) == ["✗ rejected and stopped write_file a.txt"]
+    assert plain(render_entry(Notice("agent restarted", "error"), 40)) == ["· agent restarted", ""]
+    info = SessionInfo(id="abc123", last_activity="2026-12-03 06:00", cwd="/w", messages=4, title="fix it")
+    lines = plain(render_entry(SessionTable((info,)), 80))
+    assert lines[0].startswith("id") and "abc123" in lines[1] and "fix it" in lines[1]
+    assert plain(render_entry(SessionTable(()), 80))[0] == "· no saved sessions"
+
+
+def test_live_region_shows_pending_entries_the_open_block_and_a_confirmation() -> None:
+    confirm = ConfirmRequested(ref=1, id="c", name="edit_file", args={"path": "a.py"}, lines=["@@", "-old", "+new"])
+    state = reduce(reduce(initial(0.0), TokenReceived(text="open *para*")), confirm)
+    lines = plain(render_live(state, (Notice("n"), *state.outbox), 60))
+    assert lines[:2] == ["· n", ""]
+    assert "open para" in lines and "⚙ edit_file a.py" in lines and "  +new" in lines
+    assert lines[-1] == "y/Enter approve · n reject · Esc reject & stop · a always allow edit_file"
+    assert plain(render_live(state, (), 40))[-1] == "y approve · n reject · Esc stop · a always"
+    rows = render_live(state, (), 60)
+    assert ("class:diff.add", "+new") in [f for r in rows for f in r] and ("class:diff.del", "-old") in [
+        f for r in rows for f in r
+    ]
+
+
+def test_a_long_preview_is_cut_to_the_screen() -> None:
+    confirm = ConfirmRequested(
+        ref=1, id="c", name="write_file", args={"path": "a"}, lines=[f"+{i}" for i in range(100)]
+    )
+    state = reduce(reduce(initial(0.0), Tick(0.0, 40, 12)), confirm)
+    lines = plain(render_live(state, (), 40))
+    assert len(lines) <= state.live_budget() + 1 and any("more preview lines" in line for line in lines)
+
+
+def test_status_bar_idle_and_busy() -> None:
+    state = initial(0.0, model="gpt-x", cwd="/home/u/proj", approval="edits")
+    state = reduce(state, Tick(0.0, 100, 24))
+    assert text([render_status(state, 0.0, 100, "/home/u")]) == "● Idle · gpt-x · 0 tokens · approve: edits · ~/proj"
+    busy = reduce(state, PhaseChanged(phase="streaming"))
+    bar = text([render_status(busy, 3.25, 100, "/home/u")])
+    frame = SPINNER_FRAMES[int(3.25 / SPINNER_STEP_S) % len(SPINNER_FRAMES)]
+    assert bar == f"{frame} Streaming 3.2s · gpt-x · 0 tokens · approve: edits · ~/proj"
+
+
+def test_status_bar_fits_forty_columns_by_dropping_segments() -> None:
+    state = initial(0.0, model="a-very-long-model-name", cwd="/very/long/path/to/some/project", approval="ask")
+    for width in (20, 40, 60):
+        assert row_width(render_status(state, 0.0, width, None)) <= width
+
+
+def test_context_and_number_formats() -> None:
+    state = initial(0.0)
+    assert context_text(state) == "0 tokens"
+    from dataclasses import replace
+
+    assert context_text(replace(state, context_tokens=12_345, context_window=128_000)) == "12.3k / 128k"
+    assert [format_count(n) for n in (999, 1000, 12_345, 1_200_000)] == ["999", "1k", "12.3k", "1.2M"]
+    assert format_elapsed(3.21) == "3.2s" and format_elapsed(65) == "1m05s"
+
+
+def test_shorten_cwd() -> None:
+    assert shorten_cwd("/home/u/p", "/home/u", 40) == "~/p"
+    assert shorten_cwd("/home/u2/p", "/home/u", 40) == "/home/u2/p"
+    assert shorten_cwd("/srv/projects/dashfloat/main", None, 16) == "/s/p/d/main"
+    assert len(shorten_cwd("/a/" + "x" * 50, None, 10)) == 10
+
+
+def test_slash_commands_parse_to_messages() -> None:
+    assert commands.parse("/clear") == commands.Send(ClearSession())
+    assert commands.parse("/model  gpt-4o ") == commands.Send(SetModel(model="gpt-4o"))
+    assert commands.parse("/approve edits") == commands.Send(SetApproval(mode="edits"))
+    assert commands.parse("/sessions") == commands.Send(ListSessions())
+    assert commands.parse("/resume ab12") == commands.Send(ResumeSession(session_id="ab12"))
+    assert commands.parse("/usage") == commands.Send(ShowUsage())
+    assert commands.parse("/help") == commands.ShowHelp() and commands.parse("/exit") == commands.Exit()
+    assert commands.parse("hello /x") == commands.Prompt("hello /x")
+    assert commands.parse("//etc is a dir") == commands.Prompt("/etc is a dir")
+
+
+def test_bad_slash_commands_name_the_closest() -> None:
+    assert commands.parse("/modle x") == commands.Invalid(
+        "unknown command /modle — did you mean /model? (/help lists them)"
+    )
+    assert commands.parse("/model") == commands.Invalid("usage: /model NAME")
+    assert commands.parse("/approve sometimes") == commands.Invalid("usage: /approve ask|edits|all")
+    assert commands.parse("/resume") == commands.Invalid("usage: /resume ID")
+    assert all(name in commands.help_text() for name in commands.COMMANDS)
+
+
+def test_completion_of_names_and_modes() -> None:
+    from prompt_toolkit.completion import CompleteEvent
+    from prompt_toolkit.document import Document
+
+    def complete(t: str) -> list[str]:
+        return [c.text for c in commands.SlashCompleter().get_completions(Document(t), CompleteEvent())]
+
+    assert complete("/re") == ["/resume"] and complete("/approve e") == ["edits"] and complete("hi") == []
+    assert len(complete("/")) == len(commands.COMMANDS)
+
+
+def test_wrap_handles_cjk_emoji_and_long_words() -> None:
+    rows = wrap([("", "中文字符测试 😀😀 " + "x" * 25)], 10)
+    assert all(row_width(r) <= 10 for r in rows) and "".join(plain(rows)).replace(" ", "").startswith(
+        "中文字符测试😀😀"
+    )
+    assert clip("中文字符", 5) == "中文…"
+
+
+@given(st.text(alphabet=st.sampled_from("ab 中😀\n-*`#>|"), max_size=200), st.integers(min_value=8, max_value=60))
+def test_rendered_rows_never_exceed_the_width(source: str, width: int) -> None:
+    for row in render_markdown(source, width):
+        assert row_width(row) <= width
+    for row in render_entry(ToolResult("x", "ok", source), width):
+        assert row_width(row) <= width

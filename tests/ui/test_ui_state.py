@@ -1,0 +1,218 @@
+"""The pure state function: every agent message kind and every UI-internal event."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dashfloat.protocol import (
+    AgentReady,
+    ConfirmRequested,
+    PhaseChanged,
+    ReasoningReceived,
+    SessionInfo,
+    SessionsListed,
+    SessionStarted,
+    SystemEntry,
+    TokenReceived,
+    ToolCallShown,
+    ToolResultShown,
+    TurnEnded,
+    Usage,
+    UsageShown,
+    UserPromptShown,
+)
+from dashfloat.ui.state import (
+    DOUBLE_CTRL_C_S,
+    HISTORY_MAX_ENTRIES,
+    DecisionRecord,
+    Hint,
+    LocalNotice,
+    Notice,
+    Prose,
+    ProseRows,
+    Reasoning,
+    SessionTable,
+    Submitted,
+    Tick,
+    ToolCall,
+    ToolResult,
+    UiState,
+    UserPrompt,
+    ctrl_c,
+    decide,
+    initial,
+    reduce,
+    split_finished,
+    take_outbox,
+)
+
+CONFIRM = ConfirmRequested(ref=7, id="c1", name="write_file", args={"path": "a.txt", "content": "x"}, lines=["+x"])
+
+
+def run(*events: object, state: UiState | None = None) -> UiState:
+    state = state or initial(0.0)
+    for event in events:
+        state = reduce(state, event)  # type: ignore[arg-type]
+    return state
+
+
+def test_agent_ready_sets_the_status_fields_and_history() -> None:
+    state = run(AgentReady(model="m", provider="p", cwd="/w", approval="edits", context_window=1000, history=["a"]))
+    assert (state.model, state.provider, state.cwd, state.approval, state.context_window) == (
+        "m",
+        "p",
+        "/w",
+        "edits",
+        1000,
+    )
+    assert state.history == ("a",) and state.ready
+
+
+def test_history_from_the_agent_is_bounded() -> None:
+    many = [str(i) for i in range(HISTORY_MAX_ENTRIES + 5)]
+    state = run(AgentReady(model="m", provider="p", cwd="/", approval="ask", history=many))
+    assert len(state.history) == HISTORY_MAX_ENTRIES and state.history[-1] == many[-1]
+
+
+def test_session_started_first_is_silent_then_announced() -> None:
+    state = run(SessionStarted(session_id="s1"))
+    assert state.session_id == "s1" and state.outbox == ()
+    state = run(UsageShown(usage=Usage(total_tokens=9)), SessionStarted(session_id="s2"), state=state)
+    assert state.outbox == (Notice("new session s2"),) and state.context_tokens is None
+    state = run(SessionStarted(session_id="s3", resumed=True), state=take_outbox(state)[0])
+    assert state.outbox == (Notice("resumed session s3"),)
+
+
+def test_tokens_stay_live_until_a_block_finishes() -> None:
+    state = run(PhaseChanged(phase="streaming"), TokenReceived(text="Hello **wor"), TokenReceived(text="ld**"))
+    assert state.outbox == () and state.open_prose == "Hello **world**"
+    state = run(TokenReceived(text="\n\nNext"), state=state)
+    assert state.outbox == (Prose("Hello **world**"),) and state.open_prose == "Next"
+    state = run(PhaseChanged(phase="idle"), state=state)
+    assert state.outbox[-1] == Prose("Next") and state.open_prose == "" and state.phase == "idle"
+
+
+def test_reasoning_is_its_own_entry_before_the_answer() -> None:
+    state = run(ReasoningReceived(text="think"), ReasoningReceived(text="ing"))
+    assert state.open_reasoning == "thinking" and state.outbox == ()
+    state = run(TokenReceived(text="answer"), state=state)
+    assert state.outbox == (Reasoning("thinking"),) and state.open_reasoning == ""
+
+
+def test_user_prompt_shown_closes_the_open_answer() -> None:
+    state = run(TokenReceived(text="partial"), UserPromptShown(text="next question"))
+    assert state.outbox == (Prose("partial"), UserPrompt("next question"))
+
+
+def test_tool_rows_and_results() -> None:
+    state = run(
+        TokenReceived(text="let me look"),
+        ToolCallShown(id="1", name="read_file", args={"path": "a"}),
+        ToolResultShown(id="1", name="read_file", ok=True, status="ok", output="x"),
+    )
+    assert state.outbox == (
+        Prose("let me look"),
+        ToolCall("read_file", {"path": "a"}),
+        ToolResult("read_file", "ok", "x"),
+    )
+
+
+def test_confirmation_then_a_decision_record_and_the_reply() -> None:
+    state = run(ConfirmRequested(**{f: getattr(CONFIRM, f) for f in CONFIRM.__struct_fields__}))
+    assert state.confirm == CONFIRM and state.busy
+    state, reply = decide(state, "approve_always")
+    assert reply is not None and (reply.ref, reply.decision) == (7, "approve_always")
+    assert state.confirm is None and state.outbox == (DecisionRecord("write_file", CONFIRM.args, "approve_always"),)
+    assert decide(state, "approve") == (state, None)
+
+
+def test_idle_while_confirming_records_a_cancelled_confirmation() -> None:
+    state = run(CONFIRM, PhaseChanged(phase="confirming"), PhaseChanged(phase="idle"))
+    assert state.confirm is None and state.outbox == (DecisionRecord("write_file", CONFIRM.args, "cancelled"),)
+
+
+def test_usage_sets_the_context_figure() -> None:
+    assert run(UsageShown(usage=Usage(prompt_tokens=10, completion_tokens=2, total_tokens=12))).context_tokens == 12
+
+
+def test_system_entries_sessions_and_turn_end() -> None:
+    info = SessionInfo(id="abc", last_activity="t", cwd="/w", messages=3, title="hi")
+    state = run(
+        TokenReceived(text="x"),
+        SystemEntry(text="retrying", level="warning"),
+        SessionsListed(sessions=[info]),
+        TurnEnded(outcome="completed"),
+    )
+    assert state.outbox == (Prose("x"), Notice("retrying", "warning"), SessionTable((info,)))
+
+
+def test_phase_changes_restart_the_elapsed_clock_at_the_last_tick() -> None:
+    state = run(Tick(5.0, 80, 24), PhaseChanged(phase="running"))
+    assert (state.phase, state.phase_since) == ("running", 5.0)
+    assert run(Tick(9.0, 80, 24), PhaseChanged(phase="running"), state=state).phase_since == 5.0
+
+
+def test_submitted_records_the_prompt_and_history_without_repeats() -> None:
+    state = run(Hint("x"), Submitted("one"), Submitted("one"), Submitted("two"))
+    assert state.history == ("one", "two") and state.hint is None
+    assert state.outbox == (UserPrompt("one"), UserPrompt("one"), UserPrompt("two"))
+
+
+def test_local_notice_and_hint() -> None:
+    state = run(LocalNotice("bad", "error"), Hint("careful"))
+    assert state.outbox == (Notice("bad", "error"),) and state.hint == "careful"
+
+
+def test_an_open_block_taller_than_the_screen_commits_its_top_rows() -> None:
+    code = "```\n" + "".join(f"line {i}\n" for i in range(40))
+    state = run(Tick(0.0, 40, 12), TokenReceived(text=code), Tick(0.1, 40, 12))
+    budget = state.live_budget()
+    assert isinstance(state.outbox[0], ProseRows)
+    committed = len(state.outbox[0].rows)
+    assert committed == 40 - budget and state.open_skip == committed
+    assert "line 0" in "".join(t for _, t in state.outbox[0].rows[0])
+    # Closing the block commits only what was not committed yet.
+    state = run(TokenReceived(text="```\n\nafter"), state=take_outbox(state)[0])
+    rest = state.outbox[0]
+    assert isinstance(rest, ProseRows) and len(rest.rows) == budget and state.open_prose == "after"
+
+
+def test_ctrl_c_cancels_when_busy_clears_then_exits_on_a_quick_double_press() -> None:
+    busy = run(PhaseChanged(phase="streaming"))
+    assert ctrl_c(busy, 1.0, input_empty=True)[1] == "cancel"
+    idle = initial(0.0)
+    assert ctrl_c(idle, 1.0, input_empty=False)[1] == "clear"
+    armed, action = ctrl_c(idle, 1.0, input_empty=True)
+    assert action == "arm" and armed.hint
+    assert ctrl_c(armed, 1.0 + DOUBLE_CTRL_C_S, input_empty=True)[1] == "exit"
+    assert ctrl_c(armed, 1.0 + DOUBLE_CTRL_C_S + 0.01, input_empty=True)[1] == "arm"
+    # The hint goes away on the first tick past the window.
+    assert reduce(armed, Tick(1.0 + DOUBLE_CTRL_C_S + 0.01, 80, 24)).hint is None
+
+
+def test_split_finished_blocks() -> None:
+    assert split_finished("para one\n\npara") == ("para one\n\n", "para")
+    assert split_finished("para one\n\n") == ("", "para one\n\n")
+    assert split_finished("- a\n\n  more of a") == ("", "- a\n\n  more of a")
+    assert split_finished("```py\nx\n\ny\n") == ("", "```py\nx\n\ny\n")
+    assert split_finished("```py\nx\n```\nafter") == ("```py\nx\n```\n", "after")
+    assert split_finished("text\n```\ncode") == ("text\n", "```\ncode")
+    assert split_finished("~~~~\n```\n~~~~\nz") == ("~~~~\n```\n~~~~\n", "z")
+
+
+@given(st.lists(st.sampled_from(["a", " ", "\n", "\n\n", "```", "- ", "  ", "# h", "|x|", "中"]), max_size=40))
+def test_split_finished_never_loses_text(parts: list[str]) -> None:
+    source = "".join(parts)
+    finished, rest = split_finished(source)
+    assert finished + rest == source
+
+
+@given(st.lists(st.text(alphabet="ab \n`", max_size=6), max_size=30))
+def test_streaming_in_any_chunks_keeps_every_character(chunks: list[str]) -> None:
+    state = initial(0.0)
+    for chunk in chunks:
+        state = reduce(state, TokenReceived(text=chunk))
+    state = reduce(state, PhaseChanged(phase="idle"))
+    text = " ".join(e.source for e in state.outbox if isinstance(e, Prose))
+    assert text.split() == "".join(chunks).split()
