@@ -148,7 +148,7 @@ def test_decision_records_notices_and_the_session_table() -> None:
 def test_live_region_shows_pending_entries_the_open_block_and_a_confirmation() -> None:
     confirm = ConfirmRequested(ref=1, id="c", name="edit_file", args={"path": "a.py"}, lines=["@@", "-old", "+new"])
     state = reduce(reduce(initial(0.0), TokenReceived(text="open *para*")), confirm)
-    lines = plain(render_live(state, (Notice("n"), *state.outbox), 60))
+    lines = plain(render_live(state, (Notice("n"), *state.outbox), 80))
     assert lines[:2] == ["· n", ""]
     assert "open para" in lines and "⚙ edit_file a.py" in lines and "  +new" in lines
     assert lines[-1] == "y/Enter approve · n reject · Esc reject & stop · a always allow edit_file"
