@@ -208,7 +208,7 @@ def _confirm_rows(state: UiState, width: int, budget: int) -> list[Row]:
     rows.extend((("", "  "), *r) for r in body)
     footers = (
         f"y/Enter approve · n reject · Esc reject & stop · a always allow {confirm.name}",
-        "y approve · n reject · Esc stop · a always",
+        "y yes · n no · Esc stop · a always",
     )
     footer = next((f for f in footers if width_of(f) <= width), footers[-1])
     rows.append((("class:tool", clip(footer, width)),))

@@ -152,7 +152,7 @@ def test_live_region_shows_pending_entries_the_open_block_and_a_confirmation() -
     assert lines[:2] == ["· n", ""]
     assert "open para" in lines and "⚙ edit_file a.py" in lines and "  +new" in lines
     assert lines[-1] == "y/Enter approve · n reject · Esc reject & stop · a always allow edit_file"
-    assert plain(render_live(state, (), 40))[-1] == "y approve · n reject · Esc stop · a always"
+    assert plain(render_live(state, (), 40))[-1] == "y yes · n no · Esc stop · a always"
     rows = render_live(state, (), 60)
     assert ("class:diff.add", "+new") in [f for r in rows for f in r] and ("class:diff.del", "-old") in [
         f for r in rows for f in r
