@@ -10,6 +10,7 @@ from typing import Protocol
 
 from prompt_toolkit.application import Application, run_in_terminal
 from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.filters import Condition, has_completions
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import Input
@@ -107,9 +108,8 @@ class TuiShell:
         self._live_cache: tuple[object, int, list[Row]] | None = None
         self._fd: int | None = None
         self._history = HistoryCursor()
-        self.buffer = Buffer(
-            multiline=True, completer=commands.SlashCompleter(), complete_while_typing=True, name="input"
-        )
+        self.completer = commands.SlashCompleter()
+        self.buffer = Buffer(multiline=True, completer=self.completer, complete_while_typing=True, name="input")
         self.app: Application[int] = Application(
             layout=self._layout(),
             key_bindings=merge_key_bindings([load_basic_bindings(), self._bindings()]),
@@ -323,9 +323,15 @@ class TuiShell:
 
         @kb.add("tab")
         def _(event: KeyPressEvent) -> None:
-            if self.buffer.complete_state is not None:
+            if self.buffer.complete_state is not None and self.buffer.complete_state.completions:
                 self.buffer.complete_next()
-            else:
+                return
+            # Computed here, not in the background: a Tab typed right after the text must still complete.
+            event = CompleteEvent(completion_requested=True)
+            found = list(self.completer.get_completions(self.buffer.document, event))
+            if len(found) == 1:
+                self.buffer.apply_completion(found[0])
+            elif found:
                 self.buffer.start_completion(select_first=True)
 
         @kb.add("s-tab")

@@ -1,0 +1,248 @@
+"""The real prompt_toolkit shell on a pipe input, drawn through VT100 into a pyte screen."""
+
+from __future__ import annotations
+
+import asyncio
+
+from dashfloat.protocol import (
+    AgentReady,
+    Cancel,
+    ClearSession,
+    ConfirmRequested,
+    DecideConfirmation,
+    PhaseChanged,
+    SetApproval,
+    SetModel,
+    SubmitPrompt,
+    SystemEntry,
+    TokenReceived,
+    ToolCallShown,
+    ToolResultShown,
+    Usage,
+    UsageShown,
+)
+from tests.ui.ui_screen import running_ui
+
+ENTER, ALT_ENTER, ESC, CTRL_C, CTRL_D, UP, DOWN = "\r", "\x1b\r", "\x1b", "\x03", "\x04", "\x1b[A", "\x1b[B"
+
+
+def test_streamed_markdown_reaches_the_screen_then_the_scrollback() -> None:
+    async def main() -> None:
+        async with running_ui() as ui:
+            ui.link.push(AgentReady(model="gpt-x", provider="p", cwd="/w", approval="edits", context_window=128_000))
+            ui.link.push(PhaseChanged(phase="streaming"), TokenReceived(text="# Plan\n\nFirst **step**"))
+            await ui.until(lambda: "First step" in ui.text())
+            assert any(line.startswith("⠋ Streaming") or "Streaming" in line for line in ui.visible())
+            ui.link.push(TokenReceived(text=" done.\n\n```python\nprint('hi')\n```\n"))
+            ui.link.push(UsageShown(usage=Usage(total_tokens=12_345)), PhaseChanged(phase="idle"))
+            await ui.until(lambda: "12.3k / 128k" in ui.text() and "Idle" in ui.visible()[-1] if False else True)
+            await ui.until(lambda: any("12.3k / 128k" in line for line in ui.visible()))
+            lines = ui.lines()
+            assert "Plan" in lines and "First step done." in lines and "  print('hi')" in lines
+            status = next(line for line in ui.visible() if "12.3k / 128k" in line)
+            assert status.startswith("● Idle · gpt-x · 12.3k / 128k · approve: edits")
+            # Committed text is printed once: it appears exactly once however many frames pass.
+            await ui.frames(5)
+            assert ui.lines().count("First step done.") == 1
+
+    asyncio.run(main())
+
+
+def test_enter_submits_alt_enter_and_paste_add_lines_up_recalls() -> None:
+    async def main() -> None:
+        async with running_ui() as ui:
+            ui.link.push(AgentReady(model="m", provider="p", cwd="/w", approval="ask", history=["older prompt"]))
+            await ui.frames()
+            ui.keys("first" + ALT_ENTER + "second")
+            ui.keys("\x1b[200~pasted\nlines\x1b[201~")
+            await ui.frames()
+            assert ui.link.sent == []
+            ui.keys(ENTER)
+            await ui.until(lambda: bool(ui.link.sent))
+            assert ui.link.sent == [SubmitPrompt(text="first\nsecondpasted\nlines")]
+            await ui.until(lambda: "❯ first" in ui.text())
+            ui.keys(UP)
+            await ui.until(lambda: ui.shell.buffer.text == "first\nsecondpasted\nlines")
+            ui.keys(UP + UP + UP)  # up through the lines of the recalled text, then the older prompt
+            await ui.until(lambda: ui.shell.buffer.text == "older prompt")
+            ui.keys(DOWN)
+            await ui.until(lambda: ui.shell.buffer.text.startswith("first"))
+
+    asyncio.run(main())
+
+
+def test_ctrl_j_is_a_newline_too() -> None:
+    async def main() -> None:
+        async with running_ui() as ui:
+            ui.keys("a\nb")
+            await ui.until(lambda: ui.shell.buffer.text == "a\nb")
+            assert ui.link.sent == []
+
+    asyncio.run(main())
+
+
+def test_confirmation_keys_send_one_decision_and_collapse_the_preview() -> None:
+    async def main() -> None:
+        async with running_ui() as ui:
+            for n, (key, decision) in enumerate(
+                [("y", "approve"), (ENTER, "approve"), ("n", "reject"), (ESC, "reject_stop"), ("a", "approve_always")]
+            ):
+                confirm = ConfirmRequested(
+                    ref=n, id=f"c{n}", name="write_file", args={"path": f"f{n}.txt"}, lines=["+new line", "-old line"]
+                )
+                ui.link.push(confirm, PhaseChanged(phase="confirming"))
+                await ui.until(lambda: any("+new line" in x for x in ui.visible()))
+                assert any(" Confirm " in line for line in ui.visible())
+                assert "y/Enter approve · n reject · Esc reject & stop · a always allow write_file" in ui.visible()
+                ui.keys(key)
+                await ui.until(lambda n=n: len(ui.link.sent) == n + 1)
+                assert ui.link.sent[-1] == DecideConfirmation(ref=n, decision=decision)  # type: ignore[arg-type]
+                ui.link.push(PhaseChanged(phase="idle"))
+                await ui.until(
+                    lambda n=n: any(
+                        f"write_file f{n}.txt" in line and line.startswith(("✓", "✗")) for line in ui.lines()
+                    )
+                )
+                await ui.until(lambda: not any("+new line" in x for x in ui.visible()))
+            assert ui.shell.buffer.text == ""  # the keys were answers, not typing
+
+    asyncio.run(main())
+
+
+def test_tool_rows_and_results_are_drawn() -> None:
+    async def main() -> None:
+        async with running_ui() as ui:
+            ui.link.push(
+                ToolCallShown(id="1", name="execute_command", args={"command": "pytest -q"}),
+                ToolResultShown(id="1", name="execute_command", ok=False, status="error", output="exit 1\nFAILED x"),
+            )
+            await ui.until(lambda: "⚙ execute_command pytest -q" in ui.lines())
+            await ui.until(lambda: "  → error: exit 1" in ui.lines() and "    FAILED x" in ui.lines())
+
+    asyncio.run(main())
+
+
+def test_esc_and_ctrl_c_cancel_when_busy() -> None:
+    async def main() -> None:
+        async with running_ui() as ui:
+            ui.keys(ESC)
+            await ui.frames(8)
+            assert ui.link.sent == []  # idle: nothing to cancel
+            ui.link.push(PhaseChanged(phase="streaming"))
+            await ui.until(lambda: any("Streaming" in x for x in ui.visible()))
+            ui.keys(ESC)
+            await ui.until(lambda: ui.link.sent == [Cancel()])
+            ui.keys(CTRL_C)
+            await ui.until(lambda: ui.link.sent == [Cancel(), Cancel()])
+            ui.keys("typed while busy")
+            await ui.until(lambda: ui.shell.buffer.text == "typed while busy")
+            ui.keys(ENTER)
+            await ui.until(lambda: ui.shell.state.hint is not None)
+            assert ui.link.sent == [Cancel(), Cancel()] and ui.shell.buffer.text == "typed while busy"
+
+    asyncio.run(main())
+
+
+def test_ctrl_c_clears_then_a_quick_double_press_exits() -> None:
+    async def main() -> None:
+        async with running_ui() as ui:
+            ui.keys("draft")
+            await ui.until(lambda: ui.shell.buffer.text == "draft")
+            ui.keys(CTRL_C)
+            await ui.until(lambda: ui.shell.buffer.text == "")
+            assert ui.shell.app.is_running
+            ui.keys(CTRL_C)
+            await ui.until(lambda: any("press Ctrl-C again to exit" in x for x in ui.visible()))
+            ui.keys(CTRL_C)
+            await ui.until(lambda: not ui.shell.app.is_running)
+
+    asyncio.run(main())
+
+
+def test_ctrl_d_on_empty_input_exits_and_deletes_otherwise() -> None:
+    async def main() -> None:
+        async with running_ui() as ui:
+            ui.keys("ab\x1b[D")  # a, b, cursor left
+            ui.keys(CTRL_D)
+            await ui.until(lambda: ui.shell.buffer.text == "a")
+            ui.keys("\x7f" + CTRL_D)
+            await ui.until(lambda: not ui.shell.app.is_running)
+
+    asyncio.run(main())
+
+
+def test_slash_commands_send_messages_and_help_is_local() -> None:
+    async def main() -> None:
+        async with running_ui() as ui:
+            for typed in ("/clear", "/model gpt-4o", "/approve all"):
+                ui.keys(typed + ENTER)
+                await ui.frames(2)
+            await ui.until(lambda: len(ui.link.sent) == 3)
+            assert ui.link.sent == [ClearSession(), SetModel(model="gpt-4o"), SetApproval(mode="all")]
+            ui.keys("/help" + ENTER)
+            await ui.until(lambda: any("/resume ID" in line for line in ui.lines()))
+            ui.keys("/sesions" + ENTER)
+            await ui.until(lambda: any("did you mean /sessions?" in line for line in ui.lines()))
+            assert len(ui.link.sent) == 3
+            ui.keys("\x15/ap\t")  # Ctrl-U clears; Tab completes the name
+            await ui.until(lambda: ui.shell.buffer.text == "/approve")
+            ui.keys("\x15/exit" + ENTER)
+            await ui.until(lambda: not ui.shell.app.is_running)
+
+    asyncio.run(main())
+
+
+def test_a_changed_link_fd_is_watched_again() -> None:
+    async def main() -> None:
+        async with running_ui() as ui:
+            ui.link.swap_fd_on_receive = True
+            ui.link.push(SystemEntry(text="the agent process stopped; restarted it", level="error"))
+            await ui.until(lambda: any("restarted it" in line for line in ui.lines()))
+            ui.link.push(SystemEntry(text="after the restart"))
+            await ui.until(lambda: any("after the restart" in line for line in ui.lines()))
+
+    asyncio.run(main())
+
+
+def test_forty_columns_cjk_emoji_and_a_long_line_stay_inside_the_screen() -> None:
+    async def main() -> None:
+        async with running_ui(cols=40, rows=12) as ui:
+            long_line = "x" * 150
+            ui.link.push(TokenReceived(text=f"中文字符测试 😀 emoji {long_line}\n\nnext"), PhaseChanged(phase="idle"))
+            await ui.until(lambda: "next" in ui.lines())
+            text = "".join(ui.lines())
+            assert "中文字符测试" in text.replace(" ", "") and text.count("x") >= 150
+            ui.keys("输入" * 30)
+            await ui.until(lambda: ui.shell.buffer.text == "输入" * 30)
+            status = [x for x in ui.visible() if "Idle" in x]
+            assert status and status[0].startswith("● Idle")
+
+    asyncio.run(main())
+
+
+def test_resize_reflows_the_live_region() -> None:
+    async def main() -> None:
+        async with running_ui(cols=80, rows=20) as ui:
+            words = " ".join(f"w{i}" for i in range(40))
+            ui.link.push(PhaseChanged(phase="streaming"), TokenReceived(text=words))
+            await ui.until(lambda: any("w39" in line for line in ui.visible()))
+            ui.resize(40, 20)
+            await ui.frames(4)
+            await ui.until(lambda: any(line.endswith("w39") for line in ui.visible()))
+            visible = ui.visible()
+            assert all(len(line) <= 40 for line in visible)
+            assert sum("Streaming" in line for line in visible) == 1
+
+    asyncio.run(main())
+
+
+def test_a_burst_of_tokens_is_coalesced_into_few_frames() -> None:
+    async def main() -> None:
+        async with running_ui() as ui:
+            renders = []
+            ui.shell.app.after_render += lambda _: renders.append(1)
+            ui.link.push(PhaseChanged(phase="streaming"), *[TokenReceived(text=f"t{i} ") for i in range(2000)])
+            await ui.until(lambda: any("t1999" in line for line in ui.visible()))
+            assert len(renders) <= 5
+
+    asyncio.run(main())
