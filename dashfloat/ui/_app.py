@@ -327,8 +327,8 @@ class TuiShell:
                 self.buffer.complete_next()
                 return
             # Computed here, not in the background: a Tab typed right after the text must still complete.
-            event = CompleteEvent(completion_requested=True)
-            found = list(self.completer.get_completions(self.buffer.document, event))
+            request = CompleteEvent(completion_requested=True)
+            found = list(self.completer.get_completions(self.buffer.document, request))
             if len(found) == 1:
                 self.buffer.apply_completion(found[0])
             elif found:
