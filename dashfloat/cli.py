@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -87,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "sessions":
         return _list_sessions()
-    if args.exec_timeout <= 0:
+    if not (math.isfinite(args.exec_timeout) and args.exec_timeout > 0):
         return _fail("--exec-timeout must be a positive number of seconds")
     cwd = Path(args.cwd or os.getcwd())
     if not cwd.is_dir():

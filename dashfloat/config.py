@@ -5,6 +5,7 @@ The file names providers; the key itself never appears in it, only the variable 
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -132,7 +133,7 @@ def load_config(env: Mapping[str, str]) -> ConfigFile | None:
             raise ConfigError(f"{path}: providers.{name}.context_window: must be a positive number of tokens")
         entries[name] = entry
     config.providers = entries
-    if config.settings.idle_timeout_s <= 0:
+    if not (math.isfinite(config.settings.idle_timeout_s) and config.settings.idle_timeout_s > 0):
         raise ConfigError(f"{path}: settings.idle_timeout_s: must be a positive number of seconds")
     if config.default_provider is not None and config.default_provider not in entries:
         raise ConfigError(
@@ -215,7 +216,7 @@ def idle_timeout_s(env: Mapping[str, str]) -> float:
             value = float(raw)
         except ValueError:
             value = -1.0
-        if value <= 0:
+        if not (math.isfinite(value) and value > 0):
             raise ConfigError(f"DASHFLOAT_IDLE_TIMEOUT_S: {raw!r} is not a positive number of seconds")
         return value
     config = load_config(env)

@@ -174,7 +174,7 @@ class AgentReady(Message, frozen=True):
 
 
 class SessionStarted(Message, frozen=True):
-    """A session is now current (new, resumed or reloaded after a restart)."""
+    """A session is now current (new, resumed or reloaded); an empty id: cleared, not yet on disk."""
 
     session_id: str
     resumed: bool = False

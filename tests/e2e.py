@@ -24,6 +24,7 @@ def agent_tree(
     approval: ApprovalMode = "ask",
     state_dir: Path | None = None,
     exec_timeout_s: float = 10.0,
+    idle_timeout_s: float = 10.0,
     **extra: Any,
 ) -> Iterator[AgentProcess]:
     """A real agent process (forking its LLM and executor workers), shut down afterwards."""
@@ -33,7 +34,7 @@ def agent_tree(
         cwd=str(cwd),
         approval=approval,
         exec_timeout_s=exec_timeout_s,
-        idle_timeout_s=10.0,
+        idle_timeout_s=idle_timeout_s,
         state_dir=str(state_dir or ""),
         **extra,
     )

@@ -153,3 +153,11 @@ def test_idle_timeout_from_env_and_default(tmp_path: Path) -> None:
     assert idle_timeout_s(env_with(tmp_path, GOOD, DASHFLOAT_IDLE_TIMEOUT_S="3")) == 3.0
     with pytest.raises(ConfigError):
         idle_timeout_s(env_with(tmp_path, None, DASHFLOAT_IDLE_TIMEOUT_S="-1"))
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
+def test_idle_timeout_must_be_a_finite_positive_number(tmp_path: Path, value: str) -> None:
+    from dashfloat.config import idle_timeout_s
+
+    with pytest.raises(ConfigError, match="DASHFLOAT_IDLE_TIMEOUT_S"):
+        idle_timeout_s({"XDG_CONFIG_HOME": str(tmp_path), "DASHFLOAT_IDLE_TIMEOUT_S": value})

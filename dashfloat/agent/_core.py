@@ -263,6 +263,9 @@ class AgentCore:
                 self.conversation = []
                 self.turn_usage = []
                 self.warned_fractions = set()
+                self._announced_session = ""
+                # an empty id: no session file yet; a restart after a crash must not bring the old one back
+                self._ui(SessionStarted(session_id=""))
                 self._ui(SystemEntry(text="new session: the conversation starts empty"))
             case ListSessions():
                 self._ui(SessionsListed(sessions=self.journal.list_sessions()))
@@ -359,7 +362,7 @@ class AgentCore:
         """Call ids unique in the whole conversation: a provider without ids gets synthesized ones
         (``call_0_0``) that would repeat in every episode, and a repeated id confuses providers."""
         seen = {r.id for m in self.conversation for r in m.tool_calls or []}
-        unique = []
+        unique: list[AssembledCall] = []
         for call in calls:
             if call.id in seen:
                 call = msgspec.structs.replace(call, id=f"{call.id}_r{self.request_id}_{len(unique)}")

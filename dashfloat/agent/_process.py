@@ -27,6 +27,8 @@ from dashfloat.protocol import (
 
 SHUTDOWN_GRACE_S: Final = 0.4
 """How long a turn may take to wind down (cancel answered) once Shutdown arrives."""
+LLM_WATCHDOG_SLACK_S: Final = 10.0
+"""Beyond the stream's own idle timeout: an LLM process silent for longer is stuck, and is replaced."""
 
 
 class Worker(Protocol):
@@ -62,6 +64,7 @@ class AgentShell:
         self.executor = workers.start_executor()
         self.pgids: dict[str, int] = {}
         self.ui_gone = False
+        self.llm_heard = time.monotonic()
 
     def _guard(self, step: Callable[..., None], *args: Any) -> None:
         try:
@@ -87,6 +90,7 @@ class AgentShell:
                 except PeerDied:
                     self.ui_gone = True
         elif dest == "llm":
+            self.llm_heard = time.monotonic()
             try:
                 self.llm.channel.send(message)
             except PeerDied:
@@ -136,6 +140,7 @@ class AgentShell:
                 self.llm.stop()
                 self._llm_died(str(exc))
                 return
+            self.llm_heard = time.monotonic()
             self._guard(self.core.on_llm, message)
 
     def _from_executor(self) -> None:
@@ -168,6 +173,14 @@ class AgentShell:
                 if self.core.phase == "idle" or time.monotonic() >= deadline:
                     break
             timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if self.core.waiting == "stream":
+                silent_limit = self.core.idle_timeout_s + LLM_WATCHDOG_SLACK_S
+                silent_for = time.monotonic() - self.llm_heard
+                if silent_for >= silent_limit:
+                    self.llm.stop()
+                    self._llm_died(f"it sent nothing for {silent_for:.0f} s and was stopped")
+                    continue
+                timeout = min(timeout if timeout is not None else silent_limit, silent_limit - silent_for)
             llm, executor = self.llm, self.executor
             sources: list[Any] = [llm.channel.conn, executor.channel.conn, llm.sentinel, executor.sentinel]
             if not self.ui_gone:

@@ -21,6 +21,7 @@ from dashfloat.executor._limits import (
     READ_MAX_BYTES,
     READ_MAX_LINES,
     READ_STREAM_THRESHOLD_BYTES,
+    TEMP_NAME_BASE_MAX_BYTES,
 )
 from dashfloat.executor.path_policy import resolve
 
@@ -69,7 +70,8 @@ def _check_digest(real: str, expect: str | None, current: bytes | None = None) -
 def atomic_write(target: str, data: bytes, mode: int | None) -> None:
     """Write through an O_EXCL temp file beside ``target``, then rename; the temp never survives a failure."""
     directory, base = os.path.split(target)
-    temp = os.path.join(directory, f".{base[:100]}.{secrets.token_hex(8)}.dashfloat-tmp")
+    short = os.fsdecode(os.fsencode(base)[:TEMP_NAME_BASE_MAX_BYTES])  # bytes, not characters: NAME_MAX is bytes
+    temp = os.path.join(directory, f".{short}.{secrets.token_hex(8)}.dashfloat-tmp")
     # An existing file's mode is restored by fchmod; 0600 until then, so the mode never widens.
     fd = os.open(
         temp,

@@ -19,3 +19,7 @@ LOCATE_MAX_COUNT: Final = 1000
 REAP_TIMEOUT_S: Final = 1.0
 # One os.read of command output; large reads keep a gigabyte flood cheap to drain.
 EXEC_READ_CHUNK_BYTES: Final = 1024 * 1024
+# The target's name inside a temp file's name, cut by bytes so the temp name stays under NAME_MAX (255).
+TEMP_NAME_BASE_MAX_BYTES: Final = 100
+# One JSON line of the standalone executor (a write_file of a large file fits; a runaway line does not).
+STANDALONE_LINE_MAX_BYTES: Final = 32 * 1024 * 1024

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
 
 from dashfloat.executor._errors import error_result
-from dashfloat.executor._limits import EXEC_TIMEOUT_S
+from dashfloat.executor._limits import EXEC_TIMEOUT_S, STANDALONE_LINE_MAX_BYTES
 from dashfloat.executor._tools import run_tool
 
 _DESCRIPTION = """\
@@ -46,6 +47,8 @@ def handle_line(line: bytes, root: str, exec_timeout_s: float) -> bytes:
         raw = msgspec.json.decode(line)
     except msgspec.DecodeError as exc:
         return _reply(None, error_result(f"not a JSON line: {exc}"))
+    except RecursionError:
+        return _reply(None, error_result("not a usable JSON line: nested too deeply"))
     request_id = raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str) else None
     try:
         request = msgspec.convert(raw, Request)
@@ -76,8 +79,24 @@ def main(argv: list[str] | None = None) -> int:
     if ns.exec_timeout <= 0:
         parser.error("--exec-timeout must be positive")
     out = sys.stdout.buffer
-    for line in sys.stdin.buffer:
-        if line.strip():
+    for line in _lines(sys.stdin.buffer):
+        if line is None:
+            out.write(_reply(None, error_result(f"line longer than {STANDALONE_LINE_MAX_BYTES} bytes: skipped")))
+        elif line.strip():
             out.write(handle_line(line, root, ns.exec_timeout))
-            out.flush()
+        out.flush()
     return 0
+
+
+def _lines(stream: Any) -> Iterator[bytes | None]:
+    """Lines of at most STANDALONE_LINE_MAX_BYTES; None stands for a longer line, read past, never held."""
+    while True:
+        line = stream.readline(STANDALONE_LINE_MAX_BYTES + 1)
+        if not line:
+            return
+        if len(line) <= STANDALONE_LINE_MAX_BYTES:
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):
+            line = stream.readline(STANDALONE_LINE_MAX_BYTES)
+        yield None

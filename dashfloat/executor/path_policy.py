@@ -34,9 +34,13 @@ def resolve(path: str, root: str) -> str:
         raise BadPath("empty path")
     if "\0" in path:
         raise BadPath(f"path contains a NUL byte: {path!r}")
+    try:
+        path_b = os.fsencode(path)
+    except UnicodeEncodeError:
+        raise BadPath(f"path is not encodable as a file name: {path!r}") from None
     root_b = os.fsencode(os.path.normpath(os.path.abspath(root)))
     # 1. Lexical expansion: collapses `..` and lets an absolute path replace the root.
-    lexical = os.path.normpath(os.path.join(root_b, os.fsencode(path)))
+    lexical = os.path.normpath(os.path.join(root_b, path_b))
     # 2. Byte-prefix scope check on a `/` boundary.
     if not inside(lexical, root_b):
         raise PathEscape(f"path escapes the working directory: {path}")
@@ -50,4 +54,7 @@ def resolve(path: str, root: str) -> str:
     if not inside(real_ancestor, os.path.realpath(root_b)):
         raise PathEscape(f"path escapes the working directory: {path} (through a symlink)")
     resolved = os.path.join(real_ancestor, remainder) if remainder else real_ancestor
+    if path.endswith("/") and not os.path.isdir(resolved):
+        # normpath drops the slash; POSIX would refuse "file/" and must not create a file for "newdir/"
+        raise BadPath(f"path ends in / but is not a directory: {path}")
     return os.fsdecode(resolved)

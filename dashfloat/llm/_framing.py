@@ -6,36 +6,31 @@ from collections.abc import Iterator
 
 from dashfloat.llm._errors import StreamError
 
-# Where sseclient-py ends an event: a blank line in any of the three line-ending styles.
-_BOUNDARIES = (b"\r\n\r\n", b"\n\n", b"\r\r")
-_TAIL_BYTES = 3
-
-
-def _last_boundary_end(window: bytes) -> int:
-    """The offset just past the last event boundary in ``window``, or -1."""
-    best = -1
-    for boundary in _BOUNDARIES:
-        found = window.rfind(boundary)
-        if found >= 0:
-            best = max(best, found + len(boundary))
-    return best
+# Where sseclient-py ends an event: its buffer, grown line piece by line piece, ends in a blank line.
+_BOUNDARIES = (b"\r\r", b"\n\n", b"\r\n\r\n")
+_TAIL_BYTES = 4
 
 
 def frame_capped(chunks: Iterator[bytes], max_bytes: int) -> Iterator[bytes]:
-    """Pass ``chunks`` through, failing with frame_too_large once one event exceeds ``max_bytes``."""
-    pending = 0  # bytes since the last event boundary
-    tail = b""
+    """Pass ``chunks`` through, failing with frame_too_large once one event exceeds ``max_bytes``.
+
+    The count mirrors sseclient-py's own buffering exactly (``chunk.splitlines(True)``, ``endswith`` on the
+    accumulated event), so no line-ending trick can make it see a boundary that sseclient does not.
+    """
+    pending = 0  # bytes sseclient holds for the current event
+    tail = b""  # the last bytes of that event: all that ``endswith`` looks at
     for chunk in chunks:
-        window = tail + chunk
-        end = _last_boundary_end(window)
-        pending = len(window) - end if end >= 0 else pending + len(chunk)
+        for piece in chunk.splitlines(True):
+            pending += len(piece)
+            tail = (tail + piece)[-_TAIL_BYTES:]
+            if tail.endswith(_BOUNDARIES):
+                pending, tail = 0, b""
         if pending > max_bytes:
             raise StreamError(
                 "frame_too_large",
                 f"the provider sent one event larger than {max_bytes // 1024} KiB; "
                 "the stream was stopped: try again, or report the provider's broken framing.",
             )
-        tail = window[-_TAIL_BYTES:]
         yield chunk
 
 

@@ -134,12 +134,22 @@ class Stream:
         except Cancelled:
             return
         except StreamError as exc:
-            terminal = self._failed(exc.kind, exc.message)
+            try:
+                terminal = self._failed(exc.kind, exc.message)
+            except Exception as inner:
+                terminal = self._internal(inner)
         except Exception as exc:  # the process must answer every request, whatever broke
-            detail = one_line(f"{type(exc).__name__}: {exc}", 200)
-            terminal = self._failed("internal", f"the LLM stream hit an internal error ({detail}): please report it.")
+            terminal = self._internal(exc)
         if not self.cancelled.is_set():
             self._emit(terminal)
+
+    def _internal(self, exc: BaseException) -> StreamFailed:
+        detail = one_line(f"{type(exc).__name__}: {exc}", 200)
+        message = f"the LLM stream hit an internal error ({detail}): please report it."
+        try:
+            return self._failed("internal", message)
+        except Exception:  # even the partial calls cannot be assembled: answer without them
+            return StreamFailed(self.request_id, "internal", message, content="".join(self._content))
 
     def _attempts(self) -> StreamDone:
         provider = self.start.provider

@@ -39,7 +39,7 @@ def _complete_object(text: str) -> bool:
         return False
     try:
         return isinstance(msgspec.json.decode(text), dict)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return False
 
 
@@ -149,9 +149,17 @@ def _parse_args(text: str) -> tuple[dict[str, Any] | None, str | None]:
         return {}, None  # a tool without parameters: some providers send no arguments at all
     try:
         value = msgspec.json.decode(text)
+    except RecursionError:
+        return None, "the arguments are nested too deeply to decode"
     except msgspec.DecodeError:
-        if text.startswith("{}"):
-            return _parse_args(text[2:])  # "{}" first, then the real object
+        rest = text[2:]
+        if text.startswith("{}") and rest.strip():
+            try:  # "{}" sent first, then the real object: one step only, never a recursion
+                value = msgspec.json.decode(rest)
+            except (msgspec.DecodeError, RecursionError):
+                value = None
+            if isinstance(value, dict):
+                return value, None
         excerpt = text[:_ERROR_EXCERPT_CHARS]
         return None, f"the arguments are not valid JSON: {excerpt!r}"
     if not isinstance(value, dict):

@@ -138,3 +138,18 @@ def test_never_resolves_outside_the_real_root(tree: Path, parts: list[str], abso
 def test_plain_names_are_never_refused(tree: Path, parts: list[str]) -> None:
     resolved = resolve("/".join(parts), str(tree))
     assert resolved == os.path.normpath(os.path.join(os.path.realpath(tree), *parts))
+
+
+def test_trailing_slash_must_name_a_directory(root: Path) -> None:
+    (root / "f").write_text("x")
+    (root / "d").mkdir()
+    with pytest.raises(BadPath, match="ends in /"):
+        resolve("f/", str(root))
+    with pytest.raises(BadPath, match="ends in /"):
+        resolve("newdir/", str(root))
+    assert resolve("d/", str(root)) == os.path.realpath(root / "d")
+
+
+def test_unencodable_path_is_a_clear_error(root: Path) -> None:
+    with pytest.raises(BadPath, match="not encodable"):
+        resolve("\ud800", str(root))

@@ -62,3 +62,17 @@ def test_help_and_bad_arguments(root: Path) -> None:
     assert f"default {EXEC_TIMEOUT_S:g}" in helped.stdout
     assert standalone().returncode == 2  # --cwd is required
     assert standalone("--cwd", str(root / "missing")).returncode == 2
+
+
+def test_deeply_nested_and_overlong_lines_are_answered_and_serving_goes_on(root: Path) -> None:
+    from dashfloat.executor._limits import STANDALONE_LINE_MAX_BYTES
+
+    (root / "a.txt").write_text("hi\n")
+    overlong = "x" * (STANDALONE_LINE_MAX_BYTES + 10)
+    lines = ["[" * 100_000, overlong, '{"id": "ok", "name": "read_file", "args": {"path": "a.txt"}}']
+    done = standalone("--cwd", str(root), stdin="\n".join(lines) + "\n")
+    assert done.returncode == 0, done.stderr
+    out = [msgspec.json.decode(line) for line in done.stdout.splitlines()]
+    assert "nested too deeply" in out[0]["result"]["error"]
+    assert "longer than" in out[1]["result"]["error"]
+    assert out[2]["id"] == "ok" and out[2]["result"]["content"] == "hi\n"

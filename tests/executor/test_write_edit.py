@@ -168,3 +168,11 @@ def test_locate_agrees_with_a_naive_count(content: bytes, search: bytes) -> None
     assert ("not found" in str(info.value)) == (n == 0)
     if n > 1:
         assert f"matches {n} times" in str(info.value)
+
+
+def test_long_non_ascii_names_fit_the_temp_file_under_name_max(root: Path) -> None:
+    name = "文" * 80  # 240 bytes: a legal name whose temp name must still be under 255 bytes
+    assert run_tool("write_file", {"path": name, "content": "one\n"}, str(root), 5.0)["ok"] is True
+    edit = {"path": name, "search_block": "one", "replace_block": "two"}
+    assert run_tool("edit_file", edit, str(root), 5.0)["ok"] is True
+    assert (root / name).read_text() == "two\n" and leftovers(root) == []

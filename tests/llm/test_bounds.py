@@ -39,6 +39,16 @@ def test_frame_cap_counts_across_chunk_splits() -> None:
     assert caught.value.kind == "frame_too_large"
 
 
+def test_frame_cap_cannot_be_dodged_with_line_endings_sseclient_does_not_end_events_on() -> None:
+    # b"x\r\r\n" holds b"\r\r" but sseclient splits it into b"x\r", b"\r\n": the event goes on growing.
+    tricky = [b"data: " + b"x" * 30 + b"\r\r\n" for _ in range(5)]
+    with pytest.raises(StreamError) as caught:
+        list(frame_capped(iter(tricky), 100))
+    assert caught.value.kind == "frame_too_large"
+    real_ends = [b"data: a\r\r", b"data: b\n\n", b"data: c\r\n\r\n"] * 20
+    assert list(frame_capped(iter(real_ends), 20)) == real_ends
+
+
 def test_frame_just_under_the_cap_passes(llm: Llm, server: ScriptedServer) -> None:
     text = "z" * (SSE_FRAME_MAX_BYTES - 200)
     server.enqueue(Reply(body=[content(text), FINISH, DONE]))

@@ -244,3 +244,15 @@ def test_arbitrary_json_shaped_deltas_never_raise(chunks: list[Any]) -> None:
     for call in acc.finish():
         assert isinstance(call.id, str) and call.id
         assert (call.args is None) == (call.error is not None) or call.name == ""
+
+
+def test_arguments_nested_too_deeply_are_an_error_not_a_crash() -> None:
+    deep = "[" * 5000 + "]" * 5000
+    fragments = [deep[i : i + 500] for i in range(0, len(deep), 500)]
+    acc = ToolCalls().feed([{"index": 0, "id": "c", "function": {"name": "read_file", "arguments": ""}}])
+    for fragment in fragments:
+        acc = acc.feed([{"index": 0, "function": {"arguments": fragment}}])
+    [call] = acc.finish()
+    assert call.args is None and call.error is not None and "nested" in call.error
+    [pairs] = ToolCalls().feed([{"index": 0, "id": "d", "function": {"name": "x", "arguments": "{}" * 3000}}]).finish()
+    assert pairs.args is None and pairs.error is not None

@@ -17,6 +17,7 @@ import pytest
 
 from dashfloat.protocol import (
     AgentReady,
+    ClearSession,
     PhaseChanged,
     SubmitPrompt,
     SystemEntry,
@@ -243,3 +244,33 @@ def test_exec_timeout_flag_bounds_a_command(tree: Path, tmp_path: Path) -> None:
         assert main.returncode == 0, err
         result = json.loads(next(m for m in server.requests[1]["messages"] if m["role"] == "tool")["content"])
         assert result["ok"] is False and "timed out after 0.5s" in result["error"] and "start" in result["output"]
+
+
+def test_a_stuck_llm_process_is_replaced_by_the_watchdog(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dashfloat.agent._process as agent_process
+
+    monkeypatch.setattr(agent_process, "LLM_WATCHDOG_SLACK_S", 0.5)  # inherited by the forked agent
+    with ScriptedServer() as server, agent_tree(server, tree, idle_timeout_s=1.0) as link:
+        chunk = {"choices": [{"index": 0, "delta": {"content": "so far"}, "finish_reason": None}]}
+        server.enqueue(Reply(body=[sse_event(chunk), Pause(30)]), text_reply("fresh"))
+        link.send(SubmitPrompt(text="one"))
+        got = collect(link, lambda m: isinstance(m, TokenReceived))
+        one_named(link.pid or 0, LLM_PROCESS_NAME).send_signal(signal.SIGSTOP)  # alive, but answers nothing
+        collect(link, turn_over, into=got, timeout_s=10)
+        assert any(isinstance(m, SystemEntry) and "sent nothing" in m.text for m in got)
+        link.send(SubmitPrompt(text="two"))
+        assert outcome(collect(link, turn_over)) == "completed"
+
+
+def test_clear_survives_an_agent_crash(tree: Path, tmp_path: Path) -> None:
+    with ScriptedServer() as server, agent_tree(server, tree, state_dir=tmp_path / "state") as link:
+        server.enqueue(text_reply("one"), text_reply("two"))
+        link.send(SubmitPrompt(text="FIRST"))
+        collect(link, turn_over)
+        link.send(ClearSession())
+        collect(link, lambda m: isinstance(m, SystemEntry) and "new session" in m.text)
+        os.kill(link.pid or 0, signal.SIGKILL)
+        collect(link, lambda m: isinstance(m, AgentReady))
+        link.send(SubmitPrompt(text="SECOND"))
+        collect(link, turn_over)
+        assert [m.get("content") for m in server.requests[1]["messages"][1:]] == ["SECOND"]
