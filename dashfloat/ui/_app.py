@@ -140,8 +140,8 @@ class TuiShell:
         self.app.create_background_task(self._tick_loop())
 
     def _watch(self, fd: int) -> None:
-        if fd == self._fd:
-            return
+        # Re-registered after every receive, even under the same number: a restarted agent's new pipe
+        # often reuses the closed one's fd number, which epoll has silently dropped.
         loop = asyncio.get_running_loop()
         if self._fd is not None:
             loop.remove_reader(self._fd)
@@ -153,7 +153,8 @@ class TuiShell:
         messages = self.link.receive()
         for message in messages:
             self._apply(message)
-        self._watch(self.link.fileno())
+        if messages:
+            self._watch(self.link.fileno())
 
     async def _tick_loop(self) -> None:
         while True:

@@ -1,0 +1,104 @@
+"""End to end in a real pty: run_tui, keys typed into the terminal, a fake agent *process* on a real pipe."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.ui.ui_pty import CTRL_D, ENTER, ESC, Term, fake_app, received
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[tuple[Term, Path]]:
+    term, log = fake_app(tmp_path)
+    try:
+        assert term.wait_for("0 / 128k", 15), term.text()
+        yield term, log
+    finally:
+        term.close()
+
+
+def test_first_paint_streamed_text_and_exit(app: tuple[Term, Path]) -> None:
+    term, log = app
+    assert "● Idle · fake-model · 0 / 128k · approve: ask · ~" in term.text()
+    term.send("stream 30" + ENTER)
+    assert term.wait_for("tok29"), term.text()
+    assert term.wait_for("1.2k / 128k")
+    assert received(log) == [{"type": "submit_prompt", "text": "stream 30"}]
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_a_tool_row_and_its_result(app: tuple[Term, Path]) -> None:
+    term, _ = app
+    term.send("tool" + ENTER)
+    assert term.wait_for("⚙ read_file notes.txt"), term.text()
+    assert term.wait_for("  → ok") and term.wait_for("    second line")
+
+
+@pytest.mark.parametrize(
+    ("key", "decision", "record"),
+    [
+        ("y", "approve", "✓ approved write_file out.txt"),
+        ("n", "reject", "✗ rejected write_file out.txt"),
+        (ESC, "reject_stop", "✗ rejected and stopped write_file out.txt"),
+    ],
+)
+def test_confirmation_keys(app: tuple[Term, Path], tmp_path: Path, key: str, decision: str, record: str) -> None:
+    term, log = app
+    term.send("confirm out.txt" + ENTER)
+    assert term.wait_for("a always allow write_file", visible_only=True), term.text()
+    assert term.wait_for("+approved", visible_only=True)
+    term.send(key)
+    assert term.wait_for(record), term.text()
+    assert term.wait_for("→ ok" if decision == "approve" else "→ rejected")
+    assert {"type": "decide_confirmation", "ref": 1, "decision": decision} in received(log)
+    assert (tmp_path / "out.txt").exists() == (decision == "approve")
+    term.settle(0.2)
+    assert "+approved" not in term.visible()  # the preview collapsed to the record
+
+
+def test_esc_cancels_a_stream_and_the_next_prompt_works(app: tuple[Term, Path]) -> None:
+    term, log = app
+    term.send("slow" + ENTER)
+    assert term.wait_for("slow3"), term.text()
+    term.send(ESC)
+    assert term.wait_for("cancelled by the user"), term.text()
+    assert {"type": "cancel"} in received(log)
+    term.send("hello" + ENTER)
+    assert term.wait_for("You said: hello")
+
+
+def test_agent_death_is_a_system_entry_and_input_keeps_working(app: tuple[Term, Path]) -> None:
+    term, _ = app
+    term.send("die" + ENTER)
+    assert term.wait_for("the fake agent died; restarted it"), term.text()
+    term.send("after" + ENTER)
+    assert term.wait_for("You said: after"), term.text()
+
+
+def test_slash_commands_reach_the_agent(app: tuple[Term, Path]) -> None:
+    term, log = app
+    term.send("/model other" + ENTER)
+    term.send("/approve edits" + ENTER)
+    term.send("/nope" + ENTER)
+    assert term.wait_for("unknown command /nope"), term.text()
+    assert received(log)[:2] == [{"type": "set_model", "model": "other"}, {"type": "set_approval", "mode": "edits"}]
+
+
+def test_resize_keeps_the_screen_sane(app: tuple[Term, Path]) -> None:
+    term, _ = app
+    term.send("slow" + ENTER)
+    assert term.wait_for("slow5")
+    term.resize(40, 16)
+    term.settle(0.3)
+    term.resize(100, 30)
+    term.settle(0.3)
+    term.send(ESC)
+    assert term.wait_for("cancelled by the user")
+    term.settle(0.3)
+    visible = [line for line in term.visible().splitlines() if line.strip()]
+    assert sum("● Idle" in line for line in visible) == 1, term.visible()
+    assert visible[-1].startswith("● Idle") and visible[-2].startswith("❯")
