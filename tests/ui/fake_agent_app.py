@@ -11,6 +11,7 @@ Prompts it understands: ``stream N``, ``tool``, ``confirm PATH``, ``slow``, ``di
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing
 import os
@@ -155,10 +156,8 @@ class _Agent:
 
 
 def _agent_main(conn: Connection, log_path: str) -> None:
-    try:
+    with contextlib.suppress(PeerDied):
         _Agent(conn, log_path).serve()
-    except PeerDied:
-        pass
 
 
 class FakeLink:
@@ -179,10 +178,8 @@ class FakeLink:
         return self.channel.fileno()
 
     def send(self, message: UiToAgent) -> None:
-        try:
+        with contextlib.suppress(PeerDied):  # receive() notices and restarts
             self.channel.send(message)
-        except PeerDied:
-            pass  # receive() notices and restarts
 
     def receive(self) -> list[AgentToUi]:
         out: list[AgentToUi] = []
