@@ -1,0 +1,48 @@
+"""A person's first run: `dashfloat` with nothing configured, in a real pty, walking the demo tour."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import psutil
+
+from dashfloat.demo._model import DEMO_FILE
+from tests.pty_harness import Terminal
+
+
+def test_the_whole_loop_on_the_demo_provider_in_a_real_terminal(tmp_path: Path) -> None:
+    tree = tmp_path / "work"
+    tree.mkdir()
+    (tree / "README.md").write_text("# A project\n\nIt greets.\n")
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "DASHFLOAT_MODEL")},
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "DASHFLOAT_DEMO_DELAY_MS": "0",
+    }
+    term = Terminal([sys.executable, "-m", "dashfloat", "--cwd", str(tree)], env, cols=100, rows=40)
+    try:
+        assert term.wait_for("offline demo model"), term.text()
+        assert term.wait_for("Idle", visible_only=True), term.text()
+        descendants = psutil.Process(term.pid).children(recursive=True)
+        assert len(descendants) >= 4  # agent, LLM stream, executor, demo provider
+        term.send("tour\r")
+        assert term.wait_for("always allow write_file"), term.text()  # read-only steps ran unasked
+        assert "⚙ list_directory" in term.text() and "⚙ read_file README.md" in term.text()
+        assert "+# DashFloat demo" in term.text()  # the preview of the new file
+        term.send("y")
+        assert term.wait_for("always allow edit_file"), term.text()
+        assert "+It is safe to delete (edited through a confirmation)." in term.text()  # a diff
+        term.send("y")
+        assert term.wait_for("always allow execute_command"), term.text()
+        term.send("y")
+        assert term.wait_for("Tour complete"), term.text()
+        assert term.wait_for("Idle", visible_only=True)
+        assert "edited through a confirmation" in (tree / DEMO_FILE).read_text()
+        term.send("\x04")  # Ctrl-D on an empty input quits
+        assert term.wait_exit(5) == 0
+        assert psutil.wait_procs(descendants, timeout=2)[1] == []  # nothing left behind
+    finally:
+        term.close()
