@@ -27,7 +27,7 @@ class Terminal:
         self.raw = bytearray()
         pid, fd = pty.fork()
         if pid == 0:  # the child: become the program
-            os.execvpe(argv[0], list(argv), {**env, "TERM": "xterm-256color", "COLUMNS": str(cols), "LINES": str(rows)})
+            os.execvpe(argv[0], list(argv), {**env, "TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1"})
         self.pid, self.fd = pid, fd
         self._set_size(cols, rows)
         self.exit_status: int | None = None
