@@ -197,7 +197,9 @@ def render_live(state: UiState, pending: tuple[Entry, ...], width: int) -> list[
 def _confirm_rows(state: UiState, width: int, budget: int) -> list[Row]:
     confirm = state.confirm
     assert confirm is not None
-    rows: list[Row] = [_tool_row("class:tool", confirm.name, confirm.args, width)]
+    rows: list[Row] = []
+    if confirm.id != state.last_call_id:
+        rows.append(_tool_row("class:tool", confirm.name, confirm.args, width))
     body: list[Row] = []
     for line in confirm.lines:
         style = "class:diff.add" if line.startswith("+") else "class:diff.del" if line.startswith("-") else "class:dim"

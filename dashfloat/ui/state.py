@@ -177,6 +177,8 @@ class UiState:
     open_skip: int = 0
     open_reasoning: str = ""
     confirm: ConfirmRequested | None = None
+    last_call_id: str | None = None
+    """The latest tool row shown: a confirmation of that same call needs no second header."""
     outbox: tuple[Entry, ...] = ()
     hint: str | None = None
     last_ctrl_c: float | None = None
@@ -261,7 +263,8 @@ def reduce(state: UiState, event: Event) -> UiState:
                     state = _commit(dataclasses.replace(state, confirm=None), record)
             return state
         case ToolCallShown():
-            return _commit(_flush_open(state), ToolCall(event.name, event.args))
+            state = dataclasses.replace(_flush_open(state), last_call_id=event.id)
+            return _commit(state, ToolCall(event.name, event.args))
         case ToolResultShown():
             return _commit(_flush_open(state), ToolResult(event.name, event.status, event.output))
         case ConfirmRequested():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 from dashfloat.protocol import (
     AgentReady,
@@ -244,5 +245,41 @@ def test_a_burst_of_tokens_is_coalesced_into_few_frames() -> None:
             ui.link.push(PhaseChanged(phase="streaming"), *[TokenReceived(text=f"t{i} ") for i in range(2000)])
             await ui.until(lambda: any("t1999" in line for line in ui.visible()))
             assert len(renders) <= 5
+
+    asyncio.run(main())
+
+
+def test_no_color_draws_attributes_but_no_colours() -> None:
+    async def main() -> None:
+        written: list[str] = []
+        async with running_ui(no_color_override=True) as ui:
+            original = ui.writer.write
+
+            def spy(data: str) -> int:
+                written.append(data)
+                return original(data)
+
+            ui.writer.write = spy  # type: ignore[method-assign]
+            ui.link.push(
+                TokenReceived(text="**bold** `code`\n\n"), ToolCallShown(id="1", name="read_file", args={"path": "a"})
+            )
+            await ui.until(lambda: "⚙ read_file a" in ui.lines())
+        out = "".join(written)
+        params = {p for sgr in re.findall(r"\x1b\[([0-9;]*)m", out) for p in sgr.split(";") if p}
+        assert "bold" in out and "1" in params  # bold stays
+        assert not params & {*map(str, range(30, 39)), *map(str, range(40, 49)), *map(str, range(90, 98))}
+
+    asyncio.run(main())
+
+
+def test_colour_is_used_when_allowed() -> None:
+    async def main() -> None:
+        written: list[str] = []
+        async with running_ui() as ui:
+            original = ui.writer.write
+            ui.writer.write = lambda data: written.append(data) or original(data)  # type: ignore[method-assign,func-returns-value]
+            ui.link.push(ToolCallShown(id="1", name="read_file", args={"path": "a"}))
+            await ui.until(lambda: "⚙ read_file a" in ui.lines())
+        assert re.search(r"\x1b\[[0-9;]*38;5;[0-9]+", "".join(written))
 
     asyncio.run(main())

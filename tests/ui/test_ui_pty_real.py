@@ -132,3 +132,16 @@ def test_resize_stays_sane(session: Session) -> None:
     visible = [line for line in session.term.visible().splitlines() if line.strip()]
     assert sum("● Idle" in line for line in visible) == 1, session.term.visible()
     assert visible[-1].startswith("● Idle") and visible[-2].startswith("❯")
+
+
+def test_esc_cancels_a_running_command(session: Session) -> None:
+    call = ("x1", "execute_command", {"command": "sleep 30"})
+    session.server.enqueue(tool_calls_reply([call]), text_reply("stopped waiting"))
+    session.term.send("/approve all" + ENTER)
+    assert session.term.wait_for("approve: all", visible_only=True)
+    session.term.send("wait a while" + ENTER)
+    assert session.term.wait_for("⚙ execute_command sleep 30"), session.term.text()
+    assert session.term.wait_for("Running", visible_only=True), session.term.text()
+    session.term.send(ESC)
+    assert session.term.wait_for("→ cancelled", timeout_s=10), session.term.text()
+    assert session.term.wait_for("● Idle", visible_only=True)

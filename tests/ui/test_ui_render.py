@@ -159,6 +159,14 @@ def test_live_region_shows_pending_entries_the_open_block_and_a_confirmation() -
     ]
 
 
+def test_a_confirmation_of_the_call_just_shown_has_no_second_header() -> None:
+    from dashfloat.protocol import ToolCallShown
+
+    confirm = ConfirmRequested(ref=1, id="c", name="edit_file", args={"path": "a.py"}, lines=["+new"])
+    state = reduce(reduce(initial(0.0), ToolCallShown(id="c", name="edit_file", args={"path": "a.py"})), confirm)
+    assert plain(render_live(state, (), 80))[0] == "  +new"
+
+
 def test_a_long_preview_is_cut_to_the_screen() -> None:
     confirm = ConfirmRequested(
         ref=1, id="c", name="write_file", args={"path": "a"}, lines=[f"+{i}" for i in range(100)]

@@ -119,7 +119,7 @@ class Ui:
 
 
 @asynccontextmanager
-async def running_ui(cols: int = 80, rows: int = 24, **options: object) -> AsyncIterator[Ui]:
+async def running_ui(cols: int = 80, rows: int = 24, no_color_override: bool = False) -> AsyncIterator[Ui]:
     """A TuiShell running on the current loop until the block ends (then it is asked to exit)."""
     link = PipeLink()
     with create_pipe_input() as pipe:
@@ -127,7 +127,7 @@ async def running_ui(cols: int = 80, rows: int = 24, **options: object) -> Async
         writer = ScreenWriter(screen, pipe)
         size = [cols, rows]
         output = Vt100_Output(writer, lambda: Size(rows=size[1], columns=size[0]), term="xterm-256color")  # type: ignore[arg-type]
-        opts = UiOptions(no_color=False, approval="ask", model="m1", cwd="/w", **options)  # type: ignore[arg-type]
+        opts = UiOptions(no_color=no_color_override, approval="ask", model="m1", cwd="/w")
         shell = TuiShell(link, opts, input=pipe, output=output)
         ui = Ui(shell, link, pipe, screen, writer, size)
         task = asyncio.create_task(shell.run_async())
