@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from prompt_toolkit.application import Application, run_in_terminal
+from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.filters import Condition, has_completions
@@ -102,7 +102,6 @@ class TuiShell:
         self.pending: tuple[Entry, ...] = ()
         """Entries taken from the outbox, drawn live until they are printed into the scrollback."""
         self.printed_entries = 0
-        self._printing = False
         self._dirty = True
         self._status_key: tuple[str, ...] = ()
         self._live_cache: tuple[object, int, list[Row]] | None = None
@@ -190,23 +189,25 @@ class TuiShell:
         self._dirty = True
 
     def _print_pending(self) -> None:
-        if self._printing or not self.pending:
+        """Print finished entries above the live region, once; they then belong to the scrollback.
+
+        Not ``run_in_terminal``: that switches the tty to cooked mode while printing, so keys typed
+        meanwhile would be echoed and Enter would arrive as a newline. Erase, print, redraw is all
+        it needs, and it stays in raw mode.
+        """
+        if not self.pending or not self.app.is_running:
             return
-        self._printing = True
-
-        def write() -> None:
-            batch, self.pending = self.pending, ()
-            width = self.app.output.get_size().columns
-            rows = [row for entry in batch for row in render_entry(entry, width)]
-            # print_text adds no line end of its own: the last row needs one.
-            self.app.print_text([*to_formatted(rows), ("", "\n")])
-            self.printed_entries += len(batch)
-
-        def done(_: object) -> None:
-            self._printing = False
-            self._dirty = True
-
-        run_in_terminal(write).add_done_callback(done)  # type: ignore[attr-defined]
+        batch, self.pending = self.pending, ()
+        width = self.app.output.get_size().columns
+        rows = [row for entry in batch for row in render_entry(entry, width)]
+        renderer = self.app.renderer
+        renderer.erase()
+        # print_text adds no line end of its own: the last row needs one.
+        self.app.print_text([*to_formatted(rows), ("", "\n")])
+        renderer.reset()
+        renderer.request_absolute_cursor_position()
+        self.printed_entries += len(batch)
+        self._dirty = True
 
     # ------------------------------------------------------------ drawing
 
