@@ -104,7 +104,7 @@ class TuiShell:
         self.printed_entries = 0
         self._dirty = True
         self._status_key: tuple[str, ...] = ()
-        self._live_cache: tuple[object, int, list[Row]] | None = None
+        self._live_cache: tuple[UiState, tuple[Entry, ...], int, list[Row]] | None = None
         self._fd: int | None = None
         self._history = HistoryCursor()
         self.completer = commands.SlashCompleter()
@@ -218,11 +218,12 @@ class TuiShell:
 
     def _live_rows(self) -> list[Row]:
         width = self.app.output.get_size().columns
-        key = (self.state, self.pending)
-        if self._live_cache is not None and self._live_cache[0] == key and self._live_cache[1] == width:
-            return self._live_cache[2]
+        # States are immutable, so identity is enough: a keystroke redraw reuses the last rows.
+        cache = self._live_cache
+        if cache is not None and cache[0] is self.state and cache[1] is self.pending and cache[2] == width:
+            return cache[3]
         rows = render_live(self.state, self.pending + self.state.outbox, width)
-        self._live_cache = (key, width, rows)
+        self._live_cache = (self.state, self.pending, width, rows)
         return rows
 
     def _live_text(self) -> StyleAndTextTuples:

@@ -112,7 +112,9 @@ def _reasoning_rows(text: str, width: int) -> list[Row]:
 def _tool_row(glyph_style: str, name: str, args: dict[str, Any], width: int) -> Row:
     summary = sanitize(args_summary(name, args)).replace("\n", " ")
     room = width - 2 - width_of(name) - 1
-    return ((glyph_style, "⚙ "), ("class:tool.name", name), ("class:dim", " " + clip(summary, max(1, room))))
+    if room < 1:
+        return ((glyph_style, "⚙ "), ("class:tool.name", clip(name, max(1, width - 2))))
+    return ((glyph_style, "⚙ "), ("class:tool.name", name), ("class:dim", " " + clip(summary, room)))
 
 
 def _verbatim(text: str, width: int, style: str) -> list[Row]:

@@ -217,6 +217,14 @@ def _flush_open(state: UiState) -> UiState:
     return _commit(state, *entries)
 
 
+def _drop_confirm(state: UiState) -> UiState:
+    """A confirmation the agent closed without a key from us is recorded as cancelled."""
+    if state.confirm is None:
+        return state
+    record = DecisionRecord(state.confirm.name, state.confirm.args, "cancelled")
+    return _commit(dataclasses.replace(state, confirm=None), record)
+
+
 def take_outbox(state: UiState) -> tuple[UiState, tuple[Entry, ...]]:
     """The entries to print now, and the state without them."""
     return dataclasses.replace(state, outbox=()), state.outbox
@@ -257,16 +265,18 @@ def reduce(state: UiState, event: Event) -> UiState:
             if event.phase != state.phase:
                 state = dataclasses.replace(state, phase=event.phase, phase_since=state.now)
             if event.phase == "idle":
-                state = _flush_open(state)
-                if state.confirm is not None:
-                    record = DecisionRecord(state.confirm.name, state.confirm.args, "cancelled")
-                    state = _commit(dataclasses.replace(state, confirm=None), record)
+                state = _drop_confirm(_flush_open(state))
+                if state.last_ctrl_c is None:
+                    state = dataclasses.replace(state, hint=None)  # e.g. "busy": no longer true
             return state
         case ToolCallShown():
             state = dataclasses.replace(_flush_open(state), last_call_id=event.id)
             return _commit(state, ToolCall(event.name, event.args))
         case ToolResultShown():
-            return _commit(_flush_open(state), ToolResult(event.name, event.status, event.output))
+            state = _flush_open(state)
+            if state.confirm is not None and state.confirm.id == event.id:
+                state = _drop_confirm(state)  # answered elsewhere (a cancel): the record goes first
+            return _commit(state, ToolResult(event.name, event.status, event.output))
         case ConfirmRequested():
             return dataclasses.replace(_flush_open(state), confirm=event)
         case UsageShown():

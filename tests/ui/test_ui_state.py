@@ -132,6 +132,22 @@ def test_idle_while_confirming_records_a_cancelled_confirmation() -> None:
     assert state.confirm is None and state.outbox == (DecisionRecord("write_file", CONFIRM.args, "cancelled"),)
 
 
+def test_a_result_for_the_pending_confirmation_records_it_cancelled_first() -> None:
+    result = ToolResultShown(id="c1", name="write_file", ok=False, status="cancelled", output="")
+    state = run(CONFIRM, result)
+    assert state.confirm is None
+    assert state.outbox == (
+        DecisionRecord("write_file", CONFIRM.args, "cancelled"),
+        ToolResult("write_file", "cancelled", ""),
+    )
+
+
+def test_idle_clears_a_busy_hint_but_not_the_ctrl_c_one() -> None:
+    assert run(Hint("busy"), PhaseChanged(phase="idle")).hint is None
+    armed, _ = ctrl_c(initial(0.0), 0.5, input_empty=True)
+    assert run(PhaseChanged(phase="idle"), state=armed).hint == armed.hint
+
+
 def test_usage_sets_the_context_figure() -> None:
     assert run(UsageShown(usage=Usage(prompt_tokens=10, completion_tokens=2, total_tokens=12))).context_tokens == 12
 
@@ -216,3 +232,42 @@ def test_streaming_in_any_chunks_keeps_every_character(chunks: list[str]) -> Non
     state = reduce(state, PhaseChanged(phase="idle"))
     text = " ".join(e.source for e in state.outbox if isinstance(e, Prose))
     assert text.split() == "".join(chunks).split()
+
+
+_MESSAGES = st.one_of(
+    st.builds(TokenReceived, text=st.text(alphabet="ab \n`#-|中😀", max_size=12)),
+    st.builds(ReasoningReceived, text=st.text(max_size=5)),
+    st.sampled_from(
+        [
+            PhaseChanged(phase="streaming"),
+            PhaseChanged(phase="idle"),
+            PhaseChanged(phase="running"),
+            CONFIRM,
+            ToolCallShown(id="c1", name="write_file", args={"path": "a.txt"}),
+            ToolResultShown(id="c1", name="write_file", ok=True, status="ok", output="x\ny"),
+            SystemEntry(text="note"),
+            UsageShown(usage=Usage(total_tokens=5)),
+            TurnEnded(outcome="completed"),
+            SessionStarted(session_id="s"),
+            UserPromptShown(text="q"),
+        ]
+    ),
+    st.builds(Tick, now=st.floats(0, 100), width=st.integers(8, 120), height=st.integers(4, 50)),
+)
+
+
+@given(st.lists(_MESSAGES, max_size=40))
+def test_any_message_sequence_renders_inside_the_screen(events: list[object]) -> None:
+    from dashfloat.ui._text import row_width
+    from dashfloat.ui.render import render_entry, render_live, render_status
+
+    state = initial(0.0)
+    for event in events:
+        state = reduce(state, event)  # type: ignore[arg-type]
+        width = state.width
+        for row in render_live(state, state.outbox, width):
+            assert row_width(row) <= width
+        assert row_width(render_status(state, state.now, width, None)) <= width
+        state, entries = take_outbox(state)
+        for entry in entries:
+            assert all(row_width(row) <= width for row in render_entry(entry, width))
