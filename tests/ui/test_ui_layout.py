@@ -283,3 +283,17 @@ def test_colour_is_used_when_allowed() -> None:
         assert re.search(r"\x1b\[[0-9;]*38;5;[0-9]+", "".join(written))
 
     asyncio.run(main())
+
+
+def test_a_tall_input_is_capped_to_its_rows() -> None:
+    from dashfloat.ui._app import INPUT_MAX_ROWS
+
+    async def main() -> None:
+        async with running_ui(cols=60, rows=30) as ui:
+            ui.keys("\x1b[200~" + "\n".join(f"line{i}" for i in range(INPUT_MAX_ROWS + 8)) + "\x1b[201~")
+            await ui.until(lambda: ui.shell.buffer.text.endswith(f"line{INPUT_MAX_ROWS + 7}"))
+            await ui.frames(3)
+            shown = [x for x in ui.visible() if x.lstrip("❯ ").startswith("line")]
+            assert len(shown) == INPUT_MAX_ROWS and shown[-1].endswith(f"line{INPUT_MAX_ROWS + 7}")
+
+    asyncio.run(main())

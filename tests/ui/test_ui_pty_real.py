@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
-from tests.ui.ui_pty import ENTER, ESC, REPO, Term
+from tests.ui.ui_pty import CTRL_D, ENTER, ESC, REPO, Term
 
 
 @dataclass
@@ -22,21 +22,38 @@ class Session:
     tree: Path
 
 
-@pytest.fixture
-def session(tmp_path: Path) -> Iterator[Session]:
-    tree = tmp_path / "tree"
-    tree.mkdir()
-    (tree / "a.txt").write_text("alpha\nbeta\n")
-    env = {
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {
         **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "DASHFLOAT_", "NO_COLOR"))},
         "PYTHONPATH": str(REPO),
         "HOME": str(tmp_path),
         "XDG_STATE_HOME": str(tmp_path / "state"),
         "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
     }
+
+
+def _argv(server: ScriptedServer, tree: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "dashfloat",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "m",
+        "--cwd",
+        str(tree),
+        *extra,
+    ]
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Iterator[Session]:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a.txt").write_text("alpha\nbeta\n")
     with ScriptedServer() as server:
-        argv = [sys.executable, "-m", "dashfloat", "--base-url", server.base_url, "--model", "m", "--cwd", str(tree)]
-        term = Term(argv, env, cols=90, rows=26)
+        term = Term(_argv(server, tree), _env(tmp_path), cols=90, rows=26)
         try:
             assert term.wait_for("● Idle · m", 20), term.text()
             yield Session(term, server, tree)
@@ -145,3 +162,18 @@ def test_esc_cancels_a_running_command(session: Session) -> None:
     session.term.send(ESC)
     assert session.term.wait_for("→ cancelled", timeout_s=10), session.term.text()
     assert session.term.wait_for("● Idle", visible_only=True)
+
+
+def test_continue_replays_the_transcript_into_the_scrollback(session: Session, tmp_path: Path) -> None:
+    session.server.enqueue(text_reply("I will **remember** this."))
+    session.term.send("remember me" + ENTER)
+    assert session.term.wait_for("I will remember this.")
+    session.term.send(CTRL_D)
+    assert session.term.wait_exit(10) == 0
+    again = Term(_argv(session.server, session.tree, "--continue"), _env(tmp_path), cols=90, rows=26)
+    try:
+        assert again.wait_for("● Idle · m", 20), again.text()
+        assert again.wait_for("❯ remember me") and again.wait_for("I will remember this."), again.text()
+        assert again.wait_for("resumed session"), again.text()
+    finally:
+        again.close()

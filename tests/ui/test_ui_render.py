@@ -256,3 +256,19 @@ def test_rendered_rows_never_exceed_the_width(source: str, width: int) -> None:
         assert row_width(row) <= width
     for row in render_entry(ToolResult("x", "ok", source), width):
         assert row_width(row) <= width
+
+
+def test_the_markdown_cache_is_bounded() -> None:
+    from dashfloat.ui._markdown import MARKDOWN_CACHE_ENTRIES
+
+    for i in range(MARKDOWN_CACHE_ENTRIES + 10):
+        render_markdown(f"cache probe {i}", 40)
+    assert render_markdown.cache_info().currsize <= MARKDOWN_CACHE_ENTRIES
+
+
+def test_a_huge_command_summary_is_bounded_then_clipped_to_the_row() -> None:
+    from dashfloat.ui.render import SUMMARY_MAX_CHARS
+
+    summary = args_summary("execute_command", {"command": "x" * (SUMMARY_MAX_CHARS * 2)})
+    assert len(summary) <= SUMMARY_MAX_CHARS
+    assert row_width(render_entry(ToolCall("execute_command", {"command": "y" * 5000}), 50)[0]) == 50
