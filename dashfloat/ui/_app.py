@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -78,8 +79,8 @@ class UiOptions:
     approval: ApprovalMode
     model: str
     cwd: str
-    home: str | None = None
-    """The home directory, to shorten the cwd to ``~/...`` (from $HOME; the UI reads no files)."""
+    home: str | None = field(default_factory=lambda: os.environ.get("HOME"))
+    """The home directory, to shorten the cwd to ``~/...`` ($HOME: the UI reads no files)."""
     theme: Theme = field(default_factory=Theme)
 
 
