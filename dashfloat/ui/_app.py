@@ -37,6 +37,7 @@ from dashfloat.ui.state import (
     Submitted,
     Tick,
     UiState,
+    close_open,
     ctrl_c,
     decide,
     initial,
@@ -102,7 +103,6 @@ class TuiShell:
         self.state: UiState = initial(clock(), model=options.model, cwd=options.cwd, approval=options.approval)
         self.pending: tuple[Entry, ...] = ()
         """Entries taken from the outbox, drawn live until they are printed into the scrollback."""
-        self.printed_entries = 0
         self._dirty = True
         self._status_key: tuple[str, ...] = ()
         self._live_cache: tuple[UiState, tuple[Entry, ...], int, list[Row]] | None = None
@@ -119,6 +119,7 @@ class TuiShell:
             output=output,
             color_depth=ColorDepth.DEPTH_1_BIT if options.no_color else None,
             mouse_support=False,
+            erase_when_done=True,
         )
         self.app.ttimeoutlen = ESC_TIMEOUT_S
         self.app.timeoutlen = KEY_SEQUENCE_TIMEOUT_S
@@ -134,6 +135,16 @@ class TuiShell:
             if self._fd is not None:
                 loop.remove_reader(self._fd)
                 self._fd = None
+            self._print_remaining()
+
+    def _print_remaining(self) -> None:
+        """At exit the live region is erased; what it still held goes to the scrollback like the rest."""
+        self.state, entries = take_outbox(close_open(self.state))
+        batch, self.pending = self.pending + entries, ()
+        if batch:
+            width = self.app.output.get_size().columns
+            rows = [row for entry in batch for row in render_entry(entry, width)]
+            self.app.print_text([*to_formatted(rows), ("", "\n")])
 
     def _start(self) -> None:
         self._watch(self.link.fileno())
@@ -207,7 +218,6 @@ class TuiShell:
         self.app.print_text([*to_formatted(rows), ("", "\n")])
         renderer.reset()
         renderer.request_absolute_cursor_position()
-        self.printed_entries += len(batch)
         self._dirty = True
 
     # ------------------------------------------------------------ drawing

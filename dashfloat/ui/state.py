@@ -217,6 +217,11 @@ def _flush_open(state: UiState) -> UiState:
     return _commit(state, *entries)
 
 
+def close_open(state: UiState) -> UiState:
+    """The state at exit: the open answer and any pending confirmation closed into entries."""
+    return _drop_confirm(_flush_open(state))
+
+
 def _drop_confirm(state: UiState) -> UiState:
     """A confirmation the agent closed without a key from us is recorded as cancelled."""
     if state.confirm is None:

@@ -297,3 +297,16 @@ def test_a_tall_input_is_capped_to_its_rows() -> None:
             assert len(shown) == INPUT_MAX_ROWS and shown[-1].endswith(f"line{INPUT_MAX_ROWS + 7}")
 
     asyncio.run(main())
+
+
+def test_at_exit_the_live_region_goes_to_the_scrollback() -> None:
+    async def main() -> None:
+        async with running_ui() as ui:
+            ui.link.push(PhaseChanged(phase="streaming"), TokenReceived(text="last words"))
+            await ui.until(lambda: "last words" in ui.lines())
+            ui.keys(CTRL_D)
+            await ui.until(lambda: not ui.shell.app.is_running)
+        assert ui.lines().count("last words") == 1
+        assert not any("Streaming" in line for line in ui.lines())
+
+    asyncio.run(main())
