@@ -316,7 +316,12 @@ def _stream(state: UiState, text: str) -> UiState:
     if state.open_reasoning:
         entries.append(Reasoning(state.open_reasoning.strip("\n")))
     source = state.open_prose + text
-    finished, rest = split_finished(source)
+    # A block can only finish at a line end or at the first character after one, so a token inside a
+    # line skips the scan (which is linear in the open block: a long code block streams many tokens).
+    if "\n" in text or state.open_prose.endswith("\n") or not state.open_prose:
+        finished, rest = split_finished(source)
+    else:
+        finished, rest = "", source
     skip = state.open_skip
     if finished.strip():
         if skip:

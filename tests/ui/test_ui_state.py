@@ -271,3 +271,16 @@ def test_any_message_sequence_renders_inside_the_screen(events: list[object]) ->
         state, entries = take_outbox(state)
         for entry in entries:
             assert all(row_width(row) <= width for row in render_entry(entry, width))
+
+
+@given(st.lists(st.text(alphabet="ab \n`-", max_size=6), max_size=30))
+def test_chunking_never_changes_what_is_committed(chunks: list[str]) -> None:
+    def committed(parts: list[str]) -> str:
+        state = initial(0.0)
+        for part in parts:
+            state = reduce(state, TokenReceived(text=part))
+        state = reduce(state, PhaseChanged(phase="idle"))
+        return "\x00".join(e.source for e in state.outbox if isinstance(e, Prose))
+
+    whole = "".join(chunks)
+    assert committed(chunks) == committed(list(whole))
