@@ -7,8 +7,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from dashfloat.protocol import (
     Cancel,
     ConfirmRequested,
@@ -21,14 +19,6 @@ from dashfloat.protocol import (
 )
 from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
 from tests.e2e import agent_tree, assert_no_dangling, collect, outcome, turn_over
-
-
-@pytest.fixture
-def tree(tmp_path: Path) -> Path:
-    root = tmp_path / "work"
-    root.mkdir()
-    (root / "a.txt").write_text("hello\n")
-    return root
 
 
 def tool_messages(body: dict[str, Any]) -> list[dict[str, Any]]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -74,16 +73,11 @@ def test_run_the_tests_runs_a_command() -> None:
     assert name == "execute_command"
 
 
-def test_headless_demo_tour_through_the_real_processes(tmp_path: Path) -> None:
+def test_headless_demo_tour_through_the_real_processes(tmp_path: Path, isolated_env: dict[str, str]) -> None:
     tree = tmp_path / "work"
     tree.mkdir()
     (tree / "README.md").write_text("# A project\n")
-    env = {
-        **{k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "DASHFLOAT_MODEL")},
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-        "DASHFLOAT_DEMO_DELAY_MS": "0",
-    }
+    env = {**isolated_env, "DASHFLOAT_DEMO_DELAY_MS": "0"}
     command = [sys.executable, "-m", "dashfloat", "--cwd", str(tree), "--yes", "-p", "tour"]
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=30)
     assert result.returncode == 0, result.stderr

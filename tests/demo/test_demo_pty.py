@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -12,16 +11,11 @@ from dashfloat.demo._model import DEMO_FILE
 from tests.pty_harness import Terminal
 
 
-def test_the_whole_loop_on_the_demo_provider_in_a_real_terminal(tmp_path: Path) -> None:
+def test_the_whole_loop_on_the_demo_provider_in_a_real_terminal(tmp_path: Path, isolated_env: dict[str, str]) -> None:
     tree = tmp_path / "work"
     tree.mkdir()
     (tree / "README.md").write_text("# A project\n\nIt greets.\n")
-    env = {
-        **{k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "DASHFLOAT_MODEL")},
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-        "DASHFLOAT_DEMO_DELAY_MS": "0",
-    }
+    env = {**isolated_env, "DASHFLOAT_DEMO_DELAY_MS": "0"}
     term = Terminal([sys.executable, "-m", "dashfloat", "--cwd", str(tree)], env, cols=100, rows=40)
     try:
         assert term.wait_for("offline demo model"), term.text()

@@ -28,14 +28,6 @@ from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, sse_event
 from tests.e2e import agent_tree, assert_no_dangling, children_named, collect, outcome, turn_over, wait_for
 
 
-@pytest.fixture
-def tree(tmp_path: Path) -> Path:
-    root = tmp_path / "work"
-    root.mkdir()
-    (root / "a.txt").write_text("hello\n")
-    return root
-
-
 def one_named(pid: int, name: str) -> psutil.Process:
     assert wait_for(lambda: len(children_named(pid, name)) == 1)
     [process] = children_named(pid, name)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,12 +13,8 @@ from tests.pty_harness import Terminal
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    return {
-        **{k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "DASHFLOAT_MODEL")},
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-    }
+def env(isolated_env: dict[str, str]) -> dict[str, str]:
+    return isolated_env
 
 
 @pytest.fixture
