@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dashfloat",
         description=_DESCRIPTION,
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, max_help_position=30, width=110),
     )
     parser.add_argument("--version", action="version", version=f"dashfloat {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -1,0 +1,45 @@
+"""The command line as a user meets it: --version, --help, and errors that name what is wrong."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from dashfloat import __version__
+from dashfloat.cli import build_parser
+
+
+def dashfloat(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dashfloat", *args], capture_output=True, text=True, timeout=20, env=env
+    )
+
+
+def test_version() -> None:
+    result = dashfloat("--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"dashfloat {__version__}"
+
+
+def test_help_lists_every_flag_on_one_line_each() -> None:
+    lines = dashfloat("--help").stdout.splitlines()
+    for action in build_parser()._actions:
+        if not action.option_strings:
+            continue
+        [line] = [ln for ln in lines if ln.lstrip().startswith(action.option_strings[0])]
+        assert action.help and action.help.replace("%%", "%") in line, line  # the whole help on the flag's line
+
+
+def test_a_bad_config_file_names_the_file_and_the_field(isolated_env: dict[str, str], tmp_path: Path) -> None:
+    config = tmp_path / "cfg" / "dashfloat" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("[providers.local]\nbase_url = 5\n")
+    result = dashfloat("-p", "hi", env=isolated_env)
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"dashfloat: {config}: providers.local.base_url: expected str, got int"
+    assert "Traceback" not in result.stderr
+
+
+def test_an_unknown_provider_is_a_usage_error(isolated_env: dict[str, str]) -> None:
+    result = dashfloat("--provider", "nope", "-p", "hi", env=isolated_env)
+    assert result.returncode == 2 and "nope" in result.stderr and "Traceback" not in result.stderr
