@@ -135,6 +135,4 @@ def run(quick: bool) -> list[Figure]:
 if __name__ == "__main__":
     for fig in run(quick=False):
         base = sorted(fig.baseline_samples)[len(fig.baseline_samples) // 2]
-        print(
-            f"{fig.name}: median {fig.median():.3f} {fig.unit} ({fig.baseline_name}: {base:.3f}); {fig.note}"
-        )
+        print(f"{fig.name}: median {fig.median():.3f} {fig.unit} ({fig.baseline_name}: {base:.3f}); {fig.note}")
