@@ -274,13 +274,15 @@ def test_any_message_sequence_renders_inside_the_screen(events: list[object]) ->
 
 
 @given(st.lists(st.text(alphabet="ab \n`-", max_size=6), max_size=30))
-def test_chunking_never_changes_what_is_committed(chunks: list[str]) -> None:
-    def committed(parts: list[str]) -> str:
+def test_chunking_never_changes_what_is_drawn(chunks: list[str]) -> None:
+    from dashfloat.ui.render import plain, render_entry
+
+    def committed(parts: list[str]) -> list[str]:
         state = initial(0.0)
         for part in parts:
             state = reduce(state, TokenReceived(text=part))
         state = reduce(state, PhaseChanged(phase="idle"))
-        return "\x00".join(e.source for e in state.outbox if isinstance(e, Prose))
+        return [line for e in state.outbox for line in plain(render_entry(e, 80))]
 
     whole = "".join(chunks)
     assert committed(chunks) == committed(list(whole))
