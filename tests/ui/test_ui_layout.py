@@ -310,3 +310,20 @@ def test_at_exit_the_live_region_goes_to_the_scrollback() -> None:
         assert not any("Streaming" in line for line in ui.lines())
 
     asyncio.run(main())
+
+
+def test_an_answer_taller_than_the_screen_commits_as_it_goes_without_repeats() -> None:
+    async def main() -> None:
+        async with running_ui(cols=50, rows=12) as ui:
+            ui.link.push(PhaseChanged(phase="streaming"), TokenReceived(text="```\n"))
+            for i in range(40):
+                ui.link.push(TokenReceived(text=f"code line {i}\n"))
+                await asyncio.sleep(0.005)
+            await ui.until(lambda: "  code line 39" in ui.visible())
+            assert "  code line 0" in ui.lines() and "  code line 0" not in ui.visible()  # already scrolled away
+            ui.link.push(TokenReceived(text="```\n\ndone"), PhaseChanged(phase="idle"))
+            await ui.until(lambda: "done" in ui.lines())
+            lines = ui.lines()
+            assert [lines.count(f"  code line {i}") for i in range(40)] == [1] * 40
+
+    asyncio.run(main())
