@@ -96,14 +96,11 @@ def test_confirmation_keys_send_one_decision_and_collapse_the_preview() -> None:
                 assert any(" Confirm " in line for line in ui.visible())
                 assert "y/Enter approve · n reject · Esc reject & stop · a always allow write_file" in ui.visible()
                 ui.keys(key)
-                await ui.until(lambda n=n: len(ui.link.sent) == n + 1)
+                await ui.until(lambda: len(ui.link.sent) == n + 1)  # noqa: B023 - awaited in this iteration
                 assert ui.link.sent[-1] == DecideConfirmation(ref=n, decision=decision)  # type: ignore[arg-type]
                 ui.link.push(PhaseChanged(phase="idle"))
-                await ui.until(
-                    lambda n=n: any(
-                        f"write_file f{n}.txt" in line and line.startswith(("✓", "✗")) for line in ui.lines()
-                    )
-                )
+                record = f"write_file f{n}.txt"
+                await ui.until(lambda: any(record in x and x.startswith(("✓", "✗")) for x in ui.lines()))  # noqa: B023
                 await ui.until(lambda: not any("+new line" in x for x in ui.visible()))
             assert ui.shell.buffer.text == ""  # the keys were answers, not typing
 
@@ -306,7 +303,7 @@ def test_at_exit_the_live_region_goes_to_the_scrollback() -> None:
             await ui.until(lambda: "last words" in ui.lines())
             ui.keys(CTRL_D)
             await ui.until(lambda: not ui.shell.app.is_running)
-        assert ui.lines().count("last words") == 1
+        assert ui.lines().count("last words") == 1 and ui.exit_code == 0
         assert not any("Streaming" in line for line in ui.lines())
 
     asyncio.run(main())

@@ -20,7 +20,10 @@ class Term(Terminal):
 
     def __init__(self, argv: Sequence[str], env: dict[str, str], cols: int = 80, rows: int = 24) -> None:
         super().__init__(argv, env, cols, rows)
-        self.screen.write_process_input = lambda data: os.write(self.fd, data.encode())
+        self.screen.write_process_input = self._reply  # type: ignore[method-assign]
+
+    def _reply(self, data: str) -> None:
+        os.write(self.fd, data.encode())
 
 
 def fake_app(tmp_path: Path, cols: int = 80, rows: int = 24, *extra: str) -> tuple[Term, Path]:

@@ -60,7 +60,7 @@ class ScreenWriter:
         self.encoding = "utf-8"
         self.errors = "strict"
         self.writes = 0
-        screen.write_process_input = pipe.send_text
+        screen.write_process_input = pipe.send_text  # type: ignore[method-assign]
 
     def write(self, data: str) -> int:
         self.writes += 1
@@ -87,6 +87,7 @@ class Ui:
     screen: pyte.HistoryScreen
     writer: ScreenWriter
     size: list[int] = field(default_factory=list)
+    exit_code: int | None = None
 
     def keys(self, data: str) -> None:
         self.pipe.send_text(data)
@@ -137,5 +138,5 @@ async def running_ui(cols: int = 80, rows: int = 24, no_color_override: bool = F
         finally:
             if not task.done():
                 shell.app.exit(result=0)
-            ui.exit_code = await asyncio.wait_for(task, 5)  # type: ignore[attr-defined]
+            ui.exit_code = await asyncio.wait_for(task, 5)
             link.close()
