@@ -293,7 +293,8 @@ def reduce(state: UiState, event: Event) -> UiState:
         case SessionsListed():
             return _commit(_flush_open(state), SessionTable(tuple(event.sessions)))
         case Tick():
-            state = dataclasses.replace(state, now=event.now, width=event.width, height=event.height)
+            skip = _reflowed_skip(state, event.width) if event.width != state.width else state.open_skip
+            state = dataclasses.replace(state, now=event.now, width=event.width, height=event.height, open_skip=skip)
             if state.last_ctrl_c is not None and event.now - state.last_ctrl_c > DOUBLE_CTRL_C_S:
                 state = dataclasses.replace(state, last_ctrl_c=None, hint=None)
             return _overflow(state)
@@ -333,6 +334,29 @@ def _stream(state: UiState, text: str) -> UiState:
         skip = 0
     state = dataclasses.replace(state, open_prose=rest, open_skip=skip, open_reasoning="")
     return _commit(state, *entries)
+
+
+def _reflowed_skip(state: UiState, width: int) -> int:
+    """The committed rows of the open block, counted again at a new width.
+
+    Rows are matched by the visible (non-space) characters already committed; a row only partly
+    committed is shown again rather than lost.
+    """
+    if not state.open_skip:
+        return 0
+    source = state.open_prose.rstrip()
+    done = _ink(render_markdown(source, state.width)[: state.open_skip])
+    skip = total = 0
+    for row in render_markdown(source, width):
+        total += _ink((row,))
+        if total > done:
+            break
+        skip += 1
+    return skip
+
+
+def _ink(rows: tuple[Row, ...]) -> int:
+    return sum(len(text) - text.count(" ") for row in rows for _, text in row)
 
 
 def _overflow(state: UiState) -> UiState:

@@ -286,3 +286,25 @@ def test_chunking_never_changes_what_is_drawn(chunks: list[str]) -> None:
 
     whole = "".join(chunks)
     assert committed(chunks) == committed(list(whole))
+
+
+@given(st.lists(st.sampled_from([20, 33, 50, 80]), min_size=1, max_size=6))
+def test_a_resize_while_committing_a_tall_block_loses_nothing(widths: list[int]) -> None:
+    from dashfloat.ui.render import plain
+
+    lines = [f"codeline{i}-" + "x" * (i % 7 * 9) for i in range(60)]  # some wrap at the narrow widths
+    state = reduce(initial(0.0), Tick(0.0, 40, 12))
+    state = reduce(state, TokenReceived(text="```\n"))
+    for n, line in enumerate(lines):
+        state = reduce(state, TokenReceived(text=line + "\n"))
+        if n % 10 == 0:
+            state = reduce(state, Tick(0.0, widths[(n // 10) % len(widths)], 12))
+    state = reduce(state, TokenReceived(text="```\n\nend"))
+    state = reduce(state, PhaseChanged(phase="idle"))
+    drawn = "".join(
+        "".join(plain(e.rows)) if isinstance(e, ProseRows) else e.source
+        for e in state.outbox
+        if isinstance(e, ProseRows | Prose)
+    ).replace(" ", "")
+    for line in lines:
+        assert line in drawn
