@@ -63,3 +63,13 @@ def alive(pid: int) -> bool:
         return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False
+
+
+# A child's own peak RSS: ru_maxrss is no good here, Linux carries the forking parent's peak across exec.
+PEAK_RSS_SNIPPET = (
+    "def PEAK_RSS_KIB():\n"
+    "    for line in open('/proc/self/status'):\n"
+    "        if line.startswith('VmHWM:'):\n"
+    "            return int(line.split()[1])\n"
+    "    raise RuntimeError('no VmHWM in /proc/self/status')\n"
+)

@@ -7,7 +7,7 @@ import signal
 from pathlib import Path
 
 from dashfloat.executor import EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_S, run_tool
-from tests.executor.conftest import gone, live_in_group, run_python
+from tests.executor.conftest import PEAK_RSS_SNIPPET, gone, live_in_group, run_python
 
 SHORT_TIMEOUT_S = 0.5
 
@@ -61,12 +61,12 @@ def test_output_cap_is_crossed(root: Path) -> None:
 def test_flood_keeps_memory_bounded() -> None:
     flood = 256 << 20
     out = run_python(
-        "import resource, tempfile\n"
+        PEAK_RSS_SNIPPET + "import tempfile\n"
         "from dashfloat.executor import run_tool\n"
         f"args = {{'command': 'head -c {flood} /dev/zero'}}\n"
         "r = run_tool('execute_command', args, tempfile.gettempdir())\n"
         "print(r['total_bytes'], len(r['output']), r['truncated'])\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        "print(PEAK_RSS_KIB())\n"
     )
     summary, rss_kib = out.splitlines()
     total, length, truncated = summary.split()

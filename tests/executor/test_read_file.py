@@ -13,7 +13,7 @@ from dashfloat.executor import (
     READ_STREAM_THRESHOLD_BYTES,
     run_tool,
 )
-from tests.executor.conftest import run_python
+from tests.executor.conftest import PEAK_RSS_SNIPPET, run_python
 
 
 def read(root: Path, path: str, **kw: int) -> dict[str, object]:
@@ -114,11 +114,11 @@ def test_window_at_the_end_of_a_sparse_gigabyte_file_keeps_memory_flat(root: Pat
         f.write(b"\ntail 1\ntail 2\n")  # line 1001 is the 1 GB hole, then two text lines
     assert big.stat().st_blocks * 512 < 10 << 20  # really sparse
     out = run_python(
-        "import resource, msgspec\n"
+        PEAK_RSS_SNIPPET + "import msgspec\n"
         "from dashfloat.executor import run_tool\n"
         f"r = run_tool('read_file', {{'path': 'sparse.bin', 'offset': 1002}}, {str(root)!r})\n"
         "print(msgspec.json.encode(r).decode())\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        "print(PEAK_RSS_KIB())\n"
     )
     result_line, rss_kib = out.splitlines()
     assert '"content":"tail 1\\ntail 2\\n"' in result_line
