@@ -19,8 +19,10 @@ from dashfloat.protocol import (
     ExecutorToAgent,
     LlmToAgent,
     Message,
+    ReasoningReceived,
     Shutdown,
     SystemEntry,
+    TokenReceived,
     ToolFinished,
     UiToAgent,
 )
@@ -53,6 +55,23 @@ class Workers(Protocol):
     def start_executor(self) -> Worker: ...
 
 
+def coalesce_text(outbox: list[tuple[Dest, Message]]) -> list[tuple[Dest, Message]]:
+    """Adjacent text for the UI in one message: when the agent falls behind a fast stream, the UI gets
+    fewer, larger frames instead of a backlog (nothing is reordered, nothing dropped)."""
+    merged: list[tuple[Dest, Message]] = []
+    for dest, message in outbox:
+        if merged and dest == "ui" and merged[-1][0] == "ui":
+            last = merged[-1][1]
+            if isinstance(message, TokenReceived) and isinstance(last, TokenReceived):
+                merged[-1] = ("ui", TokenReceived(text=last.text + message.text))
+                continue
+            if isinstance(message, ReasoningReceived) and isinstance(last, ReasoningReceived):
+                merged[-1] = ("ui", ReasoningReceived(text=last.text + message.text))
+                continue
+        merged.append((dest, message))
+    return merged
+
+
 class AgentShell:
     """One agent process: the core plus its channels; ``run`` returns when it should exit."""
 
@@ -78,9 +97,11 @@ class AgentShell:
 
     def flush(self) -> None:
         """Send the core's outbox; a dead worker is restarted and the core told."""
-        while self.core.outbox:
-            dest, message = self.core.outbox.pop(0)
+        outbox, self.core.outbox = coalesce_text(self.core.outbox), []
+        for dest, message in outbox:
             self._send(dest, message)
+        if self.core.outbox:  # sending can itself produce messages (a worker died and was told)
+            self.flush()
 
     def _send(self, dest: Dest, message: Message) -> None:
         if dest == "ui":

@@ -63,7 +63,9 @@ class Printer:
                 for message in self.link.receive():
                     code = self._show(message)
                     if code is not None:
+                        self.out.flush()
                         return code
+                self.out.flush()  # once per batch, not once per message: a fast stream stays cheap
         finally:
             signal.signal(signal.SIGINT, previous)
 
@@ -80,7 +82,6 @@ class Printer:
             return None
         if self.json_mode:
             self.out.write(JSON_ENCODER.encode(message).decode() + "\n")
-            self.out.flush()
         else:
             self._human(message)
         if isinstance(message, TurnEnded):
@@ -100,7 +101,6 @@ class Printer:
                 self.out.write("\n\n")
                 self.paragraph_break = False
             self.out.write(message.text)
-            self.out.flush()
             self.wrote_prose = True
             return
         self.paragraph_break = self.wrote_prose

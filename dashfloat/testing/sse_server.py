@@ -83,9 +83,20 @@ def _usage_events(usage: tuple[int, int] | None) -> list[BodyItem]:
     return [sse_event({"id": "chatcmpl-scripted", "choices": [], "usage": totals})]
 
 
+STREAM_BATCH_BYTES = 16 * 1024
+"""Unpaced events go out in writes of about this size, as a fast real provider's do (not one per token)."""
+
+
 def _paced(events: list[bytes], delay_s: float) -> list[BodyItem]:
     if delay_s <= 0:
-        return list(events)
+        batches: list[BodyItem] = []
+        batch = bytearray()
+        for event in events:
+            batch += event
+            if len(batch) >= STREAM_BATCH_BYTES:
+                batches.append(bytes(batch))
+                batch.clear()
+        return [*batches, bytes(batch)] if batch else batches
     paced: list[BodyItem] = []
     for event in events:
         paced += [event, Pause(delay_s)]

@@ -392,3 +392,23 @@ def test_repeated_call_ids_across_episodes_are_made_unique() -> None:
     out = take(core)
     second = ids[1]
     assert RunTool(call_id=second, name="read_file", args={"path": "b"}) in out
+
+
+def test_adjacent_ui_text_is_coalesced_without_reordering() -> None:
+    from dashfloat.agent._process import coalesce_text
+
+    outbox: list[tuple[Any, Message]] = [
+        ("ui", TokenReceived(text="a")),
+        ("ui", TokenReceived(text="b")),
+        ("llm", CancelStream(request_id=1)),
+        ("ui", TokenReceived(text="c")),
+        ("ui", SystemEntry(text="s")),
+        ("ui", TokenReceived(text="d")),
+    ]
+    assert coalesce_text(outbox) == [
+        ("ui", TokenReceived(text="ab")),
+        ("llm", CancelStream(request_id=1)),
+        ("ui", TokenReceived(text="c")),
+        ("ui", SystemEntry(text="s")),
+        ("ui", TokenReceived(text="d")),
+    ]
