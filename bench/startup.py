@@ -1,4 +1,4 @@
-"""Start-up: launch to the first paint of the input prompt in a pseudo-terminal, against the interpreter floor."""
+"""The real CLI in a pseudo-terminal: start-up to the first paint of the prompt, and TUI stream throughput."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import tempfile
 import time
 
 from bench.common import Figure
-from dashfloat.testing.sse_server import ScriptedServer
+from dashfloat.testing.sse_server import ScriptedServer, text_reply
 from tests.pty_harness import Terminal
 
 FLOOR = [sys.executable, "-c", "import prompt_toolkit, requests, msgspec"]
@@ -29,6 +29,42 @@ def _first_paint(argv: list[str], env: dict[str, str]) -> float:
         term.close()
 
 
+def _paragraphs(tokens: int) -> str:
+    """Prose of ``tokens`` one-token words in paragraphs of 60, ending in a marker to wait for."""
+    words = [f"w{i % 10}" for i in range(tokens - 1)]
+    paras = [" ".join(words[i : i + 60]) for i in range(0, len(words), 60)]
+    return " ".join(["\n\n".join(paras), "ENDMARK"])
+
+
+def tui_stream(quick: bool, env: dict[str, str], server: ScriptedServer, cwd: str) -> Figure:
+    """Tokens per second from Enter to the last token on screen, the real TUI in a pty."""
+    tokens = 5_000 if quick else 20_000
+    rates: list[float] = []
+    for _ in range(2 if quick else 4):
+        server.enqueue(text_reply(_paragraphs(tokens), chunk_size=3))  # "wN " is one 3-character token
+        term = Terminal(
+            [sys.executable, "-m", "dashfloat", "--cwd", cwd, "--base-url", server.base_url, "--model", "m"], env
+        )
+        try:
+            if not term.wait_for(PROMPT_GLYPH, visible_only=True):
+                raise RuntimeError("no prompt")
+            term.send("go\r")
+            started = time.perf_counter()
+            if not term.wait_for("ENDMARK", timeout_s=120):
+                raise RuntimeError("the stream never finished on screen")
+            rates.append(tokens / (time.perf_counter() - started))
+        finally:
+            term.close()
+    return Figure(
+        "TUI: stream throughput, Enter to the last token on screen (pty)",
+        "tokens/s",
+        rates,
+        target="≥ 10 000 tokens/s",
+        met=statistics.median(rates) >= 10_000,
+        note=f"{tokens} tokens in paragraphs of 60 words, Markdown-rendered, read back through pyte",
+    )
+
+
 def run(quick: bool) -> list[Figure]:
     runs = 5 if quick else 15
     floor: list[float] = []
@@ -45,6 +81,7 @@ def run(quick: bool) -> list[Figure]:
             floor.append((time.perf_counter() - started) * 1000)
             paint.append(_first_paint([*command, "--base-url", server.base_url, "--model", "m"], env))
             demo.append(_first_paint(command, env))
+        streaming = tui_stream(quick, env, server, tmp)
     floor, paint, demo = floor[1:], paint[1:], demo[1:]
     target = 2 * statistics.median(floor)
     return [
@@ -66,4 +103,5 @@ def run(quick: bool) -> list[Figure]:
             target="≤ 2× the interpreter floor",
             met=statistics.median(demo) <= target,
         ),
+        streaming,
     ]
