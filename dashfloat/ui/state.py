@@ -256,7 +256,8 @@ def reduce(state: UiState, event: Event) -> UiState:
                 return _commit(_flush_open(state), Notice(f"resumed session {event.session_id}"))
             if changed:
                 state = dataclasses.replace(state, context_tokens=None)
-                return _commit(_flush_open(state), Notice(f"new session {event.session_id}"))
+                if event.session_id:  # "" is a cleared session not yet on disk: the agent says so itself
+                    return _commit(_flush_open(state), Notice(f"new session {event.session_id}"))
             return state
         case UserPromptShown():
             return _commit(_flush_open(state), UserPrompt(event.text))
