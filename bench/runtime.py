@@ -282,41 +282,22 @@ def headless_figures(quick: bool) -> list[Figure]:
     throughput = [tokens / max(1e-3, (ms - short_median) / 1000) for ms in stream[drop]]
     return [
         Figure("interpreter floor: python -c 'import prompt_toolkit, requests, msgspec'", "ms", floor),
-        Figure(
-            "headless: first request reaches the provider",
-            "ms",
-            first[drop],
-            "interpreter floor",
-            floor,
-            target="< 250 ms (Codex CLI)",
-            met=statistics.median(first[drop]) < 250,
-        ),
-        Figure(
-            "headless: short turn",
-            "ms",
-            short[drop],
-            "interpreter floor",
-            floor,
-            target="< 350 ms (Codex CLI)",
-            met=statistics.median(short[drop]) < 350,
-        ),
-        Figure(
-            "headless: turn with one tool round trip",
-            "ms",
-            tool[drop],
-            "interpreter floor",
-            floor,
-            target="< 410 ms (Codex CLI)",
-            met=statistics.median(tool[drop]) < 410,
-        ),
-        Figure(
-            "headless --json: 20k-token stream turn",
-            "ms",
-            stream[drop],
-            "interpreter floor",
-            floor,
-            target="< 720 ms (Codex CLI)",
-            met=statistics.median(stream[drop]) < 720,
+        *(
+            Figure(
+                name,
+                "ms",
+                samples,
+                "interpreter floor",
+                floor,
+                target=f"< {codex} ms (Codex CLI)",
+                met=statistics.median(samples) < codex,
+            )
+            for name, samples, codex in (
+                ("headless: first request reaches the provider", first[drop], 250),
+                ("headless: short turn", short[drop], 350),
+                ("headless: turn with one tool round trip", tool[drop], 410),
+                ("headless --json: 20k-token stream turn", stream[drop], 720),
+            )
         ),
         Figure(
             "headless --json: stream throughput, server → LLM → agent → stdout",
