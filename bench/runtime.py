@@ -231,6 +231,18 @@ def _tree_memory(pid: int) -> tuple[float, float]:
     return rss, pss
 
 
+def _write_session(directory: Path, cwd: Path, messages: int) -> int:
+    """A realistic saved session of ``messages`` messages for ``cwd``; returns its size in bytes."""
+    from bench.sessions import _conversation
+    from dashfloat.agent.session_log import SessionWriter, ensure_private_dir, new_header
+
+    ensure_private_dir(directory)
+    header = new_header(cwd=cwd, provider="scripted", model="m", dashfloat_version="bench")
+    with SessionWriter.create(directory, header) as writer:
+        writer.append_many(_conversation(messages))
+        return writer.path.stat().st_size
+
+
 def headless_figures(quick: bool) -> list[Figure]:
     runs = 3 if quick else 7
     with tempfile.TemporaryDirectory() as tmp:
@@ -276,6 +288,13 @@ def headless_figures(quick: bool) -> list[Figure]:
             idle_rss, idle_pss = _tree_memory(idle.pid)
             idle.kill()
             idle.wait()
+            session_bytes = _write_session(Path(tmp) / "state" / "dashfloat" / "sessions", root, 2000)
+            server.enqueue(Reply(body=[sse_event({"choices": []}), Pause(3.0)]))
+            resumed = _headless(server, root, env, "--continue", "-p", "wait")
+            time.sleep(1.5)
+            big_rss, big_pss = _tree_memory(resumed.pid)
+            resumed.kill()
+            resumed.wait()
     drop = slice(1, None)  # the first run warms the page cache
     # the stream's own share: a 20k-token turn minus a short turn of the same run (start-up, connect, exit)
     short_median = statistics.median(short[drop])
@@ -321,6 +340,19 @@ def headless_figures(quick: bool) -> list[Figure]:
             target="≤ 120 MB",
             met=idle_rss <= 120,
             note=f"PSS {idle_pss:.1f} MB (forked processes share pages)",
+        ),
+        Figure(
+            "summed RSS with a resumed 2 000-message session, mid-request",
+            "MB",
+            [big_rss],
+            "idle",
+            [idle_rss],
+            target="growth bounded by the conversation's own size",
+            met=(big_rss - idle_rss) <= 8 * session_bytes / 2**20 + 8,
+            note=(
+                f"session file {session_bytes / 2**20:.2f} MiB; growth {big_rss - idle_rss:.1f} MB (bound: 8× the file "
+                f"+ 8 MB: the agent's objects and one encoded request in the agent and the LLM); PSS {big_pss:.1f} MB"
+            ),
         ),
     ]
 

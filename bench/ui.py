@@ -21,7 +21,7 @@ from tests.ui.ui_pty import ENTER, REPO, Term, fake_app
 
 SMALL_TRANSCRIPT = 10
 LARGE_TRANSCRIPT = 5_000
-KEYSTROKE_TARGET_RATIO = 1.5
+KEYSTROKE_TARGET_RATIO = 1.2  # issue 8: 5 000 entries may cost at most 1.2x of 10
 TOKEN_P99_TARGET_MS = 60.0
 """One 33 ms tick plus drawing and the pty: no token waits longer than a frame."""
 FIRST_PAINT_TARGET_MS = 1000.0
