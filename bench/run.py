@@ -39,6 +39,7 @@ def render(figures: list[Figure], quick: bool, failures: list[str]) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for f in figures:
+        f = Figure(**{k: v.replace("|", "\\|") if isinstance(v, str) else v for k, v in vars(f).items()})
         ratio = f.ratio()
         met = {True: "yes", False: "**no**", None: "—"}[f.met]
         lines.append(
