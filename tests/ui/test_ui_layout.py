@@ -36,7 +36,6 @@ def test_streamed_markdown_reaches_the_screen_then_the_scrollback() -> None:
             assert any(line.startswith("⠋ Streaming") or "Streaming" in line for line in ui.visible())
             ui.link.push(TokenReceived(text=" done.\n\n```python\nprint('hi')\n```\n"))
             ui.link.push(UsageShown(usage=Usage(total_tokens=12_345)), PhaseChanged(phase="idle"))
-            await ui.until(lambda: "12.3k / 128k" in ui.text() and "Idle" in ui.visible()[-1] if False else True)
             await ui.until(lambda: any("12.3k / 128k" in line for line in ui.visible()))
             lines = ui.lines()
             assert "Plan" in lines and "First step done." in lines and "  print('hi')" in lines
@@ -212,8 +211,8 @@ def test_forty_columns_cjk_emoji_and_a_long_line_stay_inside_the_screen() -> Non
             assert "中文字符测试" in text.replace(" ", "") and text.count("x") >= 150
             ui.keys("输入" * 30)
             await ui.until(lambda: ui.shell.buffer.text == "输入" * 30)
-            status = [x for x in ui.visible() if "Idle" in x]
-            assert status and status[0].startswith("● Idle")
+            # a loaded machine may draw the next frame a tick later: wait for it rather than race it
+            await ui.until(lambda: any(x.startswith("● Idle") for x in ui.visible()))
 
     asyncio.run(main())
 
