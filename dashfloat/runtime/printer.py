@@ -78,14 +78,15 @@ class Printer:
             # Nobody is there to press a key: what --approve did not allow is rejected.
             self.link.send(DecideConfirmation(ref=message.ref, decision="reject"))
             self.err.write(f"rejected {message.name}: headless mode asks nobody; pass --approve or --yes\n")
-        if not self.live:
+        if isinstance(message, TurnEnded):
+            # even before any stream began: an agent that died before it saw the prompt ends the run too
+            self.outcome = message.outcome
+        if not self.live and self.outcome is None:
             return None
         if self.json_mode:
             self.out.write(JSON_ENCODER.encode(message).decode() + "\n")
         else:
             self._human(message)
-        if isinstance(message, TurnEnded):
-            self.outcome = message.outcome
         if isinstance(message, PhaseChanged) and message.phase == "idle" and self.outcome is not None:
             if self.wrote_prose and not self.json_mode:
                 self.out.write("\n")

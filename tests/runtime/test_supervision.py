@@ -266,3 +266,18 @@ def test_clear_survives_an_agent_crash(tree: Path, tmp_path: Path) -> None:
         link.send(SubmitPrompt(text="SECOND"))
         collect(link, turn_over)
         assert [m.get("content") for m in server.requests[1]["messages"][1:]] == ["SECOND"]
+
+
+def test_headless_ends_with_exit_1_when_the_agent_dies_mid_turn(tree: Path, tmp_path: Path) -> None:
+    with ScriptedServer() as server:
+        server.enqueue(Reply(body=[Pause(30)]))  # the request hangs before its first byte
+        main = launch_headless(server, tree, tmp_path, "-p", "hi")
+        try:
+            assert server.wait_requests(1, 10)
+            [agent] = [p for p in psutil.Process(main.pid).children() if p.name() == "dashfloat-agent"]
+            agent.send_signal(signal.SIGKILL)
+            _, err = main.communicate(timeout=10)
+            assert main.returncode == 1 and b"agent process stopped" in err
+        finally:
+            main.kill()
+            main.communicate()

@@ -1,0 +1,116 @@
+"""The headless printer on its own: a fake link over a real pipe feeds it display messages."""
+
+from __future__ import annotations
+
+import io
+import os
+from typing import Any
+
+from dashfloat.protocol import (
+    AgentToUi,
+    ConfirmRequested,
+    DecideConfirmation,
+    PhaseChanged,
+    SubmitPrompt,
+    SystemEntry,
+    TokenReceived,
+    ToolCallShown,
+    ToolResultShown,
+    TurnEnded,
+    UiToAgent,
+)
+from dashfloat.runtime import Printer
+
+
+class ScriptedLink:
+    """Plays back batches of messages, one batch per receive(); readable through a real pipe."""
+
+    def __init__(self, *batches: list[AgentToUi]) -> None:
+        self.batches = list(batches)
+        self.sent: list[UiToAgent] = []
+        self._r, self._w = os.pipe()
+        os.write(self._w, b"x")
+
+    def fileno(self) -> int:
+        return self._r
+
+    def send(self, message: UiToAgent) -> None:
+        self.sent.append(message)
+
+    def receive(self) -> list[AgentToUi]:
+        return self.batches.pop(0) if self.batches else []
+
+    def close(self) -> None:
+        os.close(self._r)
+        os.close(self._w)
+
+
+def play(*batches: list[AgentToUi], json_mode: bool = False) -> tuple[int, str, str, list[UiToAgent]]:
+    link = ScriptedLink(*batches)
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        code = Printer(link, json_mode, out, err).run("prompt")  # type: ignore[arg-type]
+    finally:
+        link.close()
+    return code, out.getvalue(), err.getvalue(), link.sent
+
+
+def test_a_turn_prints_prose_to_stdout_and_tool_rows_to_stderr() -> None:
+    batches: list[Any] = [
+        [PhaseChanged(phase="streaming"), TokenReceived(text="Looking.")],
+        [ToolCallShown(id="c", name="read_file", args={"path": "a.txt"})],
+        [ToolResultShown(id="c", name="read_file", ok=False, status="error", output="file not found: a.txt\nmore")],
+        [TokenReceived(text="Done."), TurnEnded(outcome="completed"), PhaseChanged(phase="idle")],
+    ]
+    code, out, err, sent = play(*batches)
+    assert code == 0 and sent == [SubmitPrompt(text="prompt")]
+    assert out == "Looking.\n\nDone.\n"
+    assert err == "⚙ read_file a.txt\n→ error: file not found: a.txt\n  more\n"
+
+
+def test_confirmations_are_rejected_and_say_which_flag_allows_them() -> None:
+    ask = ConfirmRequested(ref=3, id="w", name="write_file", args={}, lines=[])
+    done = [TurnEnded(outcome="completed"), PhaseChanged(phase="idle")]
+    code, _, err, sent = play([PhaseChanged(phase="streaming"), ask], done)
+    assert code == 0 and DecideConfirmation(ref=3, decision="reject") in sent and "--approve" in err
+
+
+def test_an_agent_death_before_any_stream_still_ends_the_run_with_1() -> None:
+    death = [
+        SystemEntry(text="the agent process stopped", level="error"),
+        TurnEnded(outcome="failed"),
+        PhaseChanged(phase="idle"),
+    ]
+    code, _, err, _ = play(death)
+    assert code == 1 and "agent process stopped" in err
+
+
+def test_json_mode_writes_every_live_message_as_a_line() -> None:
+    code, out, _, _ = play(
+        [
+            PhaseChanged(phase="streaming"),
+            TokenReceived(text="hi"),
+            TurnEnded(outcome="completed"),
+            PhaseChanged(phase="idle"),
+        ],
+        json_mode=True,
+    )
+    assert code == 0
+    assert [line.split('"type":"')[1].split('"')[0] for line in out.splitlines()] == [
+        "phase_changed",
+        "token_received",
+        "turn_ended",
+        "phase_changed",
+    ]
+
+
+def test_a_replayed_transcript_is_not_printed() -> None:
+    replay = [TokenReceived(text="old answer"), PhaseChanged(phase="idle")]
+    live = [
+        PhaseChanged(phase="streaming"),
+        TokenReceived(text="new"),
+        TurnEnded(outcome="completed"),
+        PhaseChanged(phase="idle"),
+    ]
+    code, out, _, _ = play(replay, live)
+    assert code == 0 and out == "new\n"
