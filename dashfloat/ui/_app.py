@@ -26,7 +26,7 @@ from prompt_toolkit.output import ColorDepth, Output
 from dashfloat.protocol import AgentToUi, ApprovalMode, Cancel, Decision, SubmitPrompt, UiToAgent
 from dashfloat.ui import _commands as commands
 from dashfloat.ui._history import HistoryCursor
-from dashfloat.ui._text import Row
+from dashfloat.ui._text import Row, sanitize
 from dashfloat.ui._theme import Theme
 from dashfloat.ui.render import PROMPT_MARK, render_entry, render_live, render_status, to_formatted
 from dashfloat.ui.state import (
@@ -143,7 +143,7 @@ class TuiShell:
         batch, self.pending = self.pending + entries, ()
         if batch:
             width = self.app.output.get_size().columns
-            rows = [row for entry in batch for row in render_entry(entry, width)]
+            rows = [scrub(row) for entry in batch for row in render_entry(entry, width)]
             self.app.print_text([*to_formatted(rows), ("", "\n")])
 
     def _start(self) -> None:
@@ -211,7 +211,7 @@ class TuiShell:
             return
         batch, self.pending = self.pending, ()
         width = self.app.output.get_size().columns
-        rows = [row for entry in batch for row in render_entry(entry, width)]
+        rows = [scrub(row) for entry in batch for row in render_entry(entry, width)]
         renderer = self.app.renderer
         renderer.erase()
         # print_text adds no line end of its own: the last row needs one.
@@ -433,6 +433,14 @@ class TuiShell:
                 return
         self.buffer.reset()
         self._history.reset()
+
+
+def scrub(row: Row) -> Row:
+    """The last guard before the scrollback: no fragment may carry a line break or a control character.
+
+    The live region shows control characters in caret form, but printed text goes to the terminal as is.
+    """
+    return tuple((style, sanitize(text.replace("\n", " "))) for style, text in row)
 
 
 def run_tui(link: AgentLink, options: UiOptions) -> int:

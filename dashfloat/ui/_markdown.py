@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 from pygments.lexer import Lexer
 from pygments.lexers import TextLexer, get_lexer_by_name
+from pygments.lexers._mapping import LEXERS
 from pygments.token import Token
 from pygments.util import ClassNotFound
 
@@ -73,6 +75,12 @@ def _inline(node: SyntaxTreeNode, style: str) -> list[Fragment]:
 
 
 def _spans(nodes: list[SyntaxTreeNode], style: str) -> list[Fragment]:
+    # Character references (&#9; &#12; &#x202E;) are decoded by the parser, after the source was sanitized:
+    # every text that reaches a row is sanitized again here, so no control or bidi character reaches the terminal.
+    return [(fragment_style, sanitize(text)) for fragment_style, text in _raw_spans(nodes, style)]
+
+
+def _raw_spans(nodes: list[SyntaxTreeNode], style: str) -> list[Fragment]:
     out: list[Fragment] = []
     for node in nodes:
         match node.type:
@@ -85,13 +93,13 @@ def _spans(nodes: list[SyntaxTreeNode], style: str) -> list[Fragment]:
             case "code_inline":
                 out.append((f"{style} class:inline_code".strip(), node.content))
             case "strong":
-                out.extend(_spans(node.children, f"{style} class:md.strong".strip()))
+                out.extend(_raw_spans(node.children, f"{style} class:md.strong".strip()))
             case "em":
-                out.extend(_spans(node.children, f"{style} class:md.em".strip()))
+                out.extend(_raw_spans(node.children, f"{style} class:md.em".strip()))
             case "s":
-                out.extend(_spans(node.children, f"{style} class:md.strike".strip()))
+                out.extend(_raw_spans(node.children, f"{style} class:md.strike".strip()))
             case "link":
-                text = _spans(node.children, f"{style} class:md.link".strip())
+                text = _raw_spans(node.children, f"{style} class:md.link".strip())
                 out.extend(text)
                 href = str(node.attrs.get("href", ""))
                 if href and href != "".join(t for _, t in text):
@@ -99,7 +107,7 @@ def _spans(nodes: list[SyntaxTreeNode], style: str) -> list[Fragment]:
             case "image":
                 out.append(("class:dim", f"[image: {node.content or node.attrs.get('src', '')}]"))
             case _:
-                out.extend(_spans(node.children, style))
+                out.extend(_raw_spans(node.children, style))
     return out
 
 
@@ -119,13 +127,19 @@ def _list(node: SyntaxTreeNode, width: int) -> list[Row]:
     return rows
 
 
+_BUILTIN_ALIASES: frozenset[str] = frozenset(alias for (_, _, aliases, _, _) in LEXERS.values() for alias in aliases)
+
+
 @functools.lru_cache(maxsize=64)
 def _lexer(language: str) -> Lexer:
-    try:
-        return get_lexer_by_name(language, stripnl=False, ensurenl=False)
-    except ClassNotFound:
-        fallback: Lexer = TextLexer(stripnl=False, ensurenl=False)
-        return fallback
+    # pygments' own lexers only: get_lexer_by_name would scan installed plugins' entry points (file I/O on the
+    # UI loop) for every unknown fence language. Importing a built-in lexer's module the first time is accepted.
+    alias = language.lower()
+    lexer: Lexer = TextLexer(stripnl=False, ensurenl=False)
+    if alias in _BUILTIN_ALIASES:
+        with contextlib.suppress(ClassNotFound):
+            lexer = get_lexer_by_name(alias, stripnl=False, ensurenl=False)
+    return lexer
 
 
 def _code(content: str, info: str, width: int) -> list[Row]:

@@ -110,6 +110,7 @@ def _reasoning_rows(text: str, width: int) -> list[Row]:
 
 
 def _tool_row(glyph_style: str, name: str, args: dict[str, Any], width: int) -> Row:
+    name = sanitize(name).replace("\n", " ")  # the model chooses the name: it may hold control characters
     summary = sanitize(args_summary(name, args)).replace("\n", " ")
     room = width - 2 - width_of(name) - 1
     if room < 1:
