@@ -1,0 +1,32 @@
+"""Keys typed while DashFloat starts are neither echoed into the scrollback nor turned into newlines."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from dashfloat.testing.sse_server import ScriptedServer, text_reply
+from tests.pty_harness import Terminal
+
+
+def test_typeahead_before_the_first_paint_submits_as_typed(tmp_path: Path, isolated_env: dict[str, str]) -> None:
+    tree = tmp_path / "work"
+    tree.mkdir()
+    with ScriptedServer() as server:
+        server.enqueue(text_reply("first answer"), text_reply("second answer"))
+        argv = [sys.executable, "-m", "dashfloat", "--cwd", str(tree), "--base-url", server.base_url, "--model", "m"]
+        term = Terminal(argv, isolated_env)
+        try:
+            time.sleep(0.15)  # well before the UI has drawn (start-up takes ~0.3 s)
+            term.send("hello\r")
+            assert term.wait_for("first answer"), term.text()
+            assert term.wait_for("Idle", visible_only=True)
+            term.send("second\r")
+            assert term.wait_for("second answer"), term.text()
+            assert server.requests[0]["messages"][-1] == {"role": "user", "content": "hello"}
+            assert server.requests[1]["messages"][-1] == {"role": "user", "content": "second"}
+            term.send("\x04")
+            assert term.wait_exit(5) == 0
+        finally:
+            term.close()
