@@ -186,9 +186,9 @@ def render_live(state: UiState, pending: tuple[Entry, ...], width: int) -> list[
     rows: list[Row] = []
     for entry in pending:
         rows.extend(render_entry(entry, width))
-    if state.open_reasoning:
-        rows.extend(_reasoning_rows(state.open_reasoning.strip("\n"), width))
     budget = state.live_budget()
+    if state.open_reasoning:  # its tail, like an open answer: a long reasoning keeps moving (all of it is
+        rows.extend(_reasoning_rows(state.open_reasoning.strip("\n"), width)[-budget:])  # printed when it ends)
     if state.open_prose.strip():
         open_rows = render_markdown(state.open_prose.rstrip(), width)[state.open_skip :]
         rows.extend(open_rows[-budget:])

@@ -10,6 +10,7 @@ from dashfloat.protocol import (
     ConfirmRequested,
     ListSessions,
     PhaseChanged,
+    ReasoningReceived,
     ResumeSession,
     SessionInfo,
     SetApproval,
@@ -272,3 +273,9 @@ def test_a_huge_command_summary_is_bounded_then_clipped_to_the_row() -> None:
     summary = args_summary("execute_command", {"command": "x" * (SUMMARY_MAX_CHARS * 2)})
     assert len(summary) <= SUMMARY_MAX_CHARS
     assert row_width(render_entry(ToolCall("execute_command", {"command": "y" * 5000}), 50)[0]) == 50
+
+
+def test_a_reasoning_taller_than_the_screen_shows_its_newest_lines_while_it_streams() -> None:
+    state = reduce(initial(0.0, width=80, height=20), ReasoningReceived(text="".join(f"step {i}\n" for i in range(40))))
+    lines = plain(render_live(state, (), 80))
+    assert len(lines) <= state.live_budget() and "┆ step 39" in lines and "┆ step 0" not in lines
