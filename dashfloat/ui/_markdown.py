@@ -142,11 +142,27 @@ def _lexer(language: str) -> Lexer:
     return lexer
 
 
+CODE_CHUNK_LINES = 64
+"""Code is highlighted in chunks of this many lines, each cached: a block that grows while it streams costs
+only its last chunk per frame, not the whole block (the lexer restarts at chunk boundaries, which can only
+miscolour a construct that spans one)."""
+CODE_CHUNK_CACHE_ENTRIES = 1024
+
+
 def _code(content: str, info: str, width: int) -> list[Row]:
-    language = info.split()[0] if info else ""
-    lexer = _lexer(language or "text")
+    language = (info.split()[0] if info else "") or "text"
+    lines = content.rstrip("\n").split("\n")
+    rows: list[Row] = []
+    for start in range(0, len(lines), CODE_CHUNK_LINES):
+        rows.extend(_code_chunk("\n".join(lines[start : start + CODE_CHUNK_LINES]), language, width))
+    return rows
+
+
+@functools.lru_cache(maxsize=CODE_CHUNK_CACHE_ENTRIES)
+def _code_chunk(chunk: str, language: str, width: int) -> tuple[Row, ...]:
+    lexer = _lexer(language)
     lines: list[list[Fragment]] = [[]]
-    for token, text in lexer.get_tokens(content.rstrip("\n")):
+    for token, text in lexer.get_tokens(chunk):
         style = _token_class(token)
         for n, part in enumerate(text.split("\n")):
             if n:
@@ -159,7 +175,7 @@ def _code(content: str, info: str, width: int) -> list[Row]:
     for line in lines:
         # Code keeps its spaces: break long lines by columns, never reflow them.
         rows.extend((prefix, *row) for row in _hard_break(line, room))
-    return rows
+    return tuple(rows)
 
 
 def _hard_break(line: list[Fragment], width: int) -> list[Row]:

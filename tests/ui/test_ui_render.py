@@ -288,3 +288,11 @@ def test_a_preview_taller_than_the_screen_keeps_its_head_and_its_tail() -> None:
     shown = plain(render_live(state, (), 40))
     assert any("echo step 0" in line for line in shown) and any("evil.example" in line for line in shown)
     assert any("more preview lines" in line for line in shown) and len(shown) <= state.live_budget() + 1
+
+
+def test_a_long_code_block_renders_every_line_in_order_across_highlight_chunks() -> None:
+    body = [f"value_{i} = compute({i})  # note {i}" for i in range(300)]
+    rows = render_markdown("```python\n" + "\n".join(body) + "\n```", 100)
+    assert [plain([row])[0].strip() for row in rows] == body
+    grown = render_markdown("```python\n" + "\n".join(body) + "\nlast = 1", 100)
+    assert grown[: len(rows)] == rows  # earlier chunks are reused as they were
