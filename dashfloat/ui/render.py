@@ -226,20 +226,20 @@ def _confirm_rows(state: UiState, width: int, budget: int) -> list[Row]:
 
 
 def format_count(n: int) -> str:
-    """12345 -> 12.3k, 128000 -> 128k, 1200000 -> 1.2M."""
-    for limit, suffix in ((1_000_000, "M"), (1_000, "k")):
-        if n >= limit:
-            value = n / limit
-            text = f"{value:.1f}" if value < 100 else f"{value:.0f}"
-            return text.removesuffix(".0") + suffix
-    return str(n)
+    """12345 -> 12.3k, 128000 -> 128k, 999999 -> 1M, 1200000 -> 1.2M."""
+    if n < 1000:
+        return str(n)
+    limit, suffix = (1_000_000, "M") if n >= 999_500 else (1_000, "k")  # 999 999 rounds to 1M, not 1000k
+    value = n / limit
+    text = f"{value:.1f}" if value < 99.95 else f"{value:.0f}"
+    return text.removesuffix(".0") + suffix
 
 
 def format_elapsed(seconds: float) -> str:
-    """3.2s, 1m05s."""
-    if seconds < 60:
+    """3.2s, 1m05s (59.97 s is 1m00s, not 60.0s)."""
+    if seconds < 59.95:
         return f"{seconds:.1f}s"
-    minutes, secs = divmod(int(seconds), 60)
+    minutes, secs = divmod(round(seconds), 60)
     return f"{minutes}m{secs:02d}s"
 
 

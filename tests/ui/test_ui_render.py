@@ -296,3 +296,11 @@ def test_a_long_code_block_renders_every_line_in_order_across_highlight_chunks()
     assert [plain([row])[0].strip() for row in rows] == body
     grown = render_markdown("```python\n" + "\n".join(body) + "\nlast = 1", 100)
     assert grown[: len(rows)] == rows  # earlier chunks are reused as they were
+
+
+def test_counts_and_elapsed_times_round_across_their_unit_boundaries() -> None:
+    from dashfloat.ui.render import format_count, format_elapsed
+
+    counts = (999, 1000, 12_345, 99_960, 999_499, 999_949, 999_999, 1_234_567)
+    assert [format_count(n) for n in counts] == ["999", "1k", "12.3k", "100k", "999k", "1M", "1M", "1.2M"]
+    assert (format_elapsed(3.21), format_elapsed(59.97), format_elapsed(65)) == ("3.2s", "1m00s", "1m05s")
