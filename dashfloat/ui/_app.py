@@ -212,10 +212,21 @@ class TuiShell:
         batch, self.pending = self.pending, ()
         width = self.app.output.get_size().columns
         rows = [scrub(row) for entry in batch for row in render_entry(entry, width)]
-        renderer = self.app.renderer
-        renderer.erase()
-        # print_text adds no line end of its own: the last row needs one.
-        self.app.print_text([*to_formatted(rows), ("", "\n")])
+        renderer, output = self.app.renderer, self.app.output
+        # Back to the top of the live region, then overwrite it (each row clears the rest of its line) and erase
+        # only what is left below. renderer.erase() would erase downwards from the region's top, and when that
+        # is the screen's top row tmux (scroll-on-clear) copies the stale frame into its history.
+        cursor = renderer._cursor_pos  # private: prompt_toolkit has no public "move to the region top"
+        output.cursor_backward(cursor.x)
+        output.cursor_up(cursor.y)
+        output.reset_attributes()
+        text: StyleAndTextTuples = []
+        for row in rows:
+            text.extend([*row, ("[ZeroWidthEscape]", "\x1b[K"), ("", "\n")])
+        self.app.print_text(text)
+        output.erase_down()
+        output.enable_autowrap()
+        output.flush()
         renderer.reset()
         renderer.request_absolute_cursor_position()
         self._dirty = True
