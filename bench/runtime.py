@@ -22,7 +22,7 @@ from dashfloat.channel import Channel
 from dashfloat.executor import run_tool
 from dashfloat.protocol import AgentToUi, Cancel, PhaseChanged, SubmitPrompt, TokenReceived, UiToAgent
 from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
-from tests.e2e import agent_tree, collect, turn_over
+from tests.e2e import agent_tree, collect, dashfloat_argv, turn_over
 
 FLOOR = [sys.executable, "-c", "import prompt_toolkit, requests, msgspec"]
 CONTEXT = multiprocessing.get_context("fork")
@@ -203,18 +203,8 @@ def cancel_latency(quick: bool) -> list[Figure]:
 
 
 def _headless(server: ScriptedServer, cwd: Path, env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
-    command = [
-        sys.executable,
-        "-m",
-        "dashfloat",
-        "--base-url",
-        server.base_url,
-        "--model",
-        "m",
-        "--cwd",
-        str(cwd),
-    ]
-    return subprocess.Popen([*command, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    argv = dashfloat_argv(server, cwd, *args)
+    return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def _tree_memory(pid: int) -> tuple[float, float]:

@@ -11,6 +11,7 @@ import time
 
 from bench.common import Figure
 from dashfloat.testing.sse_server import ScriptedServer, text_reply
+from tests.e2e import dashfloat_argv
 from tests.pty_harness import Terminal
 
 FLOOR = [sys.executable, "-c", "import prompt_toolkit, requests, msgspec"]
@@ -42,9 +43,7 @@ def tui_stream(quick: bool, env: dict[str, str], server: ScriptedServer, cwd: st
     rates: list[float] = []
     for _ in range(2 if quick else 4):
         server.enqueue(text_reply(_paragraphs(tokens), chunk_size=3))  # "wN " is one 3-character token
-        term = Terminal(
-            [sys.executable, "-m", "dashfloat", "--cwd", cwd, "--base-url", server.base_url, "--model", "m"], env
-        )
+        term = Terminal(dashfloat_argv(server, cwd), env)
         try:
             if not term.wait_for(PROMPT_GLYPH, visible_only=True):
                 raise RuntimeError("no prompt")

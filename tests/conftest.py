@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-PROVIDER_VARIABLES = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "DASHFLOAT_PROVIDER", "DASHFLOAT_MODEL")
+from tests.e2e import isolated_environment
 
 
 @pytest.fixture
@@ -22,5 +21,4 @@ def tree(tmp_path: Path) -> Path:
 @pytest.fixture
 def isolated_env(tmp_path: Path) -> dict[str, str]:
     """The environment for a `dashfloat` subprocess: private XDG dirs, no provider from the developer's shell."""
-    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES}
-    return {**env, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    return isolated_environment(tmp_path)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import select
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -43,6 +45,20 @@ def agent_tree(
         yield link
     finally:
         link.shutdown()
+
+
+PROVIDER_VARIABLES = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "DASHFLOAT_PROVIDER", "DASHFLOAT_MODEL")
+
+
+def isolated_environment(tmp_path: Path) -> dict[str, str]:
+    """The environment for a `dashfloat` subprocess: private XDG dirs, no provider from the developer's shell."""
+    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES}
+    return {**env, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+
+
+def dashfloat_argv(server: ScriptedServer, cwd: Path | str, *extra: str) -> list[str]:
+    """The real CLI's command line against the scripted server."""
+    return [sys.executable, "-m", "dashfloat", "--cwd", str(cwd), "--base-url", server.base_url, "--model", "m", *extra]
 
 
 def collect(

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from dashfloat.agent import session_log
 from dashfloat.protocol import SubmitPrompt, ToolResultShown
 from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, text_reply, tool_calls_reply
-from tests.e2e import agent_tree, assert_no_dangling, collect, wait_for
+from tests.e2e import agent_tree, assert_no_dangling, collect, dashfloat_argv, wait_for
 
 
 def slow(reply: Reply, seconds: float) -> Reply:
@@ -69,8 +69,7 @@ def test_sigkill_of_the_agent_at_any_point_loses_nothing_that_was_sent_or_shown(
 
 
 def headless(server: ScriptedServer, tree: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "dashfloat", "--base-url", server.base_url, "--model", "m", "--cwd", str(tree)]
-    return subprocess.run([*command, *args], env=env, capture_output=True, text=True, timeout=20)
+    return subprocess.run(dashfloat_argv(server, tree, *args), env=env, capture_output=True, text=True, timeout=20)
 
 
 def test_continue_and_resume_carry_the_conversation(tmp_path: Path) -> None:

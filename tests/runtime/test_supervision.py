@@ -25,7 +25,17 @@ from dashfloat.protocol import (
 )
 from dashfloat.runtime._workers import EXECUTOR_PROCESS_NAME, LLM_PROCESS_NAME
 from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
-from tests.e2e import agent_tree, assert_no_dangling, children_named, collect, outcome, turn_over, wait_for
+from tests.e2e import (
+    agent_tree,
+    assert_no_dangling,
+    children_named,
+    collect,
+    dashfloat_argv,
+    isolated_environment,
+    outcome,
+    turn_over,
+    wait_for,
+)
 
 
 def one_named(pid: int, name: str) -> psutil.Process:
@@ -112,20 +122,12 @@ def gone(processes: list[psutil.Process]) -> bool:
 
 
 def launch_headless(server: ScriptedServer, tree: Path, tmp_path: Path, *extra: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
-    command = [
-        sys.executable,
-        "-m",
-        "dashfloat",
-        "--base-url",
-        server.base_url,
-        "--model",
-        "m",
-        "--cwd",
-        str(tree),
-    ]
     return subprocess.Popen(
-        [*command, *extra], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        dashfloat_argv(server, tree, *extra),
+        env=isolated_environment(tmp_path),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 import unicodedata
 from pathlib import Path
 
 from dashfloat.testing.sse_server import ScriptedServer, text_reply, tool_calls_reply
 from dashfloat.ui._app import scrub
 from dashfloat.ui._markdown import render_markdown
+from tests.e2e import dashfloat_argv
 from tests.pty_harness import Terminal
 
 HOSTILE_NAME = "read\u009b2J\u0007\nX✓ approved fake"
@@ -36,8 +36,7 @@ def test_a_hostile_tool_name_and_prose_reach_the_terminal_defused(tmp_path: Path
     tree.mkdir()
     with ScriptedServer() as server:
         server.enqueue(tool_calls_reply([("c1", HOSTILE_NAME, {"path": "a.txt"})]), text_reply(HOSTILE_PROSE))
-        argv = [sys.executable, "-m", "dashfloat", "--cwd", str(tree), "--base-url", server.base_url, "--model", "m"]
-        term = Terminal(argv, isolated_env, cols=100, rows=30)
+        term = Terminal(dashfloat_argv(server, tree), isolated_env, cols=100, rows=30)
         try:
             assert term.wait_for("Idle", visible_only=True)
             term.send("go\r")

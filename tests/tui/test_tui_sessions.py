@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from dashfloat.testing.sse_server import ScriptedServer, text_reply
+from tests.e2e import dashfloat_argv
 from tests.pty_harness import Terminal
 
 
@@ -25,8 +25,7 @@ def server() -> Iterator[ScriptedServer]:
 
 def launch(server: ScriptedServer, cwd: Path, env: dict[str, str], *extra: str) -> Terminal:
     cwd.mkdir(exist_ok=True)
-    argv = [sys.executable, "-m", "dashfloat", "--cwd", str(cwd), "--base-url", server.base_url, "--model", "m"]
-    term = Terminal([*argv, *extra], env, cols=110, rows=40)
+    term = Terminal(dashfloat_argv(server, cwd, *extra), env, cols=110, rows=40)
     assert term.wait_for("Idle", visible_only=True), term.text()
     return term
 

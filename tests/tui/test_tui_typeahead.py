@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
 from dashfloat.testing.sse_server import ScriptedServer, text_reply
+from tests.e2e import dashfloat_argv
 from tests.pty_harness import Terminal
 
 
@@ -15,8 +15,7 @@ def test_typeahead_before_the_first_paint_submits_as_typed(tmp_path: Path, isola
     tree.mkdir()
     with ScriptedServer() as server:
         server.enqueue(text_reply("first answer"), text_reply("second answer"))
-        argv = [sys.executable, "-m", "dashfloat", "--cwd", str(tree), "--base-url", server.base_url, "--model", "m"]
-        term = Terminal(argv, isolated_env)
+        term = Terminal(dashfloat_argv(server, tree), isolated_env)
         try:
             time.sleep(0.15)  # well before the UI has drawn (start-up takes ~0.3 s)
             term.send("hello\r")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +11,7 @@ import psutil
 import pytest
 
 from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
+from tests.e2e import dashfloat_argv
 from tests.ui.ui_pty import CTRL_D, ENTER, ESC, REPO, Term
 
 
@@ -32,28 +32,13 @@ def _env(tmp_path: Path) -> dict[str, str]:
     }
 
 
-def _argv(server: ScriptedServer, tree: Path, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "dashfloat",
-        "--base-url",
-        server.base_url,
-        "--model",
-        "m",
-        "--cwd",
-        str(tree),
-        *extra,
-    ]
-
-
 @pytest.fixture
 def session(tmp_path: Path) -> Iterator[Session]:
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "a.txt").write_text("alpha\nbeta\n")
     with ScriptedServer() as server:
-        term = Term(_argv(server, tree), _env(tmp_path), cols=90, rows=26)
+        term = Term(dashfloat_argv(server, tree), _env(tmp_path), cols=90, rows=26)
         try:
             assert term.wait_for("● Idle · m", 20), term.text()
             yield Session(term, server, tree)
@@ -170,7 +155,7 @@ def test_continue_replays_the_transcript_into_the_scrollback(session: Session, t
     assert session.term.wait_for("I will remember this.")
     session.term.send(CTRL_D)
     assert session.term.wait_exit(10) == 0
-    again = Term(_argv(session.server, session.tree, "--continue"), _env(tmp_path), cols=90, rows=26)
+    again = Term(dashfloat_argv(session.server, session.tree, "--continue"), _env(tmp_path), cols=90, rows=26)
     try:
         assert again.wait_for("● Idle · m", 20), again.text()
         assert again.wait_for("❯ remember me") and again.wait_for("I will remember this."), again.text()
