@@ -6,11 +6,12 @@ import argparse
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
 from dashfloat import __version__
+from dashfloat.terminal import hold_terminal
 
 EXIT_USAGE: Final = 2
 
@@ -100,7 +101,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail("the prompt is empty")
     if args.json and prompt is None:
         return _fail("--json needs -p PROMPT")
+    # First, before the heavy imports: keys typed while the TUI starts are held, not echoed (terminal.py).
+    restore_terminal = hold_terminal(hold_keys=prompt is None)
+    try:
+        return _launch(args, cwd, prompt, restore_terminal)
+    finally:
+        restore_terminal()
 
+
+def _launch(args: argparse.Namespace, cwd: Path, prompt: str | None, restore_terminal: Callable[[], None]) -> int:
     from dashfloat.launch import Launch, LaunchError, prepare
 
     try:
@@ -116,4 +125,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         json_mode=args.json,
         no_color=args.no_color or "NO_COLOR" in os.environ,
         on_stop=launch.stop,
+        restore_terminal=restore_terminal,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import termios
 import time
 from pathlib import Path
 
@@ -17,7 +18,13 @@ def test_typeahead_before_the_first_paint_submits_as_typed(tmp_path: Path, isola
         server.enqueue(text_reply("first answer"), text_reply("second answer"))
         term = Terminal(dashfloat_argv(server, tree), isolated_env)
         try:
-            time.sleep(0.15)  # well before the UI has drawn (start-up takes ~0.3 s)
+            # Type the moment DashFloat has taken the terminal (its first act, before the heavy imports, the
+            # agent and the first paint); keys typed before the interpreter even runs our code are the tty's.
+            deadline = time.monotonic() + 10
+            while termios.tcgetattr(term.fd)[3] & termios.ECHO and time.monotonic() < deadline:
+                time.sleep(0.002)
+            assert not termios.tcgetattr(term.fd)[3] & termios.ECHO
+            assert "❯" not in term.visible()  # really before the first paint
             term.send("hello\r")
             assert term.wait_for("first answer"), term.text()
             assert term.wait_for("Idle", visible_only=True)
