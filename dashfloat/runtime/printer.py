@@ -5,6 +5,7 @@ from __future__ import annotations
 import select
 import signal
 import sys
+import unicodedata
 from types import FrameType
 from typing import Final, TextIO
 
@@ -29,6 +30,24 @@ EXIT_FAILED: Final = 1
 EXIT_INTERRUPTED: Final = 130
 
 _EXIT_CODES: Final = {"completed": EXIT_OK, "stopped": EXIT_OK, "failed": EXIT_FAILED, "limit": EXIT_FAILED}
+
+
+def defused(text: str) -> str:
+    """Text for a terminal's stderr: control characters in caret form, other invisible ones dropped.
+
+    Tool names, arguments and outputs come from the model and from files; on a terminal they must not be able
+    to move the cursor, clear the screen or forge lines. (The TUI does the same, with width bookkeeping.)
+    """
+    if text.isprintable():
+        return text
+    return "".join(
+        ch
+        if ch.isprintable() or ch == " "
+        else "^" + chr((ord(ch) + 64) % 128)
+        if unicodedata.category(ch) == "Cc"
+        else ""
+        for ch in text.expandtabs(4)
+    )
 
 
 class Printer:
@@ -73,11 +92,12 @@ class Printer:
         if isinstance(message, PhaseChanged) and message.phase == "streaming":
             self.live = True
         if isinstance(message, SystemEntry):
-            self.err.write(f"{message.text}\n")
+            for line in message.text.splitlines():
+                self.err.write(f"{defused(line)}\n")
         if isinstance(message, ConfirmRequested):
             # Nobody is there to press a key: what --approve did not allow is rejected.
             self.link.send(DecideConfirmation(ref=message.ref, decision="reject"))
-            self.err.write(f"rejected {message.name}: headless mode asks nobody; pass --approve or --yes\n")
+            self.err.write(f"rejected {defused(message.name)}: headless mode asks nobody; pass --approve or --yes\n")
         if isinstance(message, TurnEnded):
             # even before any stream began: an agent that died before it saw the prompt ends the run too
             self.outcome = message.outcome
@@ -106,9 +126,9 @@ class Printer:
             return
         self.paragraph_break = self.wrote_prose
         if isinstance(message, ToolCallShown):
-            self.err.write(f"⚙ {summarize_call(message.name, message.args)}\n")
+            self.err.write(f"⚙ {defused(summarize_call(message.name, message.args))}\n")
         elif isinstance(message, ToolResultShown):
-            lines = message.output.splitlines()
+            lines = [defused(line) for line in message.output.splitlines()]
             if message.status == "error" and lines:
                 self.err.write(f"→ error: {lines.pop(0)}\n")
             else:

@@ -114,3 +114,15 @@ def test_a_replayed_transcript_is_not_printed() -> None:
     ]
     code, out, _, _ = play(replay, live)
     assert code == 0 and out == "new\n"
+
+
+def test_model_chosen_names_and_tool_output_cannot_write_control_sequences_to_stderr() -> None:
+    hostile = "read\u009b2J\x07\nX fake row"
+    batches: list[Any] = [
+        [PhaseChanged(phase="streaming"), ToolCallShown(id="c", name=hostile, args={"path": "a\x1b[2J"})],
+        [ToolResultShown(id="c", name=hostile, ok=True, status="ok", output="line\x1b]0;t\x07\ttab")],
+        [TurnEnded(outcome="completed"), PhaseChanged(phase="idle")],
+    ]
+    _, _, err, _ = play(*batches)
+    assert not any(ch in err for ch in "\x1b\x07\u009b\t")
+    assert err.splitlines()[0].startswith("⚙ read^") and not any(ln.startswith("X fake") for ln in err.splitlines())
