@@ -136,7 +136,10 @@ async def running_ui(cols: int = 80, rows: int = 24, no_color_override: bool = F
         try:
             yield ui
         finally:
-            if not task.done():
+            # The test may already have exited (its own /exit, Ctrl-D): asking again while that exit is
+            # under way raises ("not running" / "return value already set"), so ask only a live app.
+            future = shell.app.future
+            if not task.done() and shell.app.is_running and future is not None and not future.done():
                 shell.app.exit(result=0)
             ui.exit_code = await asyncio.wait_for(task, 5)
             link.close()
