@@ -33,11 +33,13 @@ from dashfloat.ui.state import (
     Entry,
     Event,
     Hint,
+    InputChanged,
     LocalNotice,
     Submitted,
     Tick,
     UiState,
     close_open,
+    confirm_key,
     ctrl_c,
     decide,
     initial,
@@ -110,6 +112,7 @@ class TuiShell:
         self._history = HistoryCursor()
         self.completer = commands.SlashCompleter()
         self.buffer = Buffer(multiline=True, completer=self.completer, complete_while_typing=True, name="input")
+        self.buffer.on_text_changed += self._on_text_changed
         self.app: Application[int] = Application(
             layout=self._layout(),
             key_bindings=merge_key_bindings([load_basic_bindings(), self._bindings()]),
@@ -175,14 +178,16 @@ class TuiShell:
     def tick(self) -> None:
         """One frame: advance time, commit finished entries, redraw if anything visible changed."""
         size = self.app.output.get_size()
+        self._on_text_changed()
         before = self.state
         self.state = reduce(before, Tick(self.clock(), size.columns, size.rows))
         # Only time moved unless the tick committed rows or the screen changed size.
-        if (self.state.open_skip, self.state.hint, self.state.width, self.state.height) != (
+        if (self.state.open_skip, self.state.hint, self.state.width, self.state.height, self.state.confirm_armed) != (
             before.open_skip,
             before.hint,
             before.width,
             before.height,
+            before.confirm_armed,
         ):
             self._dirty = True
         self.state, entries = take_outbox(self.state)
@@ -195,6 +200,11 @@ class TuiShell:
             self._status_key = status
             self._dirty = False
             self.app.invalidate()
+
+    def _on_text_changed(self, _: Buffer | None = None) -> None:
+        # Also called by the tick and before a decision key: Buffer.reset() does not fire on_text_changed.
+        if (self.buffer.text == "") != self.state.input_empty:
+            self._apply(InputChanged(empty=self.buffer.text == ""))
 
     def _apply(self, event: Event) -> None:
         self.state = reduce(self.state, event)
@@ -389,7 +399,15 @@ class TuiShell:
         def decision(key: str, value: Decision) -> None:
             @kb.add(key, filter=confirming)
             def _(event: KeyPressEvent) -> None:
-                self.decide(value)
+                self._on_text_changed()
+                match confirm_key(self.state, printable=len(key) == 1):
+                    case "decide":
+                        self.decide(value)
+                    case "type":
+                        self.buffer.insert_text(key)
+                    case "ignore":
+                        if self.buffer.text:
+                            self._apply(Hint("a confirmation is waiting: your text stays; clear it to answer"))
 
         for key, value in (
             ("y", "approve"),

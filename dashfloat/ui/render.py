@@ -216,13 +216,31 @@ def _confirm_rows(state: UiState, width: int, budget: int) -> list[Row]:
         cut = (("class:dim", f"… {len(body) - keep} more preview lines …"),)
         body = [*body[:head], cut, *(body[-tail:] if tail else [])]
     rows.extend((("", "  "), *r) for r in body)
-    footers = (
-        f"y/Enter approve · n reject · Esc reject & stop · a always allow {confirm.name}",
-        "y yes · n no · Esc stop · a always",
-    )
-    footer = next((f for f in footers if width_of(f) <= width), footers[-1])
-    rows.append((("class:tool", clip(footer, width)),))
+    rows.append(_confirm_footer(state, width))
     return rows
+
+
+def _confirm_footer(state: UiState, width: int) -> Row:
+    """The key line: the keys only once they answer (guard passed, empty input), else why they do not."""
+    confirm = state.confirm
+    assert confirm is not None
+    if not state.confirm_armed:
+        footers: tuple[str, ...] = ("read the change: the keys answer in a moment", "read the change…")
+        style = "class:dim"
+    elif not state.input_empty:
+        footers = (
+            "your text stays in the input; clear it (Ctrl-U) to answer y/n/a/Esc",
+            "clear the input to answer",
+        )
+        style = "class:warning"
+    else:
+        footers = (
+            f"y/Enter approve · n reject · Esc reject & stop · a always allow {confirm.name}",
+            "y yes · n no · Esc stop · a always",
+        )
+        style = "class:tool"
+    footer = next((f for f in footers if width_of(f) <= width), footers[-1])
+    return ((style, clip(footer, width)),)
 
 
 def format_count(n: int) -> str:

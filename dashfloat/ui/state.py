@@ -39,6 +39,9 @@ DOUBLE_CTRL_C_S = 1.0
 LIVE_RESERVED_ROWS = 4
 """Rows kept free below the live text for the status bar, the input and a hint."""
 MIN_LIVE_ROWS = 3
+CONFIRM_GUARD_S = 0.6
+"""A confirmation takes no decision key until its preview has been on screen this long (ADR 0025): longer
+than the gap between two keys of someone typing a sentence, short enough not to feel like a wait."""
 
 
 # ---------------------------------------------------------------- transcript entries
@@ -149,7 +152,14 @@ class Hint:
     text: str | None
 
 
-UiEvent = Tick | Submitted | LocalNotice | Hint
+@dataclass(frozen=True)
+class InputChanged:
+    """The input became empty or non-empty (decision keys act only on an empty input)."""
+
+    empty: bool
+
+
+UiEvent = Tick | Submitted | LocalNotice | Hint | InputChanged
 Event = AgentToUi | UiEvent
 
 # ---------------------------------------------------------------- the state
@@ -177,6 +187,11 @@ class UiState:
     open_skip: int = 0
     open_reasoning: str = ""
     confirm: ConfirmRequested | None = None
+    confirm_since: float | None = None
+    """The tick that first drew the pending confirmation (None: not drawn yet)."""
+    confirm_armed: bool = False
+    """The guard since ``confirm_since`` has passed: decision keys on an empty input now answer."""
+    input_empty: bool = True
     last_call_id: str | None = None
     """The latest tool row shown: a confirmation of that same call needs no second header."""
     outbox: tuple[Entry, ...] = ()
@@ -227,7 +242,11 @@ def _drop_confirm(state: UiState) -> UiState:
     if state.confirm is None:
         return state
     record = DecisionRecord(state.confirm.name, state.confirm.args, "cancelled")
-    return _commit(dataclasses.replace(state, confirm=None), record)
+    return _commit(_no_confirm(state), record)
+
+
+def _no_confirm(state: UiState) -> UiState:
+    return dataclasses.replace(state, confirm=None, confirm_since=None, confirm_armed=False)
 
 
 def take_outbox(state: UiState) -> tuple[UiState, tuple[Entry, ...]]:
@@ -284,7 +303,8 @@ def reduce(state: UiState, event: Event) -> UiState:
                 state = _drop_confirm(state)  # answered elsewhere (a cancel): the record goes first
             return _commit(state, ToolResult(event.name, event.status, event.output))
         case ConfirmRequested():
-            return dataclasses.replace(_flush_open(state), confirm=event)
+            # A new confirmation starts its own guard, even if it replaces one already armed.
+            return dataclasses.replace(_flush_open(state), confirm=event, confirm_since=None, confirm_armed=False)
         case UsageShown():
             return dataclasses.replace(state, context_tokens=event.usage.total_tokens)
         case SystemEntry():
@@ -298,7 +318,13 @@ def reduce(state: UiState, event: Event) -> UiState:
             state = dataclasses.replace(state, now=event.now, width=event.width, height=event.height, open_skip=skip)
             if state.last_ctrl_c is not None and event.now - state.last_ctrl_c > DOUBLE_CTRL_C_S:
                 state = dataclasses.replace(state, last_ctrl_c=None, hint=None)
+            if state.confirm is not None:
+                since = state.confirm_since if state.confirm_since is not None else event.now
+                armed = event.now - since >= CONFIRM_GUARD_S
+                state = dataclasses.replace(state, confirm_since=since, confirm_armed=armed)
             return _overflow(state)
+        case InputChanged():
+            return dataclasses.replace(state, input_empty=event.empty)
         case Submitted():
             history = state.history
             if event.text.strip() and (not history or history[-1] != event.text):
@@ -424,8 +450,24 @@ def decide(state: UiState, decision: Decision) -> tuple[UiState, DecideConfirmat
     confirm = state.confirm
     if confirm is None:
         return state, None
-    state = _commit(dataclasses.replace(state, confirm=None), DecisionRecord(confirm.name, confirm.args, decision))
+    state = _commit(_no_confirm(state), DecisionRecord(confirm.name, confirm.args, decision))
     return state, DecideConfirmation(ref=confirm.ref, decision=decision)
+
+
+KeyAction = Literal["decide", "type", "ignore"]
+
+
+def confirm_key(state: UiState, printable: bool) -> KeyAction:
+    """What a decision key (y n a, Enter, Esc) does while a confirmation is pending.
+
+    It answers only on purpose: on an empty input, once the guard has passed. Otherwise a printable key is
+    typing (it goes into the draft, nothing is eaten) and Enter or Esc does nothing: never queued for later.
+    """
+    if state.confirm is None:
+        return "type" if printable else "ignore"
+    if state.input_empty and state.confirm_armed:
+        return "decide"
+    return "type" if printable else "ignore"
 
 
 CtrlC = Literal["cancel", "clear", "exit", "arm"]

@@ -4,8 +4,8 @@
 
 The fake agent speaks the real protocol over a real ``multiprocessing`` pipe; every message it receives is
 logged to LOG (JSON lines), so a test can prove keys -> messages, and what it sends reaches the screen.
-Prompts it understands: ``stream N``, ``tool``, ``confirm PATH``, ``slow``, ``die``, ``replay N``,
-``timed N`` (tokens ``«i»`` whose send times go to the log); anything else is echoed as Markdown.
+Prompts it understands: ``stream N``, ``tool``, ``confirm PATH``, ``confirm-later PATH``, ``slow``, ``die``,
+``replay N``, ``timed N`` (tokens ``«i»`` whose send times go to the log); anything else is echoed as Markdown.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from dashfloat.ui import UiOptions, run_tui
 CONTEXT = multiprocessing.get_context("fork")
 TOKEN_GAP_S = 0.002
 SLOW_TOKEN_GAP_S = 0.02
+CONFIRM_DELAY_S = 0.4
 
 
 class _Agent:
@@ -111,6 +112,9 @@ class _Agent:
                 )
                 self.finish()
             case "confirm":
+                self.confirm(arg)
+            case "confirm-later":  # the confirmation arrives while the user is typing
+                time.sleep(CONFIRM_DELAY_S)
                 self.confirm(arg)
             case "die":
                 os._exit(3)

@@ -93,7 +93,8 @@ def test_confirmation_keys_send_one_decision_and_collapse_the_preview() -> None:
                 ui.link.push(confirm, PhaseChanged(phase="confirming"))
                 await ui.until(lambda: any("+new line" in x for x in ui.visible()))
                 assert any(" Confirm " in line for line in ui.visible())
-                assert "y/Enter approve · n reject · Esc reject & stop · a always allow write_file" in ui.visible()
+                armed = "y/Enter approve · n reject · Esc reject & stop · a always allow write_file"
+                await ui.until(lambda: armed in ui.visible())  # noqa: B023 - awaited in this iteration
                 ui.keys(key)
                 await ui.until(lambda: len(ui.link.sent) == n + 1)  # noqa: B023 - awaited in this iteration
                 assert ui.link.sent[-1] == DecideConfirmation(ref=n, decision=decision)  # type: ignore[arg-type]
@@ -102,6 +103,31 @@ def test_confirmation_keys_send_one_decision_and_collapse_the_preview() -> None:
                 await ui.until(lambda: any(record in x and x.startswith(("✓", "✗")) for x in ui.lines()))  # noqa: B023
                 await ui.until(lambda: not any("+new line" in x for x in ui.visible()))
             assert ui.shell.buffer.text == ""  # the keys were answers, not typing
+
+    asyncio.run(main())
+
+
+def test_keys_during_the_guard_or_into_a_draft_decide_nothing_and_stay_in_the_input() -> None:
+    async def main() -> None:
+        async with running_ui() as ui:
+            confirm = ConfirmRequested(ref=1, id="c1", name="write_file", args={"path": "f.txt"}, lines=["+x"])
+            ui.link.push(PhaseChanged(phase="streaming"), confirm, PhaseChanged(phase="confirming"))
+            await ui.until(lambda: "read the change: the keys answer in a moment" in ui.visible())
+            ui.keys(ENTER)  # during the guard: ignored, not queued
+            ui.keys("yes")  # during the guard on an empty input: typing
+            armed = "y/Enter approve · n reject · Esc reject & stop · a always allow write_file"
+            await ui.until(lambda: ui.shell.state.confirm_armed)
+            await ui.until(lambda: any("clear it (Ctrl-U) to answer" in x for x in ui.visible()))
+            ui.keys(" and then a")
+            ui.keys(ENTER)  # text in the input: approves nothing, submits nothing
+            ui.keys(ESC)
+            await ui.until(lambda: ui.shell.state.hint is not None)
+            await ui.frames(5)
+            assert ui.link.sent == [] and ui.shell.buffer.text == "yes and then a"
+            ui.keys("\x15")  # Ctrl-U empties the input: now a key answers
+            await ui.until(lambda: armed in ui.visible())
+            ui.keys("n")
+            await ui.until(lambda: ui.link.sent == [DecideConfirmation(ref=1, decision="reject")])
 
     asyncio.run(main())
 

@@ -102,3 +102,35 @@ def test_resize_keeps_the_screen_sane(app: tuple[Term, Path]) -> None:
     visible = [line for line in term.visible().splitlines() if line.strip()]
     assert sum("● Idle" in line for line in visible) == 1, term.visible()
     assert visible[-1].startswith("● Idle") and visible[-2].startswith("❯")
+
+
+HUMAN_KEY_GAP_S = 0.06
+"""Input pacing of a quick typist (about 16 keys a second): the keys arrive one by one, as a person's do."""
+
+
+def type_like_a_person(term: Term, text: str) -> None:
+    for ch in text:
+        term.send(ch)
+        term.pump(HUMAN_KEY_GAP_S)  # reads the screen meanwhile; paces the keys, asserts nothing about time
+
+
+def test_typing_ahead_across_a_confirmation_decides_nothing_and_loses_no_character(
+    app: tuple[Term, Path], tmp_path: Path
+) -> None:
+    term, log = app
+    term.send("confirm-later out.txt" + ENTER)
+    draft = "yes and now add the tests, then run all of it"
+    type_like_a_person(term, draft)  # y, n and a of the draft arrive before, during and after the preview
+    assert term.wait_for("+approved", visible_only=True), term.text()
+    assert term.wait_for("clear it (Ctrl-U) to answer", visible_only=True), term.text()
+    term.send(ENTER)  # Enter with text in the input: nothing submitted, nothing approved
+    term.settle(0.3)
+    assert [m for m in received(log) if m["type"] != "submit_prompt"] == [], received(log)
+    assert not (tmp_path / "out.txt").exists()
+    assert ("❯ " + draft) in term.visible(), term.visible()  # every character is still in the draft
+    term.send("\x15")  # Ctrl-U: an empty input, and now a key answers on purpose
+    assert term.wait_for("a always allow write_file", visible_only=True), term.text()
+    term.send("y")
+    assert term.wait_for("✓ approved write_file out.txt"), term.text()
+    assert {"type": "decide_confirmation", "ref": 1, "decision": "approve"} in received(log)
+    assert (tmp_path / "out.txt").exists()

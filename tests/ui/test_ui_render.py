@@ -36,7 +36,9 @@ from dashfloat.ui.render import (
     shorten_cwd,
 )
 from dashfloat.ui.state import (
+    CONFIRM_GUARD_S,
     DecisionRecord,
+    InputChanged,
     Notice,
     Prose,
     ProseRows,
@@ -149,11 +151,16 @@ def test_decision_records_notices_and_the_session_table() -> None:
 def test_live_region_shows_pending_entries_the_open_block_and_a_confirmation() -> None:
     confirm = ConfirmRequested(ref=1, id="c", name="edit_file", args={"path": "a.py"}, lines=["@@", "-old", "+new"])
     state = reduce(reduce(initial(0.0), TokenReceived(text="open *para*")), confirm)
+    assert plain(render_live(state, (), 80))[-1] == "read the change: the keys answer in a moment"
+    state = reduce(reduce(state, Tick(1.0, 80, 24)), Tick(1.0 + CONFIRM_GUARD_S, 80, 24))
     lines = plain(render_live(state, (Notice("n"), *state.outbox), 80))
     assert lines[:2] == ["· n", ""]
     assert "open para" in lines and "⚙ edit_file a.py" in lines and "  +new" in lines
     assert lines[-1] == "y/Enter approve · n reject · Esc reject & stop · a always allow edit_file"
     assert plain(render_live(state, (), 40))[-1] == "y yes · n no · Esc stop · a always"
+    typed = reduce(state, InputChanged(empty=False))
+    typed_footer = "your text stays in the input; clear it (Ctrl-U) to answer y/n/a/Esc"
+    assert plain(render_live(typed, (), 80))[-1] == typed_footer
     rows = render_live(state, (), 60)
     assert ("class:diff.add", "+new") in [f for r in rows for f in r] and ("class:diff.del", "-old") in [
         f for r in rows for f in r

@@ -23,10 +23,12 @@ from dashfloat.protocol import (
     UserPromptShown,
 )
 from dashfloat.ui.state import (
+    CONFIRM_GUARD_S,
     DOUBLE_CTRL_C_S,
     HISTORY_MAX_ENTRIES,
     DecisionRecord,
     Hint,
+    InputChanged,
     LocalNotice,
     Notice,
     Prose,
@@ -39,6 +41,7 @@ from dashfloat.ui.state import (
     ToolResult,
     UiState,
     UserPrompt,
+    confirm_key,
     ctrl_c,
     decide,
     initial,
@@ -308,3 +311,54 @@ def test_a_resize_while_committing_a_tall_block_loses_nothing(widths: list[int])
     ).replace(" ", "")
     for line in lines:
         assert line in drawn
+
+
+# ---------------------------------------------------------------- a confirmation is answered only on purpose
+
+
+def test_decision_keys_wait_for_the_guard_measured_from_the_first_tick_that_drew_the_preview() -> None:
+    state = run(Tick(100.0, 80, 24), CONFIRM)
+    assert confirm_key(state, printable=True) == "type" and confirm_key(state, printable=False) == "ignore"
+    drawn = 200.0
+    state = run(Tick(drawn, 80, 24), state=state)  # first drawn now: the guard starts
+    assert state.confirm_since == drawn and not state.confirm_armed
+    state = run(Tick(drawn + CONFIRM_GUARD_S * 0.99, 80, 24), state=state)
+    assert not state.confirm_armed and confirm_key(state, printable=False) == "ignore"
+    state = run(Tick(drawn + CONFIRM_GUARD_S * 1.01, 80, 24), state=state)
+    assert state.confirm_armed
+    assert confirm_key(state, printable=True) == "decide" and confirm_key(state, printable=False) == "decide"
+
+
+def test_a_non_empty_input_keeps_every_key_as_typing_and_enter_decides_nothing() -> None:
+    state = run(CONFIRM, Tick(1.0, 80, 24), Tick(1.0 + CONFIRM_GUARD_S, 80, 24), InputChanged(empty=False))
+    assert state.confirm_armed
+    assert confirm_key(state, printable=True) == "type" and confirm_key(state, printable=False) == "ignore"
+    state = run(InputChanged(empty=True), state=state)
+    assert confirm_key(state, printable=True) == "decide"
+
+
+def test_a_new_confirmation_starts_its_own_guard() -> None:
+    state = run(CONFIRM, Tick(1.0, 80, 24), Tick(1.0 + CONFIRM_GUARD_S, 80, 24))
+    assert state.confirm_armed
+    state, _ = decide(state, "approve")
+    assert state.confirm_since is None and not state.confirm_armed
+    state = run(CONFIRM, state=state)
+    assert not state.confirm_armed and confirm_key(state, printable=True) == "type"
+
+
+@given(
+    st.lists(st.tuples(st.floats(min_value=0, max_value=5, allow_nan=False), st.booleans(), st.booleans()), max_size=30)
+)
+def test_no_key_decides_before_the_guard_or_on_a_non_empty_input(steps: list[tuple[float, bool, bool]]) -> None:
+    state = run(Tick(0.0, 80, 24), CONFIRM)
+    now = 0.0
+    drawn_at: float | None = None
+    for gap, empty, printable in steps:
+        now += gap
+        state = run(Tick(now, 80, 24), InputChanged(empty=empty), state=state)
+        drawn_at = now if drawn_at is None else drawn_at
+        action = confirm_key(state, printable)
+        if action == "decide":
+            assert empty and now - drawn_at >= CONFIRM_GUARD_S
+        else:
+            assert action == ("type" if printable else "ignore")
