@@ -17,6 +17,29 @@ Decision = Literal["approve", "reject", "reject_stop", "approve_always"]
 ApprovalMode = Literal["ask", "edits", "all"]
 ResultStatus = Literal["ok", "error", "rejected", "cancelled"]
 Level = Literal["info", "warning", "error"]
+StreamFailureKind = Literal[
+    "connection_refused",
+    "dns",
+    "tls",
+    "connect_timeout",
+    "idle_timeout",
+    "bad_request",
+    "auth",
+    "not_found",
+    "rate_limited",
+    "server_error",
+    "not_sse",
+    "malformed_frame",
+    "provider_error",
+    "truncated",
+    "frame_too_large",
+    "episode_too_large",
+    "too_many_calls",
+    "cancelled",
+    "internal",
+    "crashed",
+]
+"""Every way a stream can fail (docs/providers.md "Failure kinds"); ``crashed``: the LLM process died."""
 
 
 def _snake(name: str) -> str:
@@ -331,7 +354,7 @@ class StreamFailed(Message, frozen=True):
     """The stream failed (``kind`` names the class of failure); what arrived before is kept."""
 
     request_id: int
-    kind: str
+    kind: StreamFailureKind
     message: str
     content: str = ""
     tool_calls: list[AssembledCall] = []

@@ -50,6 +50,7 @@ from dashfloat.protocol import (
     StartStream,
     StreamDone,
     StreamFailed,
+    StreamFailureKind,
     StreamStatus,
     SubmitPrompt,
     SystemEntry,
@@ -388,7 +389,7 @@ class AgentCore:
             )
         self._begin_calls(calls)
 
-    def _stream_failed(self, kind: str, text: str, content: str, calls: list[AssembledCall]) -> None:
+    def _stream_failed(self, kind: StreamFailureKind, text: str, content: str, calls: list[AssembledCall]) -> None:
         self.waiting = "nothing"
         calls = self._unique_ids(calls)
         content = content or "".join(self.partial)

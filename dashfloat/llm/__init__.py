@@ -8,6 +8,7 @@ from dashfloat.llm._limits import (
     SSE_FRAME_MAX_BYTES,
 )
 from dashfloat.llm._serve import serve
+from dashfloat.llm.episode import Episode
 from dashfloat.llm.toolcalls import ToolCalls
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "EPISODE_MAX_TOOL_CALLS",
     "MAX_ATTEMPTS",
     "SSE_FRAME_MAX_BYTES",
+    "Episode",
     "FailureKind",
     "ToolCalls",
     "serve",

@@ -1,37 +1,25 @@
-"""The failure taxonomy: every way a stream can fail becomes one StreamError(kind, sentence)."""
+"""The failure taxonomy: every way a stream can fail becomes one StreamError(kind, sentence).
+
+The kinds themselves are ``protocol.StreamFailureKind``; this module maps exceptions, HTTP statuses and
+non-SSE bodies onto them, each with a sentence that says what to do.
+"""
 
 from __future__ import annotations
 
+import email.utils
 import re
 import socket
 import ssl
-from typing import Any, Literal
+import time
+from typing import Any
 
 import msgspec
 import requests
 import urllib3.exceptions
 
-Kind = Literal[
-    "connection_refused",
-    "dns",
-    "tls",
-    "connect_timeout",
-    "idle_timeout",
-    "bad_request",
-    "auth",
-    "not_found",
-    "rate_limited",
-    "server_error",
-    "not_sse",
-    "malformed_frame",
-    "provider_error",
-    "truncated",
-    "frame_too_large",
-    "episode_too_large",
-    "too_many_calls",
-    "cancelled",
-    "internal",
-]
+from dashfloat.protocol import ProviderConfig, StreamFailureKind
+
+Kind = StreamFailureKind
 
 RETRYABLE_KINDS: frozenset[Kind] = frozenset(
     {"connection_refused", "connect_timeout", "rate_limited", "server_error", "truncated"}
@@ -127,3 +115,87 @@ def classify_request_error(exc: BaseException, url: str, connect_timeout_s: floa
         "truncated",
         f"the connection to {host} closed before the answer finished ({one_line(str(exc), 120)}): try again.",
     )
+
+
+class OptionsRejected(Exception):
+    """A 400 that names stream_options: retry once without it."""
+
+
+def retry_after_s(value: str | None, now: float | None = None) -> float | None:
+    """A ``Retry-After`` header (seconds or an HTTP date) as seconds from ``now``; None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def status_error(
+    status: int,
+    body: bytes,
+    retry_after: str | None,
+    provider: ProviderConfig,
+    url: str,
+    key_is_set: bool,
+    use_options: bool,
+) -> StreamError | OptionsRejected:
+    """A non-200 answer (its status, the first bytes of its body, its Retry-After) as a failure."""
+    said = provider_message(body) if body.strip() else ""
+    says = f": {said}" if said else ""
+    if status == 400 and use_options and (b"stream_options" in body or b"include_usage" in body):
+        return OptionsRejected()
+    if status in (401, 403):
+        env = provider.api_key_env
+        if env and key_is_set:
+            hint = f"check that {env} holds a valid key for {provider.base_url}"
+        elif env:
+            hint = f"{env} is not set: export it with your key"
+        else:
+            hint = f"name the key's variable in api_key_env for provider '{provider.name}' in config.toml"
+        return StreamError("auth", f"the provider refused the request ({status}): {hint}{says}.")
+    if status == 404:
+        return StreamError(
+            "not_found",
+            f"no model '{provider.model}' at {url} (404): check the model name and that base_url ends in /v1{says}.",
+        )
+    if status == 429:
+        wait_s = retry_after_s(retry_after)
+        when = f"try again in {wait_s:.0f} s" if wait_s is not None else "wait a minute and try again"
+        return StreamError(
+            "rate_limited",
+            f"the provider is rate limiting us (429): {when}{says}.",
+            "rate limited (429)",
+            wait_s,
+        )
+    if status >= 500:
+        return StreamError(
+            "server_error",
+            f"the provider had a server error ({status}): try again later{says}.",
+            f"server error ({status})",
+            retry_after_s(retry_after),
+        )
+    if 400 <= status < 500:
+        return StreamError("bad_request", f"the provider rejected the request ({status}){says or ': no details'}.")
+    return StreamError("not_sse", f"{url} answered with HTTP {status}, not an event stream: check base_url{says}.")
+
+
+def not_sse_error(body: bytes, content_type: str, url: str) -> StreamError:
+    """A 200 whose body (its first bytes) is not an event stream: say what it looks like instead."""
+    head = body.lstrip()[:1]
+    if head == b"<":
+        what = "an HTML page"
+        tail = ": check base_url (OpenAI-compatible URLs usually end in /v1)"
+    elif head in (b"{", b"["):
+        said = provider_message(body)
+        what = "JSON"
+        tail = f": {said}" if said else ": check base_url and the model"
+    else:
+        what = f"a {content_type or 'typeless'} body"
+        tail = ": check base_url"
+    return StreamError("not_sse", f"{url} answered with {what}, not an event stream{tail}.")

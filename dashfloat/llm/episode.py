@@ -1,0 +1,145 @@
+"""The pure episode accumulator: SSE event data in, answer deltas and one finished episode out.
+
+One episode is one streamed completion. ``Episode.feed`` takes the data of one SSE event at a time and
+returns the deltas to show; it raises ``StreamError`` for an error the provider reported inside the stream
+and for a crossed bound. Every provider quirk of /work/shared/providers.md that lives in the chunks (not
+in the framing or HTTP) is handled here, so each is tested in tests/llm/test_episode.py without a server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Literal
+
+import msgspec
+
+from dashfloat.llm._errors import StreamError, error_text, one_line
+from dashfloat.llm._limits import EPISODE_MAX_BYTES, EPISODE_MAX_TOOL_CALLS
+from dashfloat.llm.toolcalls import ToolCalls
+from dashfloat.protocol import AssembledCall, StreamDone, StreamFailed, StreamFailureKind, Usage
+
+DeltaKind = Literal["content", "reasoning", "status"]
+Delta = tuple[DeltaKind, str]
+
+
+class Episode:
+    """Accumulates one streamed completion: content, reasoning, calls, finish reason, usage, its bounds."""
+
+    def __init__(self) -> None:
+        self._content: list[str] = []
+        self._episode_bytes = 0
+        self._calls = ToolCalls()
+        self.finish_reason: str | None = None
+        self.usage: Usage | None = None
+        self.done = False
+        """``[DONE]`` arrived: nothing after it belongs to the episode."""
+        self.emitted = False
+        """Something the user saw or the model said arrived (a retry would repeat it)."""
+
+    @property
+    def content(self) -> str:
+        return "".join(self._content)
+
+    def calls(self) -> list[AssembledCall]:
+        """The tool calls assembled so far."""
+        return self._calls.finish()
+
+    def feed(self, data: str) -> list[Delta]:
+        """Take one event's data; returns the deltas it carried, in order."""
+        if data.strip() == "[DONE]":
+            self.done = True
+            return []
+        try:
+            chunk = msgspec.json.decode(data)
+        except (msgspec.DecodeError, RecursionError):
+            chunk = None
+        if not isinstance(chunk, dict):
+            raise StreamError(
+                "malformed_frame",
+                f"the provider sent an event that is not a JSON object ({one_line(data, 60)!r}): try again; "
+                "if it repeats, the endpoint is not OpenAI-compatible.",
+            )
+        if chunk.get("error") is not None:
+            said = error_text(chunk) or one_line(str(chunk["error"]))
+            raise StreamError("provider_error", f"the provider reported an error mid-stream: {said}")
+        self._take_usage(chunk)
+        choices = chunk.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            return []  # Azure's filter chunk, a usage-only chunk, an empty keep-alive object
+        choice = choices[0]
+        delta = choice.get("delta")
+        deltas = self._take_delta(delta) if isinstance(delta, dict) else []
+        finish = choice.get("finish_reason")
+        if isinstance(finish, str) and finish:
+            if finish == "error":
+                said = error_text(choice) or "no details given"
+                raise StreamError("provider_error", f"the provider stopped with an error: {said}")
+            self.finish_reason = finish
+        return deltas
+
+    def _take_delta(self, delta: dict[str, Any]) -> list[Delta]:
+        deltas: list[Delta] = []
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            deltas.append(("content", content))
+        # DeepSeek and vLLM say reasoning_content, Ollama and OpenRouter say reasoning: not answer text.
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            deltas.append(("reasoning", reasoning))
+        # Checked before keeping the text, so the partial answer is exactly what was shown.
+        self._episode_bytes += sum(len(text.encode()) for _, text in deltas)
+        self._check_bytes()
+        self._content += [text for kind, text in deltas if kind == "content"]
+        self.emitted = self.emitted or bool(deltas)
+        tool_calls = delta.get("tool_calls")
+        if tool_calls:
+            self._calls.feed(tool_calls)
+            self.emitted = self.emitted or self._calls.distinct_calls > 0
+            if self._calls.distinct_calls > EPISODE_MAX_TOOL_CALLS:
+                raise StreamError(
+                    "too_many_calls",
+                    f"the model asked for more than {EPISODE_MAX_TOOL_CALLS} tool calls in one answer; "
+                    "the stream was stopped: ask for smaller steps.",
+                )
+            self._check_bytes()
+        return deltas
+
+    def _check_bytes(self) -> None:
+        if self._episode_bytes + self._calls.fragment_bytes > EPISODE_MAX_BYTES:
+            raise StreamError(
+                "episode_too_large",
+                f"the answer grew past {EPISODE_MAX_BYTES // (1024 * 1024)} MiB; the stream was stopped: "
+                "ask for a shorter answer or smaller steps.",
+            )
+
+    def _take_usage(self, chunk: dict[str, Any]) -> None:
+        raw = chunk.get("usage")
+        groq = chunk.get("x_groq")
+        if not isinstance(raw, dict) and isinstance(groq, dict):
+            raw = groq.get("usage")  # Groq reports usage inside x_groq on the finish chunk
+        if isinstance(raw, dict):
+            # A usage object we cannot read is not worth failing the answer for.
+            with contextlib.suppress(msgspec.ValidationError):
+                self.usage = msgspec.convert(raw, Usage)
+
+    def finished(self, request_id: int) -> StreamDone:
+        """The episode as a StreamDone once the body ended; truncated without [DONE] or a finish reason."""
+        if not self.done and self.finish_reason is None:
+            raise StreamError(
+                "truncated",
+                "the stream ended before the answer finished (no finish_reason, no [DONE]): try again.",
+                "the stream was cut off",
+            )
+        calls = self.calls()
+        reason = self.finish_reason or ("tool_calls" if calls else "stop")
+        if reason == "stop" and calls:
+            reason = "tool_calls"  # Gemini, Ollama, LocalAI finish tool calls with "stop"
+        return StreamDone(request_id, self.content, calls, reason, self.usage)
+
+    def failed(self, request_id: int, kind: StreamFailureKind, message: str) -> StreamFailed:
+        """The episode as a StreamFailed: what arrived before the failure is kept."""
+        try:
+            calls = self.calls()
+        except Exception:  # even the partial calls cannot be assembled: answer without them
+            calls = []
+        return StreamFailed(request_id, kind, message, content=self.content, tool_calls=calls)

@@ -1,0 +1,62 @@
+"""The status-to-failure mapping as a pure function: each status, each hint, Retry-After in both forms."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+
+import pytest
+
+from dashfloat.llm._errors import OptionsRejected, StreamError, not_sse_error, retry_after_s, status_error
+from dashfloat.protocol import ProviderConfig
+
+URL = "http://127.0.0.1:9/v1/chat/completions"
+PROVIDER = ProviderConfig(name="local", base_url="http://127.0.0.1:9/v1", model="m", api_key_env="MY_KEY")
+
+
+def error_body(message: str) -> bytes:
+    return json.dumps({"error": {"message": message}}).encode()
+
+
+def mapped(status: int, body: bytes = b"", retry_after: str | None = None, **kwargs: bool) -> StreamError:
+    options = {"key_is_set": True, "use_options": True, **kwargs}
+    error = status_error(status, body, retry_after, PROVIDER, URL, options["key_is_set"], options["use_options"])
+    assert isinstance(error, StreamError)
+    return error
+
+
+def test_auth_hints_follow_the_key_variable() -> None:
+    assert "check that MY_KEY holds a valid key" in mapped(401, error_body("bad key")).message
+    assert "MY_KEY is not set" in mapped(403, key_is_set=False).message
+    no_env = status_error(401, b"", None, ProviderConfig("p", "u", "m"), URL, False, True)
+    assert isinstance(no_env, StreamError) and "api_key_env for provider 'p'" in no_env.message
+
+
+def test_each_status_class() -> None:
+    assert mapped(404).kind == "not_found" and "'m'" in mapped(404).message and URL in mapped(404).message
+    assert mapped(400, error_body("messages[0] is bad")).kind == "bad_request"
+    assert "messages[0] is bad" in mapped(400, error_body("messages[0] is bad")).message
+    assert mapped(422).message.endswith(": no details.")
+    assert (mapped(503).kind, mapped(503).reason) == ("server_error", "server error (503)")
+    assert mapped(302).kind == "not_sse"
+
+
+def test_rate_limit_carries_retry_after_in_seconds_or_as_a_date() -> None:
+    limited = mapped(429, retry_after="7")
+    assert (limited.kind, limited.retry_after_s) == ("rate_limited", 7.0) and "in 7 s" in limited.message
+    assert mapped(429).retry_after_s is None and "wait a minute" in mapped(429).message
+    date = email.utils.formatdate(1_000_030.0, usegmt=True)
+    assert retry_after_s(date, now=1_000_000.0) == pytest.approx(30.0)
+    assert retry_after_s("soon") is None and retry_after_s("-3") == 0.0
+
+
+def test_stream_options_rejection_only_while_sending_them() -> None:
+    body = error_body("Unrecognized request argument: stream_options")
+    assert isinstance(status_error(400, body, None, PROVIDER, URL, True, True), OptionsRejected)
+    assert mapped(400, body, use_options=False).kind == "bad_request"
+
+
+def test_not_sse_bodies_say_what_they_are() -> None:
+    assert "HTML page" in not_sse_error(b"  <html>", "text/html", URL).message
+    assert "JSON, not an event stream: nope" in not_sse_error(error_body("nope"), "application/json", URL).message
+    assert "a text/plain body" in not_sse_error(b"hello", "text/plain", URL).message
