@@ -78,6 +78,16 @@ class Command:
             self._timed_out()
         return wake_fd is not None and wake_fd in ready
 
+    def run_to_end(self) -> dict[str, Any]:
+        """Pump until the result is set (tests, standalone mode); on any exception the group is killed first."""
+        try:
+            while self.result is None:
+                self.pump()
+        except BaseException:  # Ctrl-C in the standalone executor: the command's group goes with us
+            self.cancel()
+            raise
+        return self.result
+
     def cancel(self) -> None:
         """Kill the group now; the result says cancelled (a finished command is left as it is)."""
         if self.result is None:
@@ -164,7 +174,4 @@ class Command:
 
 def run_command(command: str, cwd: str, timeout_s: float) -> dict[str, Any]:
     """Run to completion in-process (tests, standalone mode)."""
-    cmd = Command(command, cwd, timeout_s)
-    while cmd.result is None:
-        cmd.pump()
-    return cmd.result
+    return Command(command, cwd, timeout_s).run_to_end()

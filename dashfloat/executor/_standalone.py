@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -24,6 +24,9 @@ Tools: read_file, write_file, edit_file, execute_command, list_directory (see do
 A line that is not valid JSON or not of that shape gets {"id": null, "result": {"ok": false, "error": ...}}
 and serving goes on. Stops at EOF.
 """
+
+
+EXIT_INTERRUPTED: Final = 130
 
 
 class Request(msgspec.Struct, forbid_unknown_fields=True):
@@ -78,14 +81,22 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--cwd is not a directory: {ns.cwd}")
     if ns.exec_timeout <= 0:
         parser.error("--exec-timeout must be positive")
+    try:
+        _serve_lines(root, ns.exec_timeout)
+    except KeyboardInterrupt:  # Ctrl-C: the running command's group is already killed (run_command)
+        sys.stderr.write("interrupted\n")
+        return EXIT_INTERRUPTED
+    return 0
+
+
+def _serve_lines(root: str, exec_timeout_s: float) -> None:
     out = sys.stdout.buffer
     for line in _lines(sys.stdin.buffer):
         if line is None:
             out.write(_reply(None, error_result(f"line longer than {STANDALONE_LINE_MAX_BYTES} bytes: skipped")))
         elif line.strip():
-            out.write(handle_line(line, root, ns.exec_timeout))
+            out.write(handle_line(line, root, exec_timeout_s))
         out.flush()
-    return 0
 
 
 def _lines(stream: Any) -> Iterator[bytes | None]:

@@ -74,10 +74,7 @@ def run_tool(
         if name == LIST_DIRECTORY:
             return _files.list_directory(root, valid["path"])
         if name == EXECUTE_COMMAND:
-            cmd = start_command(valid, root, exec_timeout_s)
-            while cmd.result is None:
-                cmd.pump()
-            return cmd.result
+            return start_command(valid, root, exec_timeout_s).run_to_end()
         raise AssertionError(f"validated tool {name!r} has no runner")
     except Exception as exc:  # a failure is a result, never an exception across the process boundary
         return error_result(failure_message(exc, name, valid))

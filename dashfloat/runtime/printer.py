@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import select
 import signal
 import sys
@@ -28,6 +29,8 @@ from dashfloat.runtime._agent_link import AgentProcess
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 EXIT_INTERRUPTED: Final = 130
+# The reader went away (`dashfloat -p … | head -1`): the shell's code for a death by SIGPIPE, with no traceback.
+EXIT_BROKEN_PIPE: Final = 128 + signal.SIGPIPE
 
 _EXIT_CODES: Final = {"completed": EXIT_OK, "stopped": EXIT_OK, "failed": EXIT_FAILED, "limit": EXIT_FAILED}
 
@@ -63,6 +66,10 @@ class Printer:
         self.interrupts = 0
         self.wrote_prose = False
         self.paragraph_break = False
+        # Prose and tool rows share one screen when both streams are that terminal: a row must then start on
+        # a line of its own, so an unfinished prose line is ended first (on stdout, where it belongs).
+        self.shared_terminal = _isatty(out) and _isatty(err)
+        self.prose_line_open = False
 
     def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
         self.interrupts += 1
@@ -71,33 +78,46 @@ class Printer:
     def run(self, prompt: str) -> int:
         previous = signal.signal(signal.SIGINT, self._on_sigint)
         try:
-            self.link.send(SubmitPrompt(text=prompt))
-            while True:
-                if self.interrupts > 1:
-                    return EXIT_INTERRUPTED
+            return self._run(prompt)
+        except BrokenPipeError:
+            # Nobody reads any more: stop the turn, and let nothing else try to write to the closed pipe
+            # (Python's flush at exit would print its own BrokenPipeError).
+            self.link.send(Cancel())
+            for stream in (self.out, self.err):
                 try:
-                    select.select([self.link.fileno()], [], [], 0.5)
-                except InterruptedError:
-                    continue
-                for message in self.link.receive():
-                    code = self._show(message)
-                    if code is not None:
-                        self.out.flush()
-                        return code
-                self.out.flush()  # once per batch, not once per message: a fast stream stays cheap
+                    stream.flush()
+                except (BrokenPipeError, ValueError):
+                    _silence(stream)
+            return EXIT_BROKEN_PIPE
         finally:
             signal.signal(signal.SIGINT, previous)
+
+    def _run(self, prompt: str) -> int:
+        self.link.send(SubmitPrompt(text=prompt))
+        while True:
+            if self.interrupts > 1:
+                return EXIT_INTERRUPTED
+            try:
+                select.select([self.link.fileno()], [], [], 0.5)
+            except InterruptedError:
+                continue
+            for message in self.link.receive():
+                code = self._show(message)
+                if code is not None:
+                    self.out.flush()
+                    return code
+            self.out.flush()  # once per batch, not once per message: a fast stream stays cheap
 
     def _show(self, message: object) -> int | None:
         if isinstance(message, PhaseChanged) and message.phase == "streaming":
             self.live = True
         if isinstance(message, SystemEntry):
             for line in message.text.splitlines():
-                self.err.write(f"{defused(line)}\n")
+                self._row(defused(line))
         if isinstance(message, ConfirmRequested):
             # Nobody is there to press a key: what --approve did not allow is rejected.
             self.link.send(DecideConfirmation(ref=message.ref, decision="reject"))
-            self.err.write(f"rejected {defused(message.name)}: headless mode asks nobody; pass --approve or --yes\n")
+            self._row(f"rejected {defused(message.name)}: headless mode asks nobody; pass --approve or --yes")
         if isinstance(message, TurnEnded):
             # even before any stream began: an agent that died before it saw the prompt ends the run too
             self.outcome = message.outcome
@@ -119,19 +139,52 @@ class Printer:
     def _human(self, message: object) -> None:
         if isinstance(message, TokenReceived):
             if self.paragraph_break:  # prose of a later episode starts a new paragraph
-                self.out.write("\n\n")
+                self.out.write("\n" if self.shared_terminal else "\n\n")  # (a shared screen has one already)
                 self.paragraph_break = False
             self.out.write(message.text)
             self.wrote_prose = True
+            if message.text:
+                self.prose_line_open = not message.text.endswith("\n")
             return
-        self.paragraph_break = self.wrote_prose
         if isinstance(message, ToolCallShown):
-            self.err.write(f"⚙ {defused(summarize_call(message.name, message.args))}\n")
+            self.paragraph_break = self.wrote_prose
+            self._row(f"⚙ {defused(summarize_call(message.name, message.args))}")
         elif isinstance(message, ToolResultShown):
+            self.paragraph_break = self.wrote_prose
             lines = [defused(line) for line in message.output.splitlines()]
             if message.status == "error" and lines:
-                self.err.write(f"→ error: {lines.pop(0)}\n")
+                self._row(f"→ error: {lines.pop(0)}")
             else:
-                self.err.write(f"→ {message.status}\n")
+                self._row(f"→ {message.status}")
             for line in lines:
-                self.err.write(f"  {line}\n")
+                self._row(f"  {line}")
+
+    def _row(self, text: str) -> None:
+        """One line on stderr, on a line of its own even when prose shares the terminal."""
+        if self.shared_terminal:
+            if self.prose_line_open:
+                self.out.write("\n")
+                self.prose_line_open = False
+            self.out.flush()  # what was printed before the row shows before it
+        self.err.write(text + "\n")
+        self.err.flush()
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _silence(stream: TextIO) -> None:
+    """Point the stream's fd at /dev/null, so the interpreter's last flush of it cannot fail."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
