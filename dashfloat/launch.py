@@ -6,11 +6,23 @@ import argparse
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
 
 from dashfloat.agent import AgentOptions
-from dashfloat.agent.session_log import SessionError, ensure_private_dir, state_dir
+from dashfloat.agent.session_log import (
+    SESSIONS_DIRNAME,
+    SessionError,
+    ensure_private_dir,
+    find_session,
+    list_sessions,
+    state_dir,
+)
 from dashfloat.config import ConfigError, ProviderFlags, idle_timeout_s, resolve_provider
 from dashfloat.protocol import ApprovalMode
+
+# Sessions named when --resume finds none or several (`dashfloat sessions` lists them all).
+RESUME_CANDIDATES_MAX: Final = 10
 
 
 class LaunchError(Exception):
@@ -39,6 +51,8 @@ def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> Launc
         ensure_private_dir(state)
     except (OSError, SessionError) as exc:
         raise LaunchError(f"cannot create the state directory {state}: {exc}") from exc
+    if args.resume:
+        check_resume(state / SESSIONS_DIRNAME, args.resume)
     stop: Callable[[], None] = lambda: None  # noqa: E731 - replaced when the demo server runs
     notice = ""
     if provider is None:
@@ -59,3 +73,24 @@ def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> Launc
         notice=notice,
     )
     return Launch(options=options, log_path=os.path.join(state, "dashfloat.log"), stop=stop)
+
+
+def check_resume(sessions: Path, wanted: str) -> None:
+    """Raise LaunchError naming the candidates unless ``wanted`` names exactly one saved session."""
+    try:
+        find_session(sessions, wanted)
+        return
+    except SessionError as exc:
+        problem = str(exc).split(": matches")[0]
+    infos = list_sessions(sessions)
+    matching = [info for info in infos if info.id.startswith(wanted.strip())]
+    shown = matching if len(matching) > 1 else infos
+    if not shown:
+        raise LaunchError(f"{problem}; there are no saved sessions")
+    lines = [f"{problem}; {'these match' if len(matching) > 1 else 'saved sessions, newest first'}:"]
+    for info in shown[:RESUME_CANDIDATES_MAX]:
+        title = info.title.replace("\n", " ")[:60]
+        lines.append(f"  {info.id}  {info.last_activity}  {info.cwd}  {title}")
+    if len(shown) > RESUME_CANDIDATES_MAX:
+        lines.append(f"  … and {len(shown) - RESUME_CANDIDATES_MAX} more (dashfloat sessions lists them all)")
+    raise LaunchError("\n".join(lines))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 
 from dashfloat import __version__
@@ -79,6 +80,9 @@ class SessionJournal:
         self.new_session()
         self.writer = writer
         self.session_id = loaded.header.id
+        if os.path.normpath(loaded.header.cwd) != os.path.normpath(self.cwd):
+            # Its paths and commands meant another tree; the tools now act on this one.
+            loaded.notices.append(f"this session was started in {loaded.header.cwd}; its tools now work in {self.cwd}")
         return loaded
 
     def resume(self, session_id: str) -> tuple[list[ChatMessage], list[Usage], list[str]]:

@@ -27,6 +27,8 @@ TOOL_OUTPUT_MAX_LINES = 30
 """Excerpt lines drawn under a result row (the agent already bounds it; this guards the screen)."""
 SUMMARY_MAX_CHARS = 500
 """Longest args summary built; the row then clips it to the terminal width."""
+SESSIONS_CWD_MAX_CHARS = 40
+"""Characters of a session's directory in a /sessions row (its end is kept: the project's name)."""
 SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SPINNER_STEP_S = 0.1
 """One spinner frame per 100 ms reads as motion without flicker, whatever the tick."""
@@ -167,15 +169,23 @@ def _result_rows(entry: ToolResult, width: int) -> list[Row]:
 def _sessions_rows(entry: SessionTable, width: int) -> list[Row]:
     if not entry.sessions:
         return [(("class:dim", "· no saved sessions"),)]
-    header = ("id", "last activity", "msgs", "title")
-    cells = [header] + [(s.id, s.last_activity, str(s.messages), s.title or s.cwd) for s in entry.sessions]
-    widths = [max(width_of(sanitize(c[i])) for c in cells) for i in range(3)]
+    header = ("id", "last activity", "msgs", "cwd", "title")
+    cells = [header] + [
+        (s.id, s.last_activity, str(s.messages), _tail(sanitize(s.cwd), SESSIONS_CWD_MAX_CHARS), s.title)
+        for s in entry.sessions
+    ]
+    widths = [max(width_of(sanitize(c[i])) for c in cells) for i in range(4)]
     rows: list[Row] = []
     for n, cell in enumerate(cells):
-        text = "  ".join(sanitize(c).ljust(w) for c, w in zip(cell[:3], widths, strict=True))
-        text = f"{text}  {sanitize(cell[3]).replace(chr(10), ' ')}"
+        text = "  ".join(sanitize(c).ljust(w) for c, w in zip(cell[:4], widths, strict=True))
+        text = f"{text}  {sanitize(cell[4]).replace(chr(10), ' ')}"
         rows.append((("class:md.strong" if n == 0 else "", clip(text, width)),))
     return rows
+
+
+def _tail(text: str, limit: int) -> str:
+    """The end of a long path (the project's name is at the end), marked with a leading …."""
+    return text if len(text) <= limit else "…" + text[-(limit - 1) :]
 
 
 # ---------------------------------------------------------------- the live region and the status bar

@@ -105,3 +105,66 @@ def test_continue_replays_into_scrollback(tmp_path: Path, env: dict[str, str], s
         assert term.wait_for("an answer worth keeping"), term.text()
     finally:
         term.close()
+
+
+def one_session(server: ScriptedServer, cwd: Path, env: dict[str, str], prompt: str) -> str:
+    """Run one turn headless in ``cwd``; the id of the session it saved."""
+    import subprocess
+
+    cwd.mkdir(exist_ok=True)
+    server.enqueue(text_reply(f"answer to {prompt}"))
+    done = subprocess.run(dashfloat_argv(server, cwd, "-p", prompt), env=env, capture_output=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    sessions = Path(env["XDG_STATE_HOME"]) / "dashfloat" / "sessions"
+    [path] = [p for p in sessions.glob("*.jsonl") if prompt in p.read_text()]
+    return path.name.removesuffix(".jsonl")
+
+
+def test_resume_of_an_unknown_or_ambiguous_id_exits_2_naming_the_candidates(
+    tmp_path: Path, env: dict[str, str], server: ScriptedServer
+) -> None:
+    import subprocess
+
+    first = one_session(server, tmp_path / "work", env, "first question")
+    second = one_session(server, tmp_path / "work", env, "second question")
+    unknown = subprocess.run(
+        dashfloat_argv(server, tmp_path / "work", "--resume", "zz-no-such", "-p", "hi"),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert unknown.returncode == 2 and "Traceback" not in unknown.stderr
+    assert "no session 'zz-no-such'" in unknown.stderr and first in unknown.stderr and second in unknown.stderr
+    assert str(tmp_path / "work") in unknown.stderr
+    common = next(i for i in range(len(first)) if first[i] != second[i])
+    assert common > 0  # ids start with the date: a shared prefix
+    ambiguous = subprocess.run(
+        dashfloat_argv(server, tmp_path / "work", "--resume", first[:common], "-p", "hi"),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert ambiguous.returncode == 2 and "ambiguous" in ambiguous.stderr, ambiguous.stderr
+    assert first in ambiguous.stderr and second in ambiguous.stderr
+    assert len(server.requests) == 2  # neither failed resume asked the model anything
+
+
+def test_resume_from_another_directory_warns_and_sessions_show_the_cwd(
+    tmp_path: Path, env: dict[str, str], server: ScriptedServer
+) -> None:
+    elsewhere = tmp_path / "elsewhere-project"
+    session_id = one_session(server, elsewhere, env, "question from elsewhere")
+    term = launch(server, tmp_path / "work", env)
+    try:
+        submit(term, "/sessions")
+        assert term.wait_for(f"{session_id}  "), term.text()
+        [row] = [line for line in term.lines() if line.startswith(session_id)]
+        assert "elsewhere-project" in row, term.text()
+        assert any(line.split()[:5] == ["id", "last", "activity", "msgs", "cwd"] for line in term.lines())
+        submit(term, f"/resume {session_id}")
+        assert term.wait_for(f"this session was started in {elsewhere}"), term.text()
+        assert term.wait_for(f"its tools now work in {tmp_path / 'work'}"), term.text()
+    finally:
+        term.close()
