@@ -224,7 +224,8 @@ def _tree_memory(pid: int) -> tuple[float, float]:
 def _write_session(directory: Path, cwd: Path, messages: int) -> int:
     """A realistic saved session of ``messages`` messages for ``cwd``; returns its size in bytes."""
     from bench.sessions import _conversation
-    from dashfloat.agent.session_log import SessionWriter, ensure_private_dir, new_header
+    from dashfloat.sessions.log import SessionWriter, new_header
+    from dashfloat.sessions.state import ensure_private_dir
 
     ensure_private_dir(directory)
     header = new_header(cwd=cwd, provider="scripted", model="m", dashfloat_version="bench")

@@ -11,8 +11,8 @@ from pathlib import Path
 import msgspec
 
 from bench.common import Figure
-from dashfloat.agent.session_log import SessionWriter, new_header
 from dashfloat.protocol import ChatMessage, FunctionCall, ToolCallRecord
+from dashfloat.sessions.log import SessionWriter, new_header
 
 RESUME_MESSAGES = 2000
 TOOL_RESULT_BYTES = 1024  # a typical bounded tool result; the log's bulk

@@ -74,7 +74,8 @@ def _fail(message: str) -> int:
 
 
 def _list_sessions() -> int:
-    from dashfloat.agent.session_log import list_sessions, sessions_dir
+    from dashfloat.sessions.log import list_sessions
+    from dashfloat.sessions.state import sessions_dir
 
     sessions = list_sessions(sessions_dir(os.environ))
     if not sessions:

@@ -10,16 +10,10 @@ from pathlib import Path
 from typing import Final
 
 from dashfloat.agent import AgentOptions
-from dashfloat.agent.session_log import (
-    SESSIONS_DIRNAME,
-    SessionError,
-    ensure_private_dir,
-    find_session,
-    list_sessions,
-    state_dir,
-)
 from dashfloat.config import ConfigError, ProviderFlags, idle_timeout_s, resolve_provider
 from dashfloat.protocol import ApprovalMode
+from dashfloat.sessions.log import SessionError, find_session, list_sessions
+from dashfloat.sessions.state import SESSIONS_DIRNAME, ensure_private_dir, state_dir
 
 # Sessions named when --resume finds none or several (`dashfloat sessions` lists them all).
 RESUME_CANDIDATES_MAX: Final = 10

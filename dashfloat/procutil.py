@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import multiprocessing
 import os
 import signal
+from multiprocessing.process import BaseProcess
+from typing import Final
+
+# Fork: a child starts in milliseconds and shares the parent's imported pages; every fork happens from a
+# single-threaded process (the agent) or before the UI starts (docs/decisions/0001-runtime.md).
+FORK: Final = multiprocessing.get_context("fork")
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NAME = 15
@@ -55,3 +62,40 @@ def kill_group(pgid: int) -> None:
     """SIGKILL a whole process group; a group that is already gone is fine."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+def become_child(log_path: str, close_fds: list[int]) -> None:
+    """Detach a freshly forked child from the terminal and from fds it must not hold.
+
+    Holding another process's pipe end would hide that process's death (no EOF), so they are closed.
+    Ctrl-C and hang-ups are the main process's to handle; it tells us to stop.
+    """
+    for fd in close_fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGWINCH, signal.SIG_DFL)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600) if log_path else devnull
+    os.dup2(log, 2)  # a crash's traceback goes to the log, never onto the user's screen
+    for fd in {devnull, log}:
+        if fd > 2:
+            os.close(fd)
+
+
+def describe_exit(process: BaseProcess) -> str:
+    """How a process ended, in words: an exit code or the signal that killed it."""
+    code = process.exitcode
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"

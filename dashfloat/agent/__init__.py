@@ -1,20 +1,27 @@
 """The Agent Manager process: the conversation, the tool loop, confirmations, cancellation."""
 
 from dashfloat.agent._core import MAX_EPISODES_PER_TURN, AgentCore, Journal, MemoryJournal
+from dashfloat.agent._main import agent_process_main
 from dashfloat.agent._options import AgentOptions
 from dashfloat.agent._process import AgentShell, Worker, Workers, serve
 from dashfloat.agent._summary import RESULT_EXCERPT_MAX_LINES, result_excerpt, result_status
+from dashfloat.agent._workers import AGENT_PROCESS_NAME, EXECUTOR_PROCESS_NAME, LLM_PROCESS_NAME, ForkWorkers
 
 __all__ = [
+    "AGENT_PROCESS_NAME",
+    "EXECUTOR_PROCESS_NAME",
+    "LLM_PROCESS_NAME",
     "MAX_EPISODES_PER_TURN",
     "RESULT_EXCERPT_MAX_LINES",
     "AgentCore",
     "AgentOptions",
     "AgentShell",
+    "ForkWorkers",
     "Journal",
     "MemoryJournal",
     "Worker",
     "Workers",
+    "agent_process_main",
     "result_excerpt",
     "result_status",
     "serve",

@@ -7,16 +7,17 @@ import os
 from pathlib import Path
 
 from dashfloat import __version__
-from dashfloat.agent import session_log
-from dashfloat.agent.history import append_history
 from dashfloat.protocol import ChatMessage, ProviderConfig, SessionInfo, Usage
+from dashfloat.sessions import log as session_log
+from dashfloat.sessions.history import append_history
+from dashfloat.sessions.state import SESSIONS_DIRNAME, ensure_private_dir
 
 
 class SessionJournal:
     """Writes the current session under ``state_dir``; ``resume`` switches to a saved one."""
 
     def __init__(self, state_dir: Path, cwd: str, provider: ProviderConfig) -> None:
-        self.sessions_dir = state_dir / session_log.SESSIONS_DIRNAME
+        self.sessions_dir = state_dir / SESSIONS_DIRNAME
         self.history_path = state_dir / "history"
         self.cwd = cwd
         self.provider = provider
@@ -37,7 +38,7 @@ class SessionJournal:
 
     def _writer(self) -> session_log.SessionWriter:
         if self.writer is None:
-            session_log.ensure_private_dir(self.sessions_dir)
+            ensure_private_dir(self.sessions_dir)
             header = session_log.new_header(
                 cwd=self.cwd,
                 provider=self.provider.name,

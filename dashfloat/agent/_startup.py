@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dashfloat.agent import session_log
 from dashfloat.agent._core import AgentCore, Journal, MemoryJournal
 from dashfloat.agent._journal import SessionJournal
 from dashfloat.agent._options import AgentOptions
-from dashfloat.agent.history import load_history
 from dashfloat.agent.instructions import load_project_instructions
 from dashfloat.protocol import SystemEntry
+from dashfloat.sessions import log as session_log
+from dashfloat.sessions.history import load_history
 
 
 def _resume(core: AgentCore, journal: SessionJournal, options: AgentOptions) -> None:

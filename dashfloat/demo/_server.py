@@ -13,9 +13,8 @@ from typing import Any, Final
 
 from dashfloat.demo._model import Reply as DemoReply
 from dashfloat.demo._model import respond
-from dashfloat.procutil import die_with_parent
+from dashfloat.procutil import become_child, die_with_parent
 from dashfloat.protocol import ProviderConfig
-from dashfloat.runtime._child import become_child
 from dashfloat.testing.sse_server import BodyItem, Pause, Reply, ScriptedServer, sse_event
 
 DEMO_DELAY_ENV: Final = "DASHFLOAT_DEMO_DELAY_MS"

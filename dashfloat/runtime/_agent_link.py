@@ -10,8 +10,9 @@ from typing import Final
 
 import msgspec
 
-from dashfloat.agent import AgentOptions
+from dashfloat.agent import AGENT_PROCESS_NAME, AgentOptions, agent_process_main
 from dashfloat.channel import Channel, PeerDied, ProtocolError
+from dashfloat.procutil import FORK, describe_exit
 from dashfloat.protocol import (
     AgentToUi,
     PhaseChanged,
@@ -21,28 +22,11 @@ from dashfloat.protocol import (
     TurnEnded,
     UiToAgent,
 )
-from dashfloat.runtime._child import become_child
-from dashfloat.runtime._workers import AGENT_PROCESS_NAME, CONTEXT, ForkWorkers, describe_exit
 
 MAX_RESTARTS: Final = 5
 RESTART_WINDOW_S: Final = 60.0
 SHUTDOWN_WAIT_S: Final = 0.6
 """The agent's own shutdown (cancel, stop workers) must fit in this; then it is SIGKILLed."""
-
-
-def _agent_entry(conn: object, options_json: bytes, log_path: str, close_fds: list[int]) -> None:
-    from multiprocessing.connection import Connection
-
-    from dashfloat.agent import serve
-    from dashfloat.procutil import die_with_parent, set_name
-
-    assert isinstance(conn, Connection)
-    become_child(log_path, close_fds)
-    die_with_parent()
-    set_name(AGENT_PROCESS_NAME)
-    options = msgspec.json.decode(options_json, type=AgentOptions)
-    workers = ForkWorkers(options.cwd, options.exec_timeout_s, log_path, held_fds=[conn.fileno()])
-    serve(conn, options, workers)
 
 
 class AgentProcess:
@@ -58,14 +42,14 @@ class AgentProcess:
         self._start()
 
     def _start(self) -> None:
-        ours, theirs = CONTEXT.Pipe()
+        ours, theirs = FORK.Pipe()
         options = self.options
         if self.session_id:
             options = msgspec.structs.replace(
                 options, resume_id=self.session_id, replay=False, continue_latest=False, notice=""
             )
-        self.process = CONTEXT.Process(
-            target=_agent_entry,
+        self.process = FORK.Process(
+            target=agent_process_main,
             args=(
                 theirs,
                 msgspec.json.encode(options),

@@ -15,8 +15,8 @@ import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dashfloat.agent import session_log
 from dashfloat.protocol import SubmitPrompt, ToolResultShown
+from dashfloat.sessions import log as session_log
 from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, text_reply, tool_calls_reply
 from tests.e2e import agent_tree, assert_no_dangling, collect, dashfloat_argv, wait_for
 

@@ -15,6 +15,7 @@ from typing import Any
 import psutil
 import pytest
 
+from dashfloat.agent import EXECUTOR_PROCESS_NAME, LLM_PROCESS_NAME
 from dashfloat.protocol import (
     AgentReady,
     ClearSession,
@@ -23,7 +24,6 @@ from dashfloat.protocol import (
     SystemEntry,
     TokenReceived,
 )
-from dashfloat.runtime._workers import EXECUTOR_PROCESS_NAME, LLM_PROCESS_NAME
 from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
 from tests.e2e import (
     agent_tree,

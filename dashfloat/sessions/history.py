@@ -18,7 +18,7 @@ from pathlib import Path
 
 import msgspec
 
-from dashfloat.agent.session_log import ensure_private_dir
+from dashfloat.sessions.state import ensure_private_dir
 
 HISTORY_MAX_ENTRIES = 1000
 HISTORY_ENTRY_MAX_BYTES = 64 * 1024  # a bigger prompt (a pasted file) is not worth recalling, nor storing

@@ -11,7 +11,7 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashfloat.agent.history import (
+from dashfloat.sessions.history import (
     HISTORY_ENTRY_MAX_BYTES,
     HISTORY_MAX_ENTRIES,
     append_history,

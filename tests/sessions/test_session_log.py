@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dashfloat
-from dashfloat.agent.session_log import (
+from dashfloat.protocol import ChatMessage, FunctionCall, ToolCallRecord, Usage
+from dashfloat.sessions.log import (
     CANCELLED_RESULT,
     FORMAT_VERSION,
     HEADER_MAX_BYTES,
@@ -32,10 +33,8 @@ from dashfloat.agent.session_log import (
     new_session_id,
     newest_for_cwd,
     repair_conversation,
-    sessions_dir,
-    state_dir,
 )
-from dashfloat.protocol import ChatMessage, FunctionCall, ToolCallRecord, Usage
+from dashfloat.sessions.state import sessions_dir, state_dir
 
 REPO_ROOT = Path(dashfloat.__file__).resolve().parent.parent
 
@@ -383,7 +382,7 @@ _CHILD = """
 import json, os, signal, sys
 from pathlib import Path
 import msgspec
-from dashfloat.agent.session_log import SessionWriter, new_header
+from dashfloat.sessions.log import SessionWriter, new_header
 from dashfloat.protocol import ChatMessage
 
 sdir, cut = Path(sys.argv[1]), int(sys.argv[2])
@@ -497,7 +496,7 @@ def test_newest_for_cwd_picks_the_latest_activity_in_that_directory(sdir: Path) 
 _FULL_DISK_CHILD = """
 import os, resource, signal, sys
 from pathlib import Path
-from dashfloat.agent.session_log import SessionError, SessionWriter, new_header
+from dashfloat.sessions.log import SessionError, SessionWriter, new_header
 from dashfloat.protocol import ChatMessage
 
 header = new_header(cwd="/p", provider="p", model="m", dashfloat_version="t")

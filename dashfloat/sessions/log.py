@@ -2,8 +2,6 @@
 
 Public API (pure library code: no processes, no protocol sending, no printing):
 
-- ``state_dir(env)``, ``sessions_dir(env)``: where DashFloat keeps its state and its session files;
-  ``ensure_private_dir(path)`` creates one 0700.
 - ``new_header(cwd=, provider=, model=, dashfloat_version=)``: a fresh ``SessionHeader`` with a new id.
 - ``SessionWriter.create(dir, header)`` / ``SessionWriter.open_existing(path) -> (writer, loaded)``;
   ``writer.append(msg)``, ``append_many(msgs)``, ``append_usage(turn, usage)`` return only once the
@@ -20,7 +18,7 @@ import contextlib
 import os
 import re
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,9 +28,9 @@ from typing import Self
 import msgspec
 
 from dashfloat.protocol import ChatMessage, SessionInfo, Usage
+from dashfloat.sessions.state import ensure_private_dir
 
 FORMAT_VERSION = 1
-SESSIONS_DIRNAME = "sessions"
 SESSION_SUFFIX = ".jsonl"
 HEADER_MAX_BYTES = 16 * 1024  # a first line longer than this is not a header: junk is rejected unread
 TITLE_MAX_CHARS = 60
@@ -93,27 +91,6 @@ class LoadedSession:
 
 
 # ---------------------------------------------------------------- locations and ids
-
-
-def state_dir(env: Mapping[str, str]) -> Path:
-    """``$XDG_STATE_HOME/dashfloat``, default ``~/.local/state/dashfloat`` (relative XDG values ignored)."""
-    xdg = env.get("XDG_STATE_HOME", "")
-    if xdg and os.path.isabs(xdg):
-        return Path(xdg) / "dashfloat"
-    home = env.get("HOME") or str(Path.home())
-    return Path(home) / ".local" / "state" / "dashfloat"
-
-
-def sessions_dir(env: Mapping[str, str]) -> Path:
-    """The directory holding the session files."""
-    return state_dir(env) / SESSIONS_DIRNAME
-
-
-def ensure_private_dir(path: Path) -> None:
-    """Create ``path`` (and parents) and make the leaf 0700, tightening an existing one."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if path.stat().st_mode & 0o777 != 0o700:
-        os.chmod(path, 0o700)
 
 
 def new_session_id(now: datetime | None = None) -> str:

@@ -1,40 +1,21 @@
-"""Forking the agent's two workers (LLM stream, executor) and describing how they ended."""
+"""Inside the agent process: forking its two workers (LLM stream, executor) and stopping them."""
 
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
-import signal
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any, Final
 
 from dashfloat.channel import Channel, PeerDied
-from dashfloat.procutil import set_name
+from dashfloat.procutil import FORK, become_child, describe_exit, set_name
 from dashfloat.protocol import ExecutorToAgent, LlmToAgent, Shutdown
-from dashfloat.runtime._child import become_child
 
-# Fork: a child starts in milliseconds and shares the parent's imported pages; every fork happens from a
-# single-threaded process (the agent) or before the UI starts (docs/decisions/0001-runtime.md).
-CONTEXT: Final = multiprocessing.get_context("fork")
 STOP_GRACE_S: Final = 0.3
 AGENT_PROCESS_NAME: Final = "dashfloat-agent"
 LLM_PROCESS_NAME: Final = "dashfloat-llm"
 EXECUTOR_PROCESS_NAME: Final = "dashfloat-exec"
-
-
-def describe_exit(process: BaseProcess) -> str:
-    """How a process ended, in words: an exit code or the signal that killed it."""
-    code = process.exitcode
-    if code is None:
-        return "still running"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
 
 
 class ForkedWorker:
@@ -91,11 +72,11 @@ class ForkWorkers:
     def _start(self, target: Callable[..., None], union: Any, name: str, process_name: str, *args: Any) -> ForkedWorker:
         """Fork ``target(conn, *args)``; ``name`` names the channel, ``process_name`` the process."""
         self._live = [w for w in self._live if w.process.is_alive()]
-        ours, theirs = CONTEXT.Pipe()
+        ours, theirs = FORK.Pipe()
         close = [*self.held_fds, ours.fileno()]
         for worker in self._live:
             close.append(worker.channel.fileno())
-        process = CONTEXT.Process(
+        process = FORK.Process(
             target=_worker_entry,
             args=(target, theirs, process_name, self.log_path, close, *args),
             name=process_name,
