@@ -40,6 +40,7 @@ StreamFailureKind = Literal[
     "crashed",
 ]
 """Every way a stream can fail (docs/providers.md "Failure kinds"); ``crashed``: the LLM process died."""
+SandboxMode = Literal["workspace-write", "read-only", "off"]
 
 
 def _snake(name: str) -> str:
@@ -62,6 +63,28 @@ class ProviderConfig(msgspec.Struct, frozen=True, omit_defaults=True):
     api_key_env: str | None = None
     context_window: int | None = None
     headers: dict[str, str] = {}
+
+
+class SandboxPolicy(msgspec.Struct, frozen=True, omit_defaults=True):
+    """How one execute_command call is confined (``RunTool.sandbox``); the session's mode is the ceiling.
+
+    A call can ask for less than the session allows (``read-only`` in a ``workspace-write`` session, e.g. an
+    allowlisted command run unasked), never more; in an ``off`` session nothing is confined.
+    """
+
+    mode: Literal["workspace-write", "read-only"] = "workspace-write"
+    network: bool = False
+    """True only for a call a person approved with a keypress, or when ``--network``/config enables it."""
+
+
+class SandboxState(msgspec.Struct, frozen=True, omit_defaults=True):
+    """The session's command sandbox as detected at start: what the status bar and confirmations say."""
+
+    mode: SandboxMode = "off"
+    network: bool = False
+    """``--network``: commands that run without a keypress may use the network too."""
+    unavailable: str = ""
+    """Why this machine cannot sandbox (then ``mode`` is ``off`` and commands run unconfined)."""
 
 
 class FunctionCall(msgspec.Struct, frozen=True):
@@ -194,6 +217,7 @@ class AgentReady(Message, frozen=True):
     approval: ApprovalMode
     context_window: int | None = None
     history: list[str] = []
+    sandbox: SandboxState = msgspec.field(default_factory=SandboxState)
 
 
 class SessionStarted(Message, frozen=True):
@@ -377,12 +401,14 @@ class RunTool(Message, frozen=True):
     """Execute a tool call; replies ToolFinished (after CommandStarted for execute_command).
 
     ``expect_digest`` is the PreviewReady digest: the file must still be what the user approved.
+    ``sandbox`` confines an execute_command call (ignored by the file tools, which the root fd confines).
     """
 
     call_id: str
     name: str
     args: dict[str, Any]
     expect_digest: str | None = None
+    sandbox: SandboxPolicy = msgspec.field(default_factory=SandboxPolicy)
 
 
 class CancelTool(Message, frozen=True):

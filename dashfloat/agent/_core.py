@@ -40,6 +40,7 @@ from dashfloat.protocol import (
     ReasoningReceived,
     ResumeSession,
     RunTool,
+    SandboxPolicy,
     SessionInfo,
     SessionsListed,
     SessionStarted,
@@ -143,6 +144,7 @@ class AgentCore:
         self.provider = options.provider
         self.cwd = options.cwd
         self.approval: ApprovalMode = options.approval
+        self.sandbox = options.sandbox
         self.idle_timeout_s = options.idle_timeout_s
         self.instructions = instructions
         self.journal = journal
@@ -199,6 +201,7 @@ class AgentCore:
             approval=self.approval,
             context_window=self.provider.context_window,
             history=self.history,
+            sandbox=self.sandbox,
         )
 
     def load(self, conversation: list[ChatMessage], usage: list[Usage], replay: bool = True) -> None:
@@ -441,7 +444,7 @@ class AgentCore:
                 self.outbox.append(("executor", PreviewTool(call_id=call.id, name=call.name, args=call.args or {})))
                 return
             else:
-                self._run(None)
+                self._run(None, by_keypress=False)
                 return
         self._after_calls()
 
@@ -450,12 +453,17 @@ class AgentCore:
             return True
         return self.approval == "edits" and name in EDIT_TOOLS
 
-    def _run(self, digest: str | None) -> None:
+    def _run(self, digest: str | None, by_keypress: bool) -> None:
         call = self._current()
         self.waiting = "tool"
         self._set_phase("running")
+        # Network only for a command a person just approved, unless the session enabled it (--network).
+        policy = SandboxPolicy(network=by_keypress or self.sandbox.network)
         self.outbox.append(
-            ("executor", RunTool(call_id=call.id, name=call.name, args=call.args or {}, expect_digest=digest))
+            (
+                "executor",
+                RunTool(call_id=call.id, name=call.name, args=call.args or {}, expect_digest=digest, sandbox=policy),
+            )
         )
 
     def _show_result(self, call_id: str, name: str, result: dict[str, Any]) -> None:
@@ -529,11 +537,11 @@ class AgentCore:
             return  # a keypress for a confirmation that is already answered
         call = self._current()
         if decision == "approve":
-            self._run(self.preview_digest)
+            self._run(self.preview_digest, by_keypress=True)
         elif decision == "approve_always":
             self.always_allowed.add(call.name)
             self._ui(SystemEntry(text=f"{call.name} runs without asking for the rest of this session"))
-            self._run(self.preview_digest)
+            self._run(self.preview_digest, by_keypress=True)
         elif decision == "reject":
             self._finish_call(REJECTED)
             self._advance()

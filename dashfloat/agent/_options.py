@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from dashfloat.protocol import ApprovalMode, ProviderConfig
+from dashfloat.protocol import ApprovalMode, ProviderConfig, SandboxState
 
 
 class AgentOptions(msgspec.Struct, frozen=True):
@@ -14,6 +14,8 @@ class AgentOptions(msgspec.Struct, frozen=True):
     cwd: str
     approval: ApprovalMode = "ask"
     exec_timeout_s: float = 30.0
+    sandbox: SandboxState = msgspec.field(default_factory=SandboxState)
+    """The command sandbox detected at launch (``--sandbox``, ``--network``); shown on the status bar."""
     idle_timeout_s: float = 60.0
     state_dir: str = ""
     """Where sessions and history live; empty disables persistence (tests, --no-session)."""

@@ -23,6 +23,8 @@ from dashfloat.protocol import (
     PreviewTool,
     ProviderConfig,
     RunTool,
+    SandboxPolicy,
+    SandboxState,
     SetApproval,
     ShowUsage,
     StartStream,
@@ -142,9 +144,43 @@ def test_approve_runs_with_the_preview_digest() -> None:
     ask = confirm_flow(core)
     assert ask.lines == ["+x"]
     core.on_ui(DecideConfirmation(ref=ask.ref, decision="approve"))
-    assert RunTool(call_id="w1", name="write_file", args={"path": "f", "content": "x"}, expect_digest="d1") in take(
-        core
+    expected = RunTool(
+        call_id="w1",
+        name="write_file",
+        args={"path": "f", "content": "x"},
+        expect_digest="d1",
+        sandbox=SandboxPolicy(network=True),
     )
+    assert expected in take(core)
+
+
+def run_policy(core: AgentCore, decision: str | None) -> SandboxPolicy:
+    """The sandbox policy of a command call, approved with ``decision`` (None: it runs without asking)."""
+    core.on_ui(SubmitPrompt(text="c"))
+    done(core, "", [call("c", "execute_command", command="curl example.org")])
+    if decision is not None:
+        core.on_executor(PreviewReady(call_id="c", lines=["$ curl example.org"], digest=None))
+        ask = next(m for m in take(core) if isinstance(m, ConfirmRequested))
+        core.on_ui(DecideConfirmation(ref=ask.ref, decision=decision))  # type: ignore[arg-type]
+    return next(m for m in take(core) if isinstance(m, RunTool)).sandbox
+
+
+@pytest.mark.parametrize("decision", ["approve", "approve_always"])
+def test_a_command_approved_with_a_keypress_may_use_the_network(decision: str) -> None:
+    assert run_policy(make_core(), decision) == SandboxPolicy(mode="workspace-write", network=True)
+
+
+def test_a_command_run_without_a_keypress_gets_no_network() -> None:
+    assert run_policy(make_core("all"), None) == SandboxPolicy(network=False)
+
+
+def test_network_flag_gives_unasked_commands_the_network() -> None:
+    options = AgentOptions(
+        provider=PROVIDER, cwd="/work", approval="all", sandbox=SandboxState("workspace-write", True)
+    )
+    core = AgentCore(options, MemoryJournal())
+    assert run_policy(core, None) == SandboxPolicy(network=True)
+    assert core.ready_message().sandbox == SandboxState("workspace-write", network=True)
 
 
 def test_reject_goes_on_with_the_next_call() -> None:
