@@ -23,7 +23,7 @@ from dashfloat.executor._limits import (
     READ_STREAM_THRESHOLD_BYTES,
     TEMP_NAME_BASE_MAX_BYTES,
 )
-from dashfloat.executor.path_policy import resolve
+from dashfloat.executor.path_policy import BadPath, Root
 
 ABSENT_DIGEST = "absent"
 _HASH_CHUNK_BYTES = 1024 * 1024
@@ -32,9 +32,9 @@ _HASH_CHUNK_BYTES = 1024 * 1024
 # ---------------------------------------------------------------- shared helpers
 
 
-def _open_regular(real: str, path: str) -> int:
-    """An fd on a regular file; O_NONBLOCK so a FIFO cannot hang the open, then refused by type."""
-    fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+def _open_regular(root: Root, rel: bytes, path: str) -> int:
+    """An fd on a regular file beneath the root; O_NONBLOCK so a FIFO cannot hang the open, then refused by type."""
+    fd = root.open(rel, os.O_RDONLY | os.O_NONBLOCK, path=path)
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
@@ -47,49 +47,84 @@ def _open_regular(real: str, path: str) -> int:
 def digest_of(real: str) -> str:
     """sha256 hex of a file's current bytes (streamed), ``absent`` if nothing is there."""
     try:
-        st = os.stat(real)
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return ABSENT_DIGEST
+    try:
+        return _digest_stream(fd)
+    finally:
+        os.close(fd)
+
+
+def _digest_stream(fd: int) -> str:
+    st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         return f"not-a-file:{stat.S_IFMT(st.st_mode):o}"
     h = hashlib.sha256()
-    with open(real, "rb") as f:
-        while chunk := f.read(_HASH_CHUNK_BYTES):
-            h.update(chunk)
+    while chunk := os.read(fd, _HASH_CHUNK_BYTES):
+        h.update(chunk)
     return h.hexdigest()
 
 
-def _check_digest(real: str, expect: str | None, current: bytes | None = None) -> None:
+def _digest_at(root: Root, rel: bytes) -> str:
+    """``digest_of`` for a located path, opened beneath the root."""
+    try:
+        fd = root.open(rel, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return ABSENT_DIGEST
+    try:
+        return _digest_stream(fd)
+    finally:
+        os.close(fd)
+
+
+def _stat_at(root: Root, rel: bytes) -> os.stat_result | None:
+    """The stat of a located path (beneath the root), None when nothing is there."""
+    try:
+        fd = root.open(rel, os.O_PATH)
+    except FileNotFoundError:
+        return None
+    try:
+        return os.fstat(fd)
+    finally:
+        os.close(fd)
+
+
+def _check_digest(root: Root, rel: bytes, expect: str | None, current: bytes | None = None) -> None:
     if expect is None:
         return
-    actual = hashlib.sha256(current).hexdigest() if current is not None else digest_of(real)
+    actual = hashlib.sha256(current).hexdigest() if current is not None else _digest_at(root, rel)
     if actual != expect:
         raise ToolError("file changed since the preview; nothing was written (preview it again)")
 
 
-def atomic_write(target: str, data: bytes, mode: int | None) -> None:
-    """Write through an O_EXCL temp file beside ``target``, then rename; the temp never survives a failure."""
-    directory, base = os.path.split(target)
+def atomic_write(root: Root, rel: bytes, data: bytes, mode: int | None) -> None:
+    """Write through an O_EXCL temp file beside ``rel`` (so inside the root), then rename; no temp survives."""
+    directory, base = root.parent(rel, create=True)
     short = os.fsdecode(os.fsencode(base)[:TEMP_NAME_BASE_MAX_BYTES])  # bytes, not characters: NAME_MAX is bytes
-    temp = os.path.join(directory, f".{short}.{secrets.token_hex(8)}.dashfloat-tmp")
-    # An existing file's mode is restored by fchmod; 0600 until then, so the mode never widens.
-    fd = os.open(
-        temp,
-        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-        0o600 if mode is not None else 0o666,
-    )
+    temp = f".{short}.{secrets.token_hex(8)}.dashfloat-tmp"
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            if mode is not None:
-                os.fchmod(f.fileno(), mode)
-            os.fsync(f.fileno())
-        os.rename(temp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
+        # An existing file's mode is restored by fchmod; 0600 until then, so the mode never widens.
+        fd = os.open(
+            temp,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o600 if mode is not None else 0o666,
+            dir_fd=directory,
+        )
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                if mode is not None:
+                    os.fchmod(f.fileno(), mode)
+                os.fsync(f.fileno())
+            os.rename(temp, base, src_dir_fd=directory, dst_dir_fd=directory)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=directory)
+            raise
+    finally:
+        os.close(directory)
 
 
 def _encode(text: str, what: str) -> bytes:
@@ -132,10 +167,9 @@ def _decode_text(data: bytes, cut: bool, path: str) -> str:
         raise ToolError(f"binary file (not UTF-8 text at byte {exc.start} of the window): {path}") from exc
 
 
-def read_file(root: str, path: str, offset: int, limit: int) -> dict[str, Any]:
+def read_file(root: Root, path: str, offset: int, limit: int) -> dict[str, Any]:
     """A 1-based line window of a text file, capped at READ_MAX_LINES lines and READ_MAX_BYTES bytes."""
-    real = resolve(path, root)
-    fd = _open_regular(real, path)
+    fd = _open_regular(root, root.locate(path), path)
     with os.fdopen(fd, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         total_lines: int | None = None
@@ -198,7 +232,7 @@ def _read_marker(offset: int, lines: int, cut: bool, total_lines: int | None, si
 class PlannedWrite:
     """What a write or edit would put where: shared by the preview and the execution."""
 
-    real: str
+    rel: bytes  # from Root.locate: symlink-free, relative to the root
     old: bytes | None  # None: no file there yet (or too large to hold; see old_size)
     old_size: int | None
     new: bytes
@@ -207,40 +241,42 @@ class PlannedWrite:
     line: int = 0  # edit_file: 1-based line of the match
 
 
-def plan_write(root: str, path: str, content: str) -> PlannedWrite:
-    """Resolve and encode a write_file call; the current file's bytes when small enough to diff."""
-    real = resolve(path, root)
-    new = _encode(content, "content")
-    try:
-        st = os.stat(real)
-    except FileNotFoundError:
-        return PlannedWrite(real, None, None, new, None, ABSENT_DIGEST)
-    if stat.S_ISDIR(st.st_mode):
+def _write_target(root: Root, path: str) -> tuple[bytes, os.stat_result | None]:
+    """The located target of a write and its stat; the root itself and directories are refused here,
+    before anything is created."""
+    rel = root.locate(path)
+    if rel == b".":
+        raise BadPath(f"cannot write to the working directory itself: {path}")
+    st = _stat_at(root, rel)
+    if st is not None and stat.S_ISDIR(st.st_mode):
         raise ToolError(f"is a directory: {path}")
-    if not stat.S_ISREG(st.st_mode):
+    if st is not None and not stat.S_ISREG(st.st_mode):
         raise ToolError(f"not a regular file: {path}")
+    return rel, st
+
+
+def plan_write(root: Root, path: str, content: str) -> PlannedWrite:
+    """Resolve and encode a write_file call; the current file's bytes when small enough to diff."""
+    rel, st = _write_target(root, path)
+    new = _encode(content, "content")
+    if st is None:
+        return PlannedWrite(rel, None, None, new, None, ABSENT_DIGEST)
     old = None
     if st.st_size <= EDIT_MAX_FILE_BYTES:
-        fd = _open_regular(real, path)
+        fd = _open_regular(root, rel, path)
         with os.fdopen(fd, "rb") as f:
             old = f.read(EDIT_MAX_FILE_BYTES + 1)
-    digest = hashlib.sha256(old).hexdigest() if old is not None else digest_of(real)
-    return PlannedWrite(real, old, st.st_size, new, stat.S_IMODE(st.st_mode), digest)
+    digest = hashlib.sha256(old).hexdigest() if old is not None else _digest_at(root, rel)
+    return PlannedWrite(rel, old, st.st_size, new, stat.S_IMODE(st.st_mode), digest)
 
 
-def write_file(root: str, path: str, content: str, expect_digest: str | None) -> dict[str, Any]:
+def write_file(root: Root, path: str, content: str, expect_digest: str | None) -> dict[str, Any]:
     """Create or replace a file atomically, creating parent directories; an existing mode is kept."""
-    real = resolve(path, root)
+    rel, st = _write_target(root, path)
     data = _encode(content, "content")
-    _check_digest(real, expect_digest)
-    mode: int | None = None
-    with contextlib.suppress(FileNotFoundError):
-        st = os.stat(real)
-        if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):  # a directory fails at the rename
-            raise ToolError(f"not a regular file: {path}")
-        mode = stat.S_IMODE(st.st_mode)
-    os.makedirs(os.path.dirname(real), exist_ok=True)
-    atomic_write(real, data, mode)
+    _check_digest(root, rel, expect_digest)
+    mode = None if st is None else stat.S_IMODE(st.st_mode)
+    atomic_write(root, rel, data, mode)
     return {"ok": True, "path": path, "bytes": len(data), "created": mode is None}
 
 
@@ -268,11 +304,11 @@ def locate(content: bytes, search_block: bytes) -> int:
     return start
 
 
-def plan_edit(root: str, path: str, search_block: str, replace_block: str) -> PlannedWrite:
+def plan_edit(root: Root, path: str, search_block: str, replace_block: str) -> PlannedWrite:
     """Resolve, size-check by stat, read and locate an edit_file call."""
-    real = resolve(path, root)
+    rel = root.locate(path)
     search, replace = _encode(search_block, "search_block"), _encode(replace_block, "replace_block")
-    fd = _open_regular(real, path)
+    fd = _open_regular(root, rel, path)
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         if st.st_size > EDIT_MAX_FILE_BYTES:
@@ -283,14 +319,16 @@ def plan_edit(root: str, path: str, search_block: str, replace_block: str) -> Pl
     start = locate(old, search)
     new = old[:start] + replace + old[start + len(search) :]
     line = old.count(b"\n", 0, start) + 1
-    return PlannedWrite(real, old, len(old), new, stat.S_IMODE(st.st_mode), hashlib.sha256(old).hexdigest(), line)
+    return PlannedWrite(rel, old, len(old), new, stat.S_IMODE(st.st_mode), hashlib.sha256(old).hexdigest(), line)
 
 
-def edit_file(root: str, path: str, search_block: str, replace_block: str, expect_digest: str | None) -> dict[str, Any]:
+def edit_file(
+    root: Root, path: str, search_block: str, replace_block: str, expect_digest: str | None
+) -> dict[str, Any]:
     """Replace the unique exact match of search_block, atomically; the file's mode is kept."""
     plan = plan_edit(root, path, search_block, replace_block)
-    _check_digest(plan.real, expect_digest, plan.old)
-    atomic_write(plan.real, plan.new, plan.mode)
+    _check_digest(root, plan.rel, expect_digest, plan.old)
+    atomic_write(root, plan.rel, plan.new, plan.mode)
     return {"ok": True, "path": path, "line": plan.line, "bytes": len(plan.new)}
 
 
@@ -307,25 +345,31 @@ def _entry_type(mode: int) -> str:
     return "other"
 
 
-def list_directory(root: str, path: str) -> dict[str, Any]:
+def list_directory(root: Root, path: str) -> dict[str, Any]:
     """Sorted entries with type and size; at most LIST_MAX_ENTRIES are statted."""
-    real = os.fsencode(resolve(path, root))
-    if not stat.S_ISDIR(os.stat(real).st_mode):
-        raise ToolError(f"not a directory: {path}")
-    names = sorted(os.listdir(real))  # bytes names: nothing undecodable is skipped
-    entries: list[dict[str, Any]] = []
-    for name in names[:LIST_MAX_ENTRIES]:
-        try:
-            st = os.lstat(os.path.join(real, name))
-        except FileNotFoundError:
-            continue  # removed while we listed
-        entry: dict[str, Any] = {"name": "", "type": _entry_type(st.st_mode), "size": st.st_size}
-        try:
-            entry["name"] = name.decode("utf-8")
-        except UnicodeDecodeError:
-            entry["name"] = name.decode("utf-8", "backslashreplace")
-            entry["escaped"] = True
-        entries.append(entry)
+    rel = root.locate(path)
+    try:
+        fd = root.open(rel, os.O_RDONLY | os.O_DIRECTORY, path=path)
+    except NotADirectoryError:
+        raise ToolError(f"not a directory: {path}") from None
+    try:
+        # bytes names (surrogateescape round trip): nothing undecodable is skipped
+        names = sorted(os.fsencode(name) for name in os.listdir(fd))
+        entries: list[dict[str, Any]] = []
+        for name in names[:LIST_MAX_ENTRIES]:
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue  # removed while we listed
+            entry: dict[str, Any] = {"name": "", "type": _entry_type(st.st_mode), "size": st.st_size}
+            try:
+                entry["name"] = name.decode("utf-8")
+            except UnicodeDecodeError:
+                entry["name"] = name.decode("utf-8", "backslashreplace")
+                entry["escaped"] = True
+            entries.append(entry)
+    finally:
+        os.close(fd)
     return {
         "ok": True,
         "path": path,

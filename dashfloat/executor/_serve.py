@@ -16,6 +16,7 @@ from dashfloat.executor._errors import error_result
 from dashfloat.executor._exec import Command
 from dashfloat.executor._tools import failure_message, preview, run_tool, start_command
 from dashfloat.executor._validate import validate
+from dashfloat.executor.path_policy import Root
 from dashfloat.protocol import (
     AgentToExecutor,
     CancelTool,
@@ -37,9 +38,9 @@ class _Stop(Exception):
 class _Server:
     """One agent's executor: a single thread that selects over the pipe and the running command."""
 
-    def __init__(self, channel: Channel[AgentToExecutor], root: str, exec_timeout_s: float) -> None:
+    def __init__(self, channel: Channel[AgentToExecutor], root: Root, exec_timeout_s: float) -> None:
         self.channel = channel
-        self.root = root
+        self.root = root  # fixed at start: the fd is held until the process exits
         self.exec_timeout_s = exec_timeout_s
         self.running: tuple[str, Command] | None = None
         self.queued: collections.deque[RunTool] = collections.deque()
@@ -135,6 +136,6 @@ class _Server:
 def serve(conn: Connection, root: str, exec_timeout_s: float) -> None:
     """The executor process main loop; returns on Shutdown or when the agent's end of the pipe closes."""
     procutil.die_with_parent(signal.SIGTERM)
-    server = _Server(Channel(conn, AgentToExecutor, "agent->executor"), os.path.abspath(root), exec_timeout_s)
+    server = _Server(Channel(conn, AgentToExecutor, "agent->executor"), Root(root), exec_timeout_s)
     signal.signal(signal.SIGTERM, server.on_sigterm)
     server.run()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
+import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +16,7 @@ from dashfloat.executor._errors import ToolError, error_result, os_message
 from dashfloat.executor._exec import Command
 from dashfloat.executor._limits import EDIT_MAX_FILE_BYTES, EXEC_TIMEOUT_S, PREVIEW_MAX_LINES
 from dashfloat.executor._validate import validate
-from dashfloat.executor.path_policy import PathError, resolve
+from dashfloat.executor.path_policy import PathError, Root
 
 # A preview line longer than this is cut: a one-line minified file must not flood the confirmation.
 PREVIEW_MAX_LINE_CHARS = 400
@@ -38,15 +41,33 @@ def failure_message(exc: Exception, name: str, args: dict[str, Any]) -> str:
             return f"internal error in {name}: {type(exc).__name__}: {exc}"
 
 
-def command_cwd(args: dict[str, Any], root: str) -> str:
+@contextlib.contextmanager
+def as_root(root: Root | str) -> Iterator[Root]:
+    """``root`` itself, or a Root fixed now for one call (tests and the standalone mode pass a path)."""
+    if isinstance(root, Root):
+        yield root
+        return
+    fixed = Root(root)
+    try:
+        yield fixed
+    finally:
+        fixed.close()
+
+
+def command_cwd(args: dict[str, Any], root: Root) -> str:
     """The resolved, existing directory execute_command runs in."""
-    cwd = resolve(args["cwd"], root)
-    if not os.path.isdir(cwd):
+    rel = root.locate(args["cwd"])
+    fd = root.open(rel, os.O_PATH, path=args["cwd"])
+    try:
+        is_dir = stat.S_ISDIR(os.fstat(fd).st_mode)
+    finally:
+        os.close(fd)
+    if not is_dir:
         raise ToolError(f"cwd is not an existing directory: {args['cwd']}")
-    return cwd
+    return root.real(rel)
 
 
-def start_command(args: dict[str, Any], root: str, exec_timeout_s: float) -> Command:
+def start_command(args: dict[str, Any], root: Root, exec_timeout_s: float) -> Command:
     """Start a validated execute_command call (raises like the tools do)."""
     if "\0" in args["command"]:
         raise ToolError("command contains a NUL byte")
@@ -56,7 +77,7 @@ def start_command(args: dict[str, Any], root: str, exec_timeout_s: float) -> Com
 def run_tool(
     name: str,
     args: Any,
-    root: str,
+    root: Root | str,
     exec_timeout_s: float = EXEC_TIMEOUT_S,
     expect_digest: str | None = None,
 ) -> dict[str, Any]:
@@ -65,19 +86,26 @@ def run_tool(
     if isinstance(valid, str):
         return error_result(valid)
     try:
-        if name == READ_FILE:
-            return _files.read_file(root, valid["path"], valid["offset"], valid["limit"])
-        if name == WRITE_FILE:
-            return _files.write_file(root, valid["path"], valid["content"], expect_digest)
-        if name == EDIT_FILE:
-            return _files.edit_file(root, valid["path"], valid["search_block"], valid["replace_block"], expect_digest)
-        if name == LIST_DIRECTORY:
-            return _files.list_directory(root, valid["path"])
-        if name == EXECUTE_COMMAND:
-            return start_command(valid, root, exec_timeout_s).run_to_end()
-        raise AssertionError(f"validated tool {name!r} has no runner")
+        with as_root(root) as fixed:
+            return _run_valid(name, valid, fixed, exec_timeout_s, expect_digest)
     except Exception as exc:  # a failure is a result, never an exception across the process boundary
         return error_result(failure_message(exc, name, valid))
+
+
+def _run_valid(
+    name: str, valid: dict[str, Any], root: Root, exec_timeout_s: float, expect_digest: str | None
+) -> dict[str, Any]:
+    if name == READ_FILE:
+        return _files.read_file(root, valid["path"], valid["offset"], valid["limit"])
+    if name == WRITE_FILE:
+        return _files.write_file(root, valid["path"], valid["content"], expect_digest)
+    if name == EDIT_FILE:
+        return _files.edit_file(root, valid["path"], valid["search_block"], valid["replace_block"], expect_digest)
+    if name == LIST_DIRECTORY:
+        return _files.list_directory(root, valid["path"])
+    if name == EXECUTE_COMMAND:
+        return start_command(valid, root, exec_timeout_s).run_to_end()
+    raise AssertionError(f"validated tool {name!r} has no runner")
 
 
 def _window(lines: list[str]) -> list[str]:
@@ -114,28 +142,31 @@ def diff_lines(plan: _files.PlannedWrite) -> list[str]:
     return _window(diff)
 
 
-def preview(name: str, args: Any, root: str) -> Preview:
+def preview(name: str, args: Any, root: Root | str) -> Preview:
     """The confirmation preview of a call, built with the same planning code its execution uses."""
     valid = validate(name, args)
     if isinstance(valid, str):
         return Preview([], error=valid)
     try:
-        if name == WRITE_FILE:
-            plan = _files.plan_write(root, valid["path"], valid["content"])
-            return Preview(diff_lines(plan), digest=plan.digest)
-        if name == EDIT_FILE:
-            plan = _files.plan_edit(root, valid["path"], valid["search_block"], valid["replace_block"])
-            return Preview(diff_lines(plan), digest=plan.digest)
-        if name == EXECUTE_COMMAND:
-            if "\0" in valid["command"]:
-                raise ToolError("command contains a NUL byte")
-            first, *rest = valid["command"].splitlines() or [""]
-            return Preview(
-                [*_window([f"$ {first}", *(f"  {line}" for line in rest)]), f"in {command_cwd(valid, root)}"]
-            )
-        if name in (READ_FILE, LIST_DIRECTORY):
-            resolve(valid["path"], root)
-            return Preview([f"{name} {valid['path']}"])
-        raise AssertionError(f"validated tool {name!r} has no preview")
+        with as_root(root) as fixed:
+            return _preview_valid(name, valid, fixed)
     except Exception as exc:
         return Preview([], error=failure_message(exc, name, valid))
+
+
+def _preview_valid(name: str, valid: dict[str, Any], root: Root) -> Preview:
+    if name == WRITE_FILE:
+        plan = _files.plan_write(root, valid["path"], valid["content"])
+        return Preview(diff_lines(plan), digest=plan.digest)
+    if name == EDIT_FILE:
+        plan = _files.plan_edit(root, valid["path"], valid["search_block"], valid["replace_block"])
+        return Preview(diff_lines(plan), digest=plan.digest)
+    if name == EXECUTE_COMMAND:
+        if "\0" in valid["command"]:
+            raise ToolError("command contains a NUL byte")
+        first, *rest = valid["command"].splitlines() or [""]
+        return Preview([*_window([f"$ {first}", *(f"  {line}" for line in rest)]), f"in {command_cwd(valid, root)}"])
+    if name in (READ_FILE, LIST_DIRECTORY):
+        root.locate(valid["path"])
+        return Preview([f"{name} {valid['path']}"])
+    raise AssertionError(f"validated tool {name!r} has no preview")
