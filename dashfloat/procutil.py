@@ -7,6 +7,7 @@ import ctypes
 import multiprocessing
 import os
 import signal
+from collections.abc import Callable
 from multiprocessing.process import BaseProcess
 from typing import Final
 
@@ -99,3 +100,27 @@ def describe_exit(process: BaseProcess) -> str:
         except ValueError:
             return f"killed by signal {-code}"
     return f"exit code {code}"
+
+
+def _send_sigterm(process: BaseProcess) -> None:
+    process.terminate()
+
+
+def stop_process(
+    process: BaseProcess, grace_s: float, ask: Callable[[BaseProcess], None] | None = _send_sigterm
+) -> str:
+    """Stop a child process for sure and say how it ended.
+
+    ``ask`` asks it to stop (default SIGTERM; a caller may send a Shutdown message or close a pipe instead, or
+    pass None when it is already going); it gets ``grace_s`` to exit, then SIGKILL, which it cannot refuse, so
+    the reap after it waits as long as the kernel needs. A process that has already ended is only reaped.
+    """
+    if process.exitcode is None and ask is not None:
+        with contextlib.suppress(OSError, ValueError):  # already gone, or its pipe already closed
+            ask(process)
+    process.join(grace_s)
+    if process.exitcode is None:
+        with contextlib.suppress(OSError):
+            process.kill()
+        process.join()
+    return describe_exit(process)

@@ -9,7 +9,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any, Final
 
 from dashfloat.channel import Channel, PeerDied
-from dashfloat.procutil import FORK, become_child, describe_exit, set_name
+from dashfloat.procutil import FORK, become_child, set_name, stop_process
 from dashfloat.protocol import ExecutorToAgent, LlmToAgent, Shutdown
 
 STOP_GRACE_S: Final = 0.3
@@ -34,21 +34,17 @@ class ForkedWorker:
         return self.process.sentinel
 
     def exit_reason(self) -> str:
-        self.process.join(STOP_GRACE_S)
-        if self.process.is_alive():
-            self.process.kill()  # it closed its pipe but lingers: it is no use to us any more
-            self.process.join(STOP_GRACE_S)
-        return describe_exit(self.process)
+        # it closed its pipe, so it is going; one that lingers is no use to us any more
+        return stop_process(self.process, STOP_GRACE_S, ask=None)
 
     def stop(self) -> None:
         """Ask it to stop, then make sure: Shutdown, a short grace, SIGKILL, reap."""
+        stop_process(self.process, STOP_GRACE_S, ask=self._ask_shutdown)
+        self._channel.close()
+
+    def _ask_shutdown(self, process: BaseProcess) -> None:
         with contextlib.suppress(PeerDied):
             self._channel.send(Shutdown())
-        self.process.join(STOP_GRACE_S)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join(STOP_GRACE_S)
-        self._channel.close()
 
 
 def _worker_entry(

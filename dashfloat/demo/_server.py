@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from dashfloat.demo._model import Reply as DemoReply
 from dashfloat.demo._model import respond
-from dashfloat.procutil import become_child, die_with_parent
+from dashfloat.procutil import become_child, die_with_parent, stop_process
 from dashfloat.protocol import ProviderConfig
 from dashfloat.testing.sse_server import BodyItem, Pause, Reply, ScriptedServer, sse_event
 
@@ -21,6 +21,7 @@ DEMO_DELAY_ENV: Final = "DASHFLOAT_DEMO_DELAY_MS"
 DEMO_DEFAULT_DELAY_MS: Final = 12.0
 DEMO_MODEL: Final = "dashfloat-demo"
 DEMO_CONTEXT_WINDOW: Final = 32_768
+DEMO_STOP_WAIT_S: Final = 0.5
 
 
 def _chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
@@ -97,11 +98,7 @@ def start_demo(env: Mapping[str, str]) -> Demo:
     port = int(ours.recv_bytes())
 
     def stop() -> None:
-        ours.close()
-        process.join(0.5)
-        if process.is_alive():
-            process.kill()
-            process.join()
+        stop_process(process, DEMO_STOP_WAIT_S, ask=lambda _: ours.close())  # EOF on its pipe ends it
 
     provider = ProviderConfig(
         name="demo",

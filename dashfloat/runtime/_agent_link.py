@@ -6,13 +6,14 @@ import contextlib
 import os
 import time
 from collections import deque
+from multiprocessing.process import BaseProcess
 from typing import Final
 
 import msgspec
 
 from dashfloat.agent import AGENT_PROCESS_NAME, AgentOptions, agent_process_main
 from dashfloat.channel import Channel, PeerDied, ProtocolError
-from dashfloat.procutil import FORK, describe_exit
+from dashfloat.procutil import FORK, stop_process
 from dashfloat.protocol import (
     AgentToUi,
     PhaseChanged,
@@ -92,11 +93,7 @@ class AgentProcess:
         return messages
 
     def _restart(self) -> list[AgentToUi]:
-        self.process.join(SHUTDOWN_WAIT_S)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join()
-        reason = describe_exit(self.process)
+        reason = stop_process(self.process, SHUTDOWN_WAIT_S, ask=None)  # its pipe closed: it is going
         self.channel.close()
         now = time.monotonic()
         self.restarts.append(now)
@@ -117,14 +114,13 @@ class AgentProcess:
             PhaseChanged(phase="idle"),
         ]
 
+    def _ask_shutdown(self, process: BaseProcess) -> None:
+        self.send(Shutdown())
+
     def shutdown(self) -> None:
         """Stop the agent and everything under it; bounded by SHUTDOWN_WAIT_S plus a SIGKILL."""
-        if not self.gave_up:
-            self.send(Shutdown())
-            self.process.join(SHUTDOWN_WAIT_S)
-        if self.process.is_alive():
-            self.process.kill()  # its workers die with it (PR_SET_PDEATHSIG)
-        self.process.join()
+        # a SIGKILLed agent's workers die with it (PR_SET_PDEATHSIG)
+        stop_process(self.process, 0.0 if self.gave_up else SHUTDOWN_WAIT_S, ask=self._ask_shutdown)
         self.channel.close()
         os.close(self._dead_r)
         os.close(self._dead_w)

@@ -1,0 +1,121 @@
+"""Stopping a child process, on real forked processes: asked, waited for, killed, reaped, described."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+
+import pytest
+
+from dashfloat.procutil import FORK, describe_exit, stop_process
+
+LONG_GRACE_S = 30.0  # generous: a stop that waits this long instead of acting would fail the suite's timeout
+
+
+def _sleep_forever() -> None:
+    while True:
+        time.sleep(3600)
+
+
+def _ignore_sigterm(ready: Connection) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    ready.send_bytes(b"ready")
+    _sleep_forever()
+
+
+def _exit_on_eof(conn: Connection, parents_end: Connection) -> None:
+    parents_end.close()  # else our own copy would keep the pipe open
+    try:
+        conn.recv_bytes()
+    except EOFError:
+        sys.exit(0)
+
+
+def _exit_with(code: int) -> None:
+    os._exit(code)
+
+
+def _started(target: Callable[..., object], *args: object) -> BaseProcess:
+    process = FORK.Process(target=target, args=args, daemon=True)
+    process.start()
+    return process
+
+
+def _reaped(process: BaseProcess) -> bool:
+    assert process.pid is not None
+    try:
+        os.waitpid(process.pid, os.WNOHANG)  # still running, or a zombie nobody collected
+    except ChildProcessError:
+        return True
+    return False
+
+
+def test_a_running_process_gets_sigterm_and_is_reaped() -> None:
+    process = _started(_sleep_forever)
+    assert stop_process(process, LONG_GRACE_S) == "killed by SIGTERM"
+    assert _reaped(process)
+
+
+def test_a_process_that_ignores_the_request_is_killed_after_the_grace() -> None:
+    ours, theirs = FORK.Pipe()
+    process = _started(_ignore_sigterm, theirs)
+    assert ours.recv_bytes() == b"ready"  # the handler is in place before we ask
+    assert stop_process(process, 0.05) == "killed by SIGKILL"
+    assert _reaped(process)
+
+
+def test_a_custom_request_is_used_instead_of_a_signal() -> None:
+    ours, theirs = FORK.Pipe()
+    process = _started(_exit_on_eof, theirs, ours)
+    theirs.close()
+    asked: list[int | None] = []
+
+    def close_pipe(p: BaseProcess) -> None:
+        asked.append(p.pid)
+        ours.close()
+
+    assert stop_process(process, LONG_GRACE_S, ask=close_pipe) == "exit code 0"
+    assert asked == [process.pid]
+    assert _reaped(process)
+
+
+def test_a_process_already_gone_is_only_reaped_and_described() -> None:
+    process = _started(_exit_with, 3)
+    process.join()
+    asked: list[BaseProcess] = []
+    assert stop_process(process, LONG_GRACE_S, ask=asked.append) == "exit code 3"
+    assert asked == []
+
+
+def test_without_a_request_the_grace_is_all_it_gets() -> None:
+    process = _started(_sleep_forever)
+    assert stop_process(process, 0.0, ask=None) == "killed by SIGKILL"
+    assert _reaped(process)
+
+
+def test_a_request_that_fails_does_not_stop_the_stop() -> None:
+    def broken(_: BaseProcess) -> None:
+        raise OSError("pipe already closed")
+
+    process = _started(_sleep_forever)
+    assert stop_process(process, 0.0, ask=broken) == "killed by SIGKILL"
+
+
+@pytest.mark.parametrize(("code", "words"), [(0, "exit code 0"), (2, "exit code 2")])
+def test_exit_codes_are_described(code: int, words: str) -> None:
+    process = _started(_exit_with, code)
+    process.join()
+    assert describe_exit(process) == words
+
+
+def test_a_running_process_is_described_as_running() -> None:
+    process = _started(_sleep_forever)
+    try:
+        assert describe_exit(process) == "still running"
+    finally:
+        stop_process(process, 0.0)
