@@ -128,6 +128,88 @@ class Usage(msgspec.Struct, frozen=True):
     total_tokens: int = 0
 
 
+class Checkpoint(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What one applied write_file / edit_file changed and how to take it back (docs/sessions.md)."""
+
+    path: str
+    """The file's real path relative to the working directory's real path."""
+    existed: bool
+    """Whether a file was there before the mutation (False: undo deletes it)."""
+    after: str
+    """sha256 of the bytes the mutation left: anything else there at undo time is a conflict."""
+    before: str | None = None
+    """sha256 of the pre-image, the name of its object in the store; None when there was no file or it is lost."""
+    mode: int | None = None
+    """Permission bits of the file before the mutation."""
+    size: int = 0
+    """Bytes of the pre-image."""
+    created_dirs: list[str] = []
+    """Parent directories the write created, deepest first (a restore removes them when empty)."""
+    lost: str = ""
+    """Why the pre-image was not kept (over the per-file cap, the store over its cap, an I/O failure)."""
+
+
+class CommandChanges(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Workspace files an execute_command created, changed or deleted, told by size and mtime."""
+
+    paths: list[str] = []
+    """Relative paths, sorted, at most COMMAND_CHANGES_MAX_PATHS."""
+    more: int = 0
+    """Changed files beyond ``paths``."""
+    unknown: str = ""
+    """Why the changes could not be told (the workspace is over the scan bound); then ``paths`` is empty."""
+
+
+ABSENT_DIGEST = "absent"
+"""The digest of "no file here" (executor previews, checkpoints and restores share it)."""
+
+RestoreStatus = Literal["restore", "delete", "unchanged", "conflict", "missing", "unrestorable", "error"]
+
+
+class RestoreFile(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One file of a planned undo or rewind: the state to bring back and what DashFloat left there."""
+
+    path: str
+    existed: bool
+    """The state to bring back: a file (True) or no file (False)."""
+    expect: str
+    """sha256 of what DashFloat's newest write left (``after`` of the newest checkpoint)."""
+    before: str | None = None
+    mode: int | None = None
+    created_dirs: list[str] = []
+    lost: str = ""
+    """Set: the pre-image is not kept, the file cannot be restored (the reason)."""
+    interleaved: bool = False
+    """Something other than DashFloat changed the file between its writes in these turns."""
+
+
+class RestorePreview(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What restoring one file would do, as the executor sees the file now."""
+
+    path: str
+    status: RestoreStatus
+    lines: list[str] = []
+    """The reverse change: a diff from the current bytes to the pre-image, or what is deleted."""
+    digest: str = ""
+    """sha256 of the current bytes (``absent``): applying checks the file is still that."""
+    reason: str = ""
+
+
+class RestoreOutcome(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What applying the restore of one file did."""
+
+    path: str
+    ok: bool
+    error: str = ""
+
+
+class PromptInfo(msgspec.Struct, frozen=True):
+    """One user prompt of the session, for /rewind's list."""
+
+    number: int
+    text: str
+
+
 class SessionInfo(msgspec.Struct, frozen=True):
     """One row of the session list."""
 
@@ -186,6 +268,25 @@ class ResumeSession(Message, frozen=True):
 
 class ShowUsage(Message, frozen=True):
     """/usage: replies SystemEntry with this session's tokens by turn."""
+
+
+class UndoTurn(Message, frozen=True):
+    """/undo: revert the newest change set not yet reverted (preview, then ConfirmRequested, then RestoreEnded)."""
+
+
+class ListPrompts(Message, frozen=True):
+    """/rewind without a number: replies PromptsListed."""
+
+
+class RewindTo(Message, frozen=True):
+    """/rewind N: restore files and truncate the conversation to just before prompt ``prompt``.
+
+    ``prompt`` is the 1-based number from PromptsListed; a negative number counts back from the newest
+    prompt (-1: the last one). ``session_id`` is the session the number was read in ("" for the current one).
+    """
+
+    prompt: int
+    session_id: str = ""
 
 
 class Shutdown(Message, frozen=True):
@@ -304,6 +405,27 @@ class SessionsListed(Message, frozen=True):
     sessions: list[SessionInfo]
 
 
+class PromptsListed(Message, frozen=True):
+    """Reply to ListPrompts: the prompts of session ``session_id``, oldest first."""
+
+    session_id: str
+    prompts: list[PromptInfo]
+
+
+class PromptRestored(Message, frozen=True):
+    """A rewind removed this prompt from the conversation: put its text back into the input."""
+
+    text: str
+
+
+class RestoreEnded(Message, frozen=True):
+    """An undo or rewind is over: ``restored`` files, ``skipped`` ones (listed), or nothing applied."""
+
+    outcome: Literal["restored", "skipped", "declined", "nothing", "refused"]
+    restored: int = 0
+    skipped: list[str] = []
+
+
 AgentToUi = (
     AgentReady
     | SessionStarted
@@ -409,12 +531,31 @@ class RunTool(Message, frozen=True):
     args: dict[str, Any]
     expect_digest: str | None = None
     sandbox: SandboxPolicy = msgspec.field(default_factory=SandboxPolicy)
+    checkpoint_store: str = ""
+    """Where to keep a write/edit's pre-image, and to track a command's changes ("": do neither)."""
 
 
 class CancelTool(Message, frozen=True):
     """Kill call ``call_id`` if it runs; its ToolFinished then carries cancelled=true."""
 
     call_id: str
+
+
+class PreviewRestore(Message, frozen=True):
+    """Build the reverse preview of an undo or rewind; replies RestorePreviewed."""
+
+    ref: int
+    store: str
+    files: list[RestoreFile]
+
+
+class ApplyRestore(Message, frozen=True):
+    """Restore ``files`` (each only if its bytes are still ``digests[i]``); replies RestoreApplied."""
+
+    ref: int
+    store: str
+    files: list[RestoreFile]
+    digests: list[str]
 
 
 AgentToExecutor = PreviewTool | RunTool | CancelTool | Shutdown
@@ -443,6 +584,26 @@ class ToolFinished(Message, frozen=True):
 
     call_id: str
     result: dict[str, Any]
+    checkpoint: Checkpoint | None = None
+    """A write/edit that landed: how to take it back."""
+    changes: CommandChanges | None = None
+    """An execute_command: the workspace files it changed."""
+    notice: str = ""
+    """Something the user should know about the checkpoint store (oldest pre-images dropped, ...)."""
+
+
+class RestorePreviewed(Message, frozen=True):
+    """The reverse preview of PreviewRestore ``ref``, one entry per file in the same order."""
+
+    ref: int
+    files: list[RestorePreview]
+
+
+class RestoreApplied(Message, frozen=True):
+    """The outcome of ApplyRestore ``ref``, one entry per file in the same order."""
+
+    ref: int
+    outcomes: list[RestoreOutcome]
 
 
 ExecutorToAgent = PreviewReady | CommandStarted | ToolFinished

@@ -23,3 +23,13 @@ EXEC_READ_CHUNK_BYTES: Final = 1024 * 1024
 TEMP_NAME_BASE_MAX_BYTES: Final = 100
 # One JSON line of the standalone executor (a write_file of a large file fits; a runaway line does not).
 STANDALONE_LINE_MAX_BYTES: Final = 32 * 1024 * 1024
+
+# Checkpoints (docs/sessions.md "Checkpoints"): the pre-images one session may keep, in all, before the oldest
+# are dropped; a file larger than the per-file cap is recorded as not restorable instead of being copied.
+CHECKPOINT_STORE_MAX_BYTES: Final = 256 * 1024 * 1024
+CHECKPOINT_FILE_MAX_BYTES: Final = 16 * 1024 * 1024
+# A command's changes are told by comparing size and mtime of the workspace's files before and after it: a
+# workspace with more files than this is not scanned (the changes are "unknown"), and at most this many
+# changed paths are named.
+COMMAND_SCAN_MAX_FILES: Final = 10_000
+COMMAND_CHANGES_MAX_PATHS: Final = 50

@@ -1,0 +1,289 @@
+"""Checkpoints: the pre-image of every applied write/edit, kept content-addressed in the session's store.
+
+The store is ``<store>/objects/<sha256>``: one file per distinct pre-image, written (fsynced) before the
+mutation lands. It is bounded twice: a pre-image over CHECKPOINT_FILE_MAX_BYTES is not copied (the checkpoint
+says why it is not restorable), and when the store passes CHECKPOINT_STORE_MAX_BYTES the oldest objects are
+dropped, with a notice. Neither bound, nor any failure of the store, ever blocks the mutation itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import secrets
+import stat
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from dashfloat.catalogue import EDIT_TOOLS
+from dashfloat.executor._files import ABSENT_DIGEST, digest_of
+from dashfloat.executor._limits import CHECKPOINT_FILE_MAX_BYTES, CHECKPOINT_STORE_MAX_BYTES, EXEC_TIMEOUT_S
+from dashfloat.executor._tools import run_tool
+from dashfloat.executor._validate import validate
+from dashfloat.executor.path_policy import resolve
+from dashfloat.protocol import Checkpoint
+
+OBJECTS_DIRNAME = "objects"
+_MIB = 1024 * 1024
+
+
+class CheckpointUnavailable(Exception):
+    """A pre-image that cannot be read back; the message names the object's path and why."""
+
+
+def _mib(n: int) -> str:
+    return f"{n / _MIB:.0f} MiB" if n >= _MIB else f"{n} bytes"
+
+
+@dataclass
+class _Object:
+    name: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class CheckpointStore:
+    """One session's objects; sizes and ages are kept in memory after one scan of the directory."""
+
+    directory: str
+    max_bytes: int = CHECKPOINT_STORE_MAX_BYTES
+    file_max_bytes: int = CHECKPOINT_FILE_MAX_BYTES
+    _objects: dict[str, _Object] | None = field(default=None, repr=False)
+    _total: int = 0
+
+    @property
+    def objects_dir(self) -> str:
+        return os.path.join(self.directory, OBJECTS_DIRNAME)
+
+    def object_path(self, digest: str) -> str:
+        return os.path.join(self.objects_dir, digest)
+
+    def _index(self) -> dict[str, _Object]:
+        if self._objects is None:
+            self._objects = {}
+            self._total = 0
+            try:
+                with os.scandir(self.objects_dir) as entries:
+                    found = [e for e in entries if not e.name.startswith(".") and e.is_file(follow_symlinks=False)]
+                    stats = [(e.name, e.stat(follow_symlinks=False)) for e in found]
+            except (FileNotFoundError, NotADirectoryError):
+                stats = []
+            # Oldest first: the eviction order survives an executor restart through the objects' mtimes.
+            for name, st in sorted(stats, key=lambda item: item[1].st_mtime_ns):
+                self._objects[name] = _Object(name, st.st_size, st.st_mtime_ns)
+                self._total += st.st_size
+        return self._objects
+
+    @property
+    def total_bytes(self) -> int:
+        self._index()
+        return self._total
+
+    def keep(self, data: bytes, digest: str) -> str:
+        """Store ``data`` under ``digest`` (durably) and return a notice when older objects were dropped.
+
+        Raises OSError when the object cannot be written, ValueError when it alone exceeds the store's cap.
+        """
+        index = self._index()
+        if len(data) > self.max_bytes:
+            raise ValueError(f"the pre-image ({_mib(len(data))}) is larger than the store's {_mib(self.max_bytes)} cap")
+        known = index.pop(digest, None)
+        if known is not None:
+            # Already kept: refresh its age, so the eviction order stays "least recently needed first".
+            with contextlib.suppress(OSError):
+                os.utime(self.object_path(digest))
+            known.mtime_ns = _now_ns()
+            index[digest] = known
+            return ""
+        dropped, freed = self._make_room(len(data))
+        _write_object(self.objects_dir, digest, data)
+        index[digest] = _Object(digest, len(data), _now_ns())
+        self._total += len(data)
+        if not dropped:
+            return ""
+        return (
+            f"the checkpoint store of this session passed its {_mib(self.max_bytes)} cap: dropped the "
+            f"{dropped} oldest pre-image{'s' if dropped != 1 else ''} ({_mib(freed)}); "
+            "the changes they recorded can no longer be undone"
+        )
+
+    def _make_room(self, incoming: int) -> tuple[int, int]:
+        index = self._index()
+        dropped = freed = 0
+        # dicts keep insertion order, and keep() re-inserts on use: the first entries are the oldest
+        for name in list(index):
+            if self._total + incoming <= self.max_bytes:
+                break
+            obj = index.pop(name)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.object_path(name))
+            self._total -= obj.size
+            dropped += 1
+            freed += obj.size
+        return dropped, freed
+
+    def load(self, digest: str) -> bytes:
+        """The pre-image named ``digest``, verified against its name; CheckpointUnavailable otherwise."""
+        path = self.object_path(digest)
+        try:
+            with open(path, "rb") as f:
+                data = f.read(self.file_max_bytes + 1)
+        except FileNotFoundError:
+            raise CheckpointUnavailable(f"checkpoint missing: {path}") from None
+        except OSError as exc:
+            raise CheckpointUnavailable(f"checkpoint unreadable: {path}: {exc.strerror}") from None
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise CheckpointUnavailable(f"checkpoint corrupt: {path} (its bytes do not match its name)")
+        return data
+
+
+def _now_ns() -> int:
+    return time.time_ns()
+
+
+def _write_object(directory: str, digest: str, data: bytes) -> None:
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    temp = os.path.join(directory, f".{digest[:16]}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())  # the pre-image is on disk before the mutation that needs it lands
+        os.rename(temp, os.path.join(directory, digest))
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+_STORES: dict[str, CheckpointStore] = {}
+
+
+def store_for(directory: str) -> CheckpointStore:
+    """The store of ``directory`` (one per executor process, so its index is scanned once)."""
+    store = _STORES.get(directory)
+    if store is None:
+        store = _STORES[directory] = CheckpointStore(directory)
+    return store
+
+
+# ---------------------------------------------------------------- taking a checkpoint
+
+
+@dataclass
+class PreImage:
+    """What was at a mutation's target just before it: enough to build its Checkpoint once it lands."""
+
+    real: str
+    rel: str
+    existed: bool
+    mode: int | None = None
+    size: int = 0
+    before: str | None = None
+    created_dirs: list[str] = field(default_factory=list)
+    lost: str = ""
+    notice: str = ""
+
+    @property
+    def expect(self) -> str | None:
+        """The digest the mutation must still find: what the pre-image was taken of."""
+        if not self.existed:
+            return ABSENT_DIGEST
+        return self.before
+
+    def checkpoint(self) -> Checkpoint:
+        return Checkpoint(
+            path=self.rel,
+            existed=self.existed,
+            after=digest_of(self.real),
+            before=self.before,
+            mode=self.mode,
+            size=self.size,
+            created_dirs=self.created_dirs,
+            lost=self.lost,
+        )
+
+
+def _missing_dirs(real_dir: str, real_root: str) -> list[str]:
+    """Ancestors of ``real_dir`` (inside the root) that do not exist yet, deepest first, relative to the root."""
+    missing: list[str] = []
+    current = real_dir
+    while current != real_root and current.startswith(real_root + os.sep) and not os.path.lexists(current):
+        missing.append(os.path.relpath(current, real_root))
+        current = os.path.dirname(current)
+    return missing
+
+
+def take_pre_image(root: str, path: str, store: CheckpointStore) -> PreImage | None:
+    """Keep the target's current bytes; None when the call will fail anyway (bad path, not a file)."""
+    try:
+        real = resolve(path, root)
+    except ValueError:
+        return None
+    real_root = os.path.realpath(root)
+    rel = os.path.relpath(real, real_root)
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        return PreImage(real, rel, existed=False, created_dirs=_missing_dirs(os.path.dirname(real), real_root))
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    pre = PreImage(real, rel, existed=True, mode=stat.S_IMODE(st.st_mode), size=st.st_size)
+    if st.st_size > store.file_max_bytes:
+        pre.lost = f"the file was {_mib(st.st_size)}, over the {_mib(store.file_max_bytes)} per-file checkpoint cap"
+        return pre
+    try:
+        with open(real, "rb") as f:
+            data = f.read(store.file_max_bytes + 1)
+    except OSError:
+        return None
+    if len(data) > store.file_max_bytes:  # it grew since the stat
+        pre.lost = f"the file was over the {_mib(store.file_max_bytes)} per-file checkpoint cap"
+        return pre
+    pre.size = len(data)
+    pre.before = hashlib.sha256(data).hexdigest()
+    try:
+        pre.notice = store.keep(data, pre.before)
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        pre.lost = f"its pre-image could not be kept: {reason}"
+        pre.notice = f"no checkpoint for {rel}: {reason}; the change went ahead and cannot be undone"
+    return pre
+
+
+@dataclass
+class Checkpointed:
+    """A file tool's result, plus how to take it back when it was a mutation that landed."""
+
+    result: dict[str, Any]
+    checkpoint: Checkpoint | None = None
+    notice: str = ""
+
+
+def run_checkpointed(
+    name: str,
+    args: Any,
+    root: str,
+    store_dir: str,
+    exec_timeout_s: float = EXEC_TIMEOUT_S,
+    expect_digest: str | None = None,
+) -> Checkpointed:
+    """Run a file tool; a write/edit keeps its target's pre-image first and must still find those bytes."""
+    valid = validate(name, args)
+    if name not in EDIT_TOOLS or not store_dir or isinstance(valid, str):
+        return Checkpointed(run_tool(name, args, root, exec_timeout_s, expect_digest))
+    pre = take_pre_image(root, valid["path"], store_for(store_dir))
+    if pre is None:
+        return Checkpointed(run_tool(name, args, root, exec_timeout_s, expect_digest))
+    # The mutation must change exactly the bytes the pre-image was taken of (the preview's, when approved).
+    expect = expect_digest if expect_digest is not None else pre.expect
+    result = run_tool(name, args, root, exec_timeout_s, expect)
+    if not result.get("ok"):
+        return Checkpointed(result, notice=pre.notice)
+    return Checkpointed(result, pre.checkpoint(), pre.notice)
