@@ -64,6 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
         "-c", "--continue", dest="continue_latest", action="store_true", help="resume the newest session here"
     )
     session.add_argument("-r", "--resume", metavar="ID", help="resume a session by id (a unique prefix is enough)")
+    session.add_argument(
+        "--undo", action="store_true", help="revert the last turn's file changes (preview; --yes applies it)"
+    )
+    session.add_argument(
+        "--rewind", type=int, metavar="N", help="go back N turns: files and conversation (preview; --yes applies)"
+    )
     parser.add_argument("--no-color", action="store_true", help="no colours (also when NO_COLOR is set)")
     return parser
 
@@ -102,15 +108,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail("the prompt is empty")
     if args.json and prompt is None:
         return _fail("--json needs -p PROMPT")
+    restore: tuple[int | None, bool] | None = None
+    if args.undo or args.rewind is not None:
+        if args.undo and args.rewind is not None:
+            return _fail("--undo and --rewind N are two different requests: give one")
+        if prompt is not None:
+            return _fail("--undo / --rewind cannot be combined with -p")
+        if args.rewind is not None and args.rewind < 1:
+            return _fail("--rewind N needs N >= 1 (the number of turns to go back)")
+        restore = (args.rewind, args.yes)
     # First, before the heavy imports: keys typed while the TUI starts are held, not echoed (terminal.py).
-    restore_terminal = hold_terminal(hold_keys=prompt is None)
+    restore_terminal = hold_terminal(hold_keys=prompt is None and restore is None)
     try:
-        return _launch(args, cwd, prompt, restore_terminal)
+        return _launch(args, cwd, prompt, restore, restore_terminal)
     finally:
         restore_terminal()
 
 
-def _launch(args: argparse.Namespace, cwd: Path, prompt: str | None, restore_terminal: Callable[[], None]) -> int:
+def _launch(
+    args: argparse.Namespace,
+    cwd: Path,
+    prompt: str | None,
+    restore: tuple[int | None, bool] | None,
+    restore_terminal: Callable[[], None],
+) -> int:
     from dashfloat.launch import Launch, LaunchError, prepare
 
     try:
@@ -124,6 +145,7 @@ def _launch(args: argparse.Namespace, cwd: Path, prompt: str | None, restore_ter
         log_path=launch.log_path,
         prompt=prompt,
         json_mode=args.json,
+        undo_request=restore,
         no_color=args.no_color or "NO_COLOR" in os.environ,
         on_stop=launch.stop,
         restore_terminal=restore_terminal,

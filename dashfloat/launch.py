@@ -54,7 +54,9 @@ def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> Launc
 
         demo = start_demo(env)
         provider, stop, notice = demo.provider, demo.stop, demo.notice if not args.demo else ""
-    approval: ApprovalMode = "all" if args.yes else args.approve
+    restoring = bool(getattr(args, "undo", False)) or getattr(args, "rewind", None) is not None
+    # --yes applies an undo/rewind; it does not widen what tools may do (none run in that mode anyway)
+    approval: ApprovalMode = "all" if args.yes and not restoring else args.approve
     options = AgentOptions(
         provider=provider,
         cwd=cwd,
@@ -63,7 +65,8 @@ def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> Launc
         idle_timeout_s=idle_timeout,
         state_dir=str(state),
         resume_id=args.resume or "",
-        continue_latest=args.continue_latest,
+        continue_latest=args.continue_latest or (restoring and not args.resume),
+        replay=not restoring,
         notice=notice,
     )
     return Launch(options=options, log_path=os.path.join(state, "dashfloat.log"), stop=stop)

@@ -303,6 +303,9 @@ UiToAgent = (
     | ListSessions
     | ResumeSession
     | ShowUsage
+    | UndoTurn
+    | ListPrompts
+    | RewindTo
     | Shutdown
 )
 
@@ -440,6 +443,9 @@ AgentToUi = (
     | SystemEntry
     | TurnEnded
     | SessionsListed
+    | PromptsListed
+    | PromptRestored
+    | RestoreEnded
 )
 
 # ---------------------------------------------------------------- Agent -> LLM stream
@@ -558,7 +564,7 @@ class ApplyRestore(Message, frozen=True):
     digests: list[str]
 
 
-AgentToExecutor = PreviewTool | RunTool | CancelTool | Shutdown
+AgentToExecutor = PreviewTool | RunTool | CancelTool | PreviewRestore | ApplyRestore | Shutdown
 
 # ---------------------------------------------------------------- Executor -> Agent
 
@@ -606,7 +612,7 @@ class RestoreApplied(Message, frozen=True):
     outcomes: list[RestoreOutcome]
 
 
-ExecutorToAgent = PreviewReady | CommandStarted | ToolFinished
+ExecutorToAgent = PreviewReady | CommandStarted | ToolFinished | RestorePreviewed | RestoreApplied
 
 # ---------------------------------------------------------------- wire forms
 

@@ -6,12 +6,15 @@ path out of a turn leaves a conversation with a tool message for every announced
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final, Literal, Protocol, assert_never
 
 import msgspec
 
+from dashfloat.agent import undo
 from dashfloat.agent._options import AgentOptions
 from dashfloat.agent._prompt import system_message
+from dashfloat.agent._restore import RestoreFlow
 from dashfloat.agent._summary import result_excerpt, result_status
 from dashfloat.catalogue import EDIT_TOOLS, MUTATING_TOOLS
 from dashfloat.protocol import (
@@ -29,6 +32,7 @@ from dashfloat.protocol import (
     DecideConfirmation,
     ExecutorToAgent,
     FunctionCall,
+    ListPrompts,
     ListSessions,
     LlmToAgent,
     Message,
@@ -36,9 +40,16 @@ from dashfloat.protocol import (
     PhaseChanged,
     PreviewReady,
     PreviewTool,
+    PromptInfo,
+    PromptRestored,
+    PromptsListed,
     ReasoningDelta,
     ReasoningReceived,
+    RestoreApplied,
+    RestoreEnded,
+    RestorePreviewed,
     ResumeSession,
+    RewindTo,
     RunTool,
     SandboxPolicy,
     SessionInfo,
@@ -62,6 +73,7 @@ from dashfloat.protocol import (
     ToolResultShown,
     TurnEnded,
     UiToAgent,
+    UndoTurn,
     Usage,
     UsageShown,
     UserPromptShown,
@@ -72,7 +84,7 @@ CONTEXT_WARNING_FRACTIONS: Final = (0.80, 0.95)
 
 Dest = Literal["ui", "llm", "executor"]
 Outcome = Literal["completed", "failed", "cancelled", "stopped", "limit"]
-Waiting = Literal["nothing", "stream", "preview", "confirm", "tool"]
+Waiting = Literal["nothing", "stream", "preview", "confirm", "tool", "restore"]
 
 REJECTED: Final[dict[str, Any]] = {"ok": False, "rejected": True}
 CANCELLED: Final[dict[str, Any]] = {"ok": False, "cancelled": True}
@@ -97,6 +109,17 @@ class Journal(Protocol):
     def list_sessions(self) -> list[SessionInfo]: ...
 
     def resume(self, session_id: str) -> tuple[list[ChatMessage], list[Usage], list[str]]: ...
+
+    @property
+    def checkpoint_store(self) -> str: ...
+
+    def loaded_changes(self) -> list[undo.CheckpointEntry | undo.CommandEntry]: ...
+
+    def record_change(self, entry: undo.CheckpointEntry | undo.CommandEntry) -> None: ...
+
+    def record_undone(self, turns: list[int]) -> None: ...
+
+    def record_rewind(self, turns: int) -> None: ...
 
 
 class MemoryJournal:
@@ -126,6 +149,22 @@ class MemoryJournal:
 
     def resume(self, session_id: str) -> tuple[list[ChatMessage], list[Usage], list[str]]:
         raise LookupError("sessions are not saved in this run")
+
+    @property
+    def checkpoint_store(self) -> str:
+        return ""  # nothing on disk: no checkpoints, nothing to undo
+
+    def loaded_changes(self) -> list[undo.CheckpointEntry | undo.CommandEntry]:
+        return []
+
+    def record_change(self, entry: undo.CheckpointEntry | undo.CommandEntry) -> None:
+        pass
+
+    def record_undone(self, turns: list[int]) -> None:
+        pass
+
+    def record_rewind(self, turns: int) -> None:
+        pass
 
 
 def _canonical(call: AssembledCall) -> ToolCallRecord:
@@ -158,6 +197,7 @@ class AgentCore:
         self._announced_session = ""
         self.request_id = 0
         self.confirm_ref = 0
+        self.undo_log = undo.UndoLog()
         self._reset_turn()
 
     # ------------------------------------------------------------ plumbing
@@ -173,6 +213,7 @@ class AgentCore:
         self.stop_result: dict[str, Any] | None = None
         self.stop_outcome: Outcome = "completed"
         self.last_usage: Usage | None = None
+        self.restore: RestoreFlow | None = None
 
     def _ui(self, message: Message) -> None:
         self.outbox.append(("ui", message))
@@ -208,6 +249,9 @@ class AgentCore:
         """Adopt a resumed conversation and replay it to the UI with the live vocabulary."""
         self.conversation = list(conversation)
         self.turn_usage = list(usage)
+        self.undo_log = undo.UndoLog()
+        for entry in self.journal.loaded_changes():
+            self.undo_log.add(entry)
         self._announced_session = self.journal.session_id
         self._ui(SessionStarted(session_id=self.journal.session_id, resumed=True))
         if not replay:
@@ -266,6 +310,7 @@ class AgentCore:
                 self.journal.new_session()
                 self.conversation = []
                 self.turn_usage = []
+                self.undo_log = undo.UndoLog()
                 self.warned_fractions = set()
                 self._announced_session = ""
                 # an empty id: no session file yet; a restart after a crash must not bring the old one back
@@ -286,6 +331,15 @@ class AgentCore:
                 self.load(conversation, usage)
             case ShowUsage():
                 self._ui(SystemEntry(text=self.usage_report()))
+            case UndoTurn():
+                if not self._busy("/undo"):
+                    self._start_restore(None, "")
+            case ListPrompts():
+                prompts = [PromptInfo(n, text) for n, text in enumerate(self.prompts(), 1)]
+                self._ui(PromptsListed(session_id=self.journal.session_id, prompts=prompts))
+            case RewindTo(prompt=prompt, session_id=session_id):
+                if not self._busy("/rewind"):
+                    self._start_restore(prompt, session_id)
             case Shutdown():
                 self.shutting_down = True
                 if self.phase != "idle":
@@ -459,12 +513,117 @@ class AgentCore:
         self._set_phase("running")
         # Network only for a command a person just approved, unless the session enabled it (--network).
         policy = SandboxPolicy(network=by_keypress or self.sandbox.network)
-        self.outbox.append(
-            (
-                "executor",
-                RunTool(call_id=call.id, name=call.name, args=call.args or {}, expect_digest=digest, sandbox=policy),
-            )
+        run = RunTool(
+            call_id=call.id,
+            name=call.name,
+            args=call.args or {},
+            expect_digest=digest,
+            sandbox=policy,
+            checkpoint_store=self.journal.checkpoint_store,
         )
+        self.outbox.append(("executor", run))
+
+    # ------------------------------------------------------------ checkpoints, /undo and /rewind
+
+    def prompts(self) -> list[str]:
+        """The user prompts of the conversation, oldest first (prompt N is turn N)."""
+        return [m.content or "" for m in self.conversation if m.role == "user"]
+
+    def _keep_changes(self, finished: ToolFinished) -> None:
+        """A landed write/edit's checkpoint and a command's changes become part of the session log."""
+        turn = len(self.prompts())
+        entry: undo.CheckpointEntry | undo.CommandEntry | None = None
+        if finished.checkpoint is not None:
+            entry = undo.CheckpointEntry(turn, finished.call_id, finished.checkpoint, self.cwd)
+        elif finished.changes is not None and (finished.changes.paths or finished.changes.unknown):
+            entry = undo.CommandEntry(turn, finished.call_id, finished.changes, self.cwd)
+        if entry is not None:
+            self.undo_log.add(entry)
+            self.journal.record_change(entry)
+        if finished.notice:
+            self._ui(SystemEntry(text=finished.notice, level="warning"))
+
+    def _next_ref(self) -> int:
+        self.confirm_ref += 1
+        return self.confirm_ref
+
+    def _refuse_restore(self, text: str) -> None:
+        self._ui(SystemEntry(text=text, level="error"))
+        self._ui(RestoreEnded(outcome="refused"))
+
+    def _start_restore(self, prompt: int | None, session_id: str) -> None:
+        """/undo (``prompt`` None) or /rewind: plan it, then ask the executor for the reverse preview."""
+        if session_id and session_id != self.journal.session_id:
+            current = self.journal.session_id or "a new session"
+            self._refuse_restore(
+                f"refused: that prompt list is of session {session_id}, and this is {current}; "
+                "/rewind lists this session's prompts"
+            )
+            return
+        prompts = self.prompts()
+        if prompt is None:
+            first = undo.undo_turn(self.undo_log)
+            if first is None:
+                self._ui(SystemEntry(text="nothing to undo: no file change of this session is left to revert"))
+                self._ui(RestoreEnded(outcome="nothing"))
+                return
+        else:
+            found = undo.prompt_turn(prompt, len(prompts))
+            if found is None:
+                self._refuse_restore(f"no prompt {prompt} to rewind to: this session has {len(prompts)}")
+                return
+            first = found
+        elsewhere = undo.other_cwds(self.undo_log, first, self.cwd)
+        if elsewhere:
+            self._refuse_restore(
+                f"refused: changes of these turns were made in {elsewhere[0]}, not in {self.cwd}; "
+                "run DashFloat there to restore them"
+            )
+            return
+        plan = undo.plan(self.undo_log, first)
+        text = prompts[first - 1] if prompt is not None else None
+        self.restore = RestoreFlow(self._next_ref, plan, first, text, self.journal.checkpoint_store)
+        self.waiting = "restore"
+        self._set_phase("running")
+        self._restore_step(self.restore.start())
+
+    def _restore_step(self, messages: Sequence[tuple[Dest, Message]]) -> None:
+        """Send what the restore flow asks for; when it is over, record it and go idle."""
+        flow = self.restore
+        assert flow is not None
+        for dest, message in messages:
+            if isinstance(message, ConfirmRequested):
+                self._set_phase("confirming")
+            elif dest == "executor":
+                self._set_phase("running")
+            self.outbox.append((dest, message))
+        if flow.ended is None:
+            return
+        self.restore = None
+        self.waiting = "nothing"
+        if flow.applied:
+            if flow.text is None:
+                self.journal.record_undone(list(flow.plan.turns))
+                self.undo_log.undone(flow.plan.turns)
+            else:
+                kept = flow.first_turn - 1
+                self.journal.record_rewind(kept)
+                self.undo_log.rewound(kept)
+                self._truncate(kept)
+                self._ui(PromptRestored(text=flow.text))
+        self._ui(flow.ended)
+        self._set_phase("idle")
+
+    def _truncate(self, kept: int) -> None:
+        """The conversation up to (not including) prompt ``kept + 1``: the next request carries that prefix."""
+        prompts = 0
+        for index, message in enumerate(self.conversation):
+            if message.role == "user":
+                prompts += 1
+                if prompts > kept:
+                    self.conversation = self.conversation[:index]
+                    break
+        self.turn_usage = self.turn_usage[:kept]
 
     def _show_result(self, call_id: str, name: str, result: dict[str, Any]) -> None:
         status = result_status(result)
@@ -523,16 +682,23 @@ class AgentCore:
                 )
             case ToolFinished(call_id=call_id, result=result):
                 if self.waiting == "tool" and call_id == self._current().id:
+                    self._keep_changes(message)
                     self._finish_call(result)
                     self._advance()
                 elif not call_id:
                     self._ui(SystemEntry(text=str(result.get("error", result)), level="error"))
             case CommandStarted():
                 pass  # the process shell keeps the process group to kill if the executor dies
+            case RestorePreviewed() | RestoreApplied():
+                if self.restore is not None and self.waiting == "restore":
+                    self._restore_step(self.restore.on_executor(message))
             case _:
                 assert_never(message)
 
     def _decide(self, ref: int, decision: str) -> None:
+        if self.waiting == "restore" and self.restore is not None:
+            self._restore_step(self.restore.on_decision(ref, decision))
+            return
         if self.waiting != "confirm" or ref != self.confirm_ref:
             return  # a keypress for a confirmation that is already answered
         call = self._current()
@@ -565,6 +731,9 @@ class AgentCore:
             case "tool":
                 self._stop(CANCELLED, "cancelled")
                 self.outbox.append(("executor", CancelTool(call_id=self._current().id)))
+            case "restore":
+                if self.restore is not None:
+                    self._restore_step(self.restore.cancel())
             case "nothing":
                 if self.phase != "idle":
                     self._end_turn("cancelled")
@@ -582,6 +751,8 @@ class AgentCore:
         if self.waiting in ("preview", "tool"):  # a pending confirmation's digest stays valid for the fresh one
             self._finish_call({"ok": False, "error": f"executor crashed: {reason}"})
             self._advance()
+        elif self.waiting == "restore" and self.restore is not None:
+            self._restore_step(self.restore.executor_died(reason))
 
     def on_internal_error(self, error: str) -> None:
         """A bug of ours: say so, leave a valid conversation, go idle, stay up."""

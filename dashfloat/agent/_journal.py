@@ -7,10 +7,13 @@ import os
 from pathlib import Path
 
 from dashfloat import __version__
+from dashfloat.agent import undo
 from dashfloat.protocol import ChatMessage, ProviderConfig, SessionInfo, Usage
 from dashfloat.sessions import log as session_log
 from dashfloat.sessions.history import append_history
 from dashfloat.sessions.state import SESSIONS_DIRNAME, ensure_private_dir
+
+CHECKPOINTS_DIRNAME = "checkpoints"
 
 
 class SessionJournal:
@@ -21,8 +24,10 @@ class SessionJournal:
         self.history_path = state_dir / "history"
         self.cwd = cwd
         self.provider = provider
+        self.checkpoints_dir = state_dir / CHECKPOINTS_DIRNAME
         self.writer: session_log.SessionWriter | None = None
         self.session_id = ""
+        self._loaded_changes: list[session_log.ChangeRecord] = []
         self._warning: str | None = None
         self._warned = False
 
@@ -71,6 +76,40 @@ class SessionJournal:
         self.writer = None
         self.session_id = ""
         self._warned = False
+        self._loaded_changes = []
+
+    @property
+    def checkpoint_store(self) -> str:
+        """``<state>/checkpoints/<session id>``: where the executor keeps this session's pre-images."""
+        return str(self.checkpoints_dir / self.session_id) if self.session_id else ""
+
+    def loaded_changes(self) -> list[undo.CheckpointEntry | undo.CommandEntry]:
+        entries: list[undo.CheckpointEntry | undo.CommandEntry] = []
+        for record in self._loaded_changes:
+            match record:
+                case session_log.CheckpointRecord(turn=turn, call_id=call_id, checkpoint=checkpoint, cwd=cwd):
+                    entries.append(undo.CheckpointEntry(turn, call_id, checkpoint, cwd))
+                case session_log.CommandRecord(turn=turn, call_id=call_id, changes=changes, cwd=cwd):
+                    entries.append(undo.CommandEntry(turn, call_id, changes, cwd))
+        return entries
+
+    def _append(self, record: session_log.UndoRecord) -> None:
+        try:
+            self._writer().append_record(record)
+        except (session_log.SessionError, OSError) as exc:
+            self._failed(exc)
+
+    def record_change(self, entry: undo.CheckpointEntry | undo.CommandEntry) -> None:
+        if isinstance(entry, undo.CheckpointEntry):
+            self._append(session_log.CheckpointRecord(entry.turn, entry.call_id, entry.checkpoint, entry.cwd))
+        else:
+            self._append(session_log.CommandRecord(entry.turn, entry.call_id, entry.changes, entry.cwd))
+
+    def record_undone(self, turns: list[int]) -> None:
+        self._append(session_log.UndoneRecord(turns))
+
+    def record_rewind(self, turns: int) -> None:
+        self._append(session_log.RewindRecord(turns))
 
     def list_sessions(self) -> list[SessionInfo]:
         return session_log.list_sessions(self.sessions_dir)
@@ -81,6 +120,7 @@ class SessionJournal:
         self.new_session()
         self.writer = writer
         self.session_id = loaded.header.id
+        self._loaded_changes = list(loaded.changes)
         if os.path.normpath(loaded.header.cwd) != os.path.normpath(self.cwd):
             # Its paths and commands meant another tree; the tools now act on this one.
             loaded.notices.append(f"this session was started in {loaded.header.cwd}; its tools now work in {self.cwd}")

@@ -8,6 +8,7 @@ rewinding drops the records of the turns that are gone. The executor then previe
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -24,6 +25,8 @@ class CheckpointEntry:
     turn: int
     call_id: str
     checkpoint: Checkpoint
+    cwd: str = ""
+    """The working directory the path is relative to."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,7 @@ class CommandEntry:
     turn: int
     call_id: str
     changes: CommandChanges
+    cwd: str = ""
 
 
 @dataclass
@@ -92,6 +96,17 @@ def plan(log: UndoLog, first_turn: int) -> Plan:
             if path not in changed:
                 changed.append(path)
     return Plan(tuple(turns), tuple(collapse([e.checkpoint for e in entries])), tuple(changed), more, tuple(unknown))
+
+
+def other_cwds(log: UndoLog, first_turn: int, cwd: str) -> list[str]:
+    """Working directories other than ``cwd`` that changes of turns >= ``first_turn`` were made in."""
+    here = os.path.normpath(cwd)
+    found: list[str] = []
+    entries: list[CheckpointEntry | CommandEntry] = [*log.checkpoints, *log.commands]
+    for entry in entries:
+        if entry.turn >= first_turn and entry.cwd and os.path.normpath(entry.cwd) != here and entry.cwd not in found:
+            found.append(entry.cwd)
+    return found
 
 
 def _state_before(checkpoint: Checkpoint) -> str | None:

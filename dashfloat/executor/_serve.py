@@ -12,21 +12,30 @@ from typing import Any, assert_never
 from dashfloat import procutil
 from dashfloat.catalogue import EXECUTE_COMMAND
 from dashfloat.channel import Channel, PeerDied, ProtocolError
+from dashfloat.executor import _changes
+from dashfloat.executor._checkpoints import run_checkpointed
 from dashfloat.executor._errors import error_result
 from dashfloat.executor._exec import Command
-from dashfloat.executor._tools import failure_message, preview, run_tool, start_command
+from dashfloat.executor._restore import apply_restore, preview_restore
+from dashfloat.executor._tools import failure_message, preview, start_command
 from dashfloat.executor._validate import validate
 from dashfloat.executor.path_policy import Root
 from dashfloat.protocol import (
     AgentToExecutor,
+    ApplyRestore,
     CancelTool,
     CommandStarted,
     PreviewReady,
+    PreviewRestore,
     PreviewTool,
+    RestoreApplied,
+    RestorePreviewed,
     RunTool,
     Shutdown,
     ToolFinished,
 )
+
+_Reply = PreviewReady | CommandStarted | ToolFinished | RestorePreviewed | RestoreApplied
 
 _SIGTERM_EXIT = 128 + signal.SIGTERM
 
@@ -43,6 +52,7 @@ class _Server:
         self.root = root  # fixed at start: the fd is held until the process exits
         self.exec_timeout_s = exec_timeout_s
         self.running: tuple[str, Command] | None = None
+        self.before_command: _changes.Snapshot | str | None = None
         self.queued: collections.deque[RunTool] = collections.deque()
 
     def on_sigterm(self, signum: int, frame: types.FrameType | None) -> None:
@@ -72,7 +82,7 @@ class _Server:
             self.send(ToolFinished(call_id="", result=error_result(str(exc))))
             return None
 
-    def send(self, message: PreviewReady | CommandStarted | ToolFinished) -> None:
+    def send(self, message: _Reply) -> None:
         try:
             self.channel.send(message)
         except PeerDied as exc:
@@ -90,6 +100,10 @@ class _Server:
                     self.run_tool(message)
                 else:
                     self.queued.append(message)  # calls arrive one at a time; keep reading the pipe anyway
+            case PreviewRestore(ref=ref, store=store, files=files):
+                self.send(RestorePreviewed(ref=ref, files=preview_restore(self.root, store, files)))
+            case ApplyRestore(ref=ref, store=store, files=files, digests=digests):
+                self.send(RestoreApplied(ref=ref, outcomes=apply_restore(self.root, store, files, digests)))
             case CancelTool(call_id=call_id):
                 if self.running is not None and self.running[0] == call_id:
                     self.running[1].cancel()
@@ -105,13 +119,22 @@ class _Server:
 
     def run_tool(self, message: RunTool) -> None:
         if message.name != EXECUTE_COMMAND:
-            result = run_tool(message.name, message.args, self.root, self.exec_timeout_s, message.expect_digest)
-            self.send(ToolFinished(message.call_id, result))
+            done = run_checkpointed(
+                message.name,
+                message.args,
+                self.root,
+                message.checkpoint_store,
+                self.exec_timeout_s,
+                message.expect_digest,
+            )
+            self.send(ToolFinished(message.call_id, done.result, checkpoint=done.checkpoint, notice=done.notice))
             return
         valid = validate(message.name, message.args)
         if isinstance(valid, str):
             self.send(ToolFinished(message.call_id, error_result(valid)))
             return
+        # What the command changes is told by comparing the workspace before and after it (bounded).
+        self.before_command = _changes.snapshot(self.root) if message.checkpoint_store else None
         try:
             command = start_command(valid, self.root, self.exec_timeout_s)
         except Exception as exc:
@@ -130,7 +153,11 @@ class _Server:
         self.running = None
         result: dict[str, Any] | None = command.result
         assert result is not None
-        self.send(ToolFinished(call_id, result))
+        changes = None
+        if self.before_command is not None:
+            changes = _changes.compare(self.before_command, _changes.snapshot(self.root))
+            self.before_command = None
+        self.send(ToolFinished(call_id, result, changes=changes))
 
 
 def serve(conn: Connection, root: str, exec_timeout_s: float) -> None:

@@ -19,11 +19,13 @@ def run(
     log_path: str,
     prompt: str | None,
     json_mode: bool = False,
+    undo_request: tuple[int | None, bool] | None = None,
     no_color: bool = False,
     on_stop: Callable[[], None] = lambda: None,
     restore_terminal: Callable[[], None] = lambda: None,
 ) -> int:
-    """Start the agent; run one headless turn when ``prompt`` is given, else the TUI; always stop all."""
+    """Start the agent; one headless turn (``prompt``) or undo/rewind (``undo_request``: rewind turns or None for
+    an undo, and whether to apply it), else the TUI; always stop all."""
     restore = restore_terminal
     become_subreaper()
     link = AgentProcess(options, log_path)
@@ -39,6 +41,10 @@ def run(
     signal.signal(signal.SIGTERM, terminate)
     signal.signal(signal.SIGHUP, terminate)
     try:
+        if undo_request is not None:
+            from dashfloat.runtime._restore_cli import RestoreDriver
+
+            return RestoreDriver(link, undo_request[0], undo_request[1]).run()
         if prompt is not None:
             return Printer(link, json_mode).run(prompt)
         from dashfloat.ui import UiOptions, run_tui

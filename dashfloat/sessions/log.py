@@ -9,6 +9,7 @@ Public API (pure library code: no processes, no protocol sending, no printing):
 - ``load(path) -> LoadedSession``: header, repaired messages, usage records, repair notices.
 - ``repair_conversation(messages) -> (messages, notices)``: the tool-call repair rules on their own.
 - ``list_sessions(dir)``, ``find_session(dir, id_or_prefix)``, ``newest_for_cwd(dir, cwd)``.
+- ``writer.append_record(record)``: a checkpoint, a command's changes, an undo or a rewind (fsynced).
 - ``SessionError``: every refusal, one line naming the file.
 """
 
@@ -23,14 +24,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Self, assert_never
 
 import msgspec
 
-from dashfloat.protocol import ChatMessage, SessionInfo, Usage
+from dashfloat.protocol import ChatMessage, Checkpoint, CommandChanges, SessionInfo, Usage
 from dashfloat.sessions.state import ensure_private_dir
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: checkpoint, command, undone and rewind lines
 SESSION_SUFFIX = ".jsonl"
 HEADER_MAX_BYTES = 16 * 1024  # a first line longer than this is not a header: junk is rejected unread
 TITLE_MAX_CHARS = 60
@@ -73,9 +74,44 @@ class UsageRecord(_Line, frozen=True, tag="usage"):
     usage: Usage
 
 
+class CheckpointRecord(_Line, frozen=True, tag="checkpoint", omit_defaults=True):
+    """A write/edit of turn ``turn`` (1-based prompt number) landed; how to take it back."""
+
+    turn: int
+    call_id: str
+    checkpoint: Checkpoint
+    cwd: str = ""
+    """The working directory ``checkpoint.path`` is relative to."""
+
+
+class CommandRecord(_Line, frozen=True, tag="command", omit_defaults=True):
+    """The workspace files an execute_command of turn ``turn`` changed (not restorable, only listed)."""
+
+    turn: int
+    call_id: str
+    changes: CommandChanges
+    cwd: str = ""
+
+
+class UndoneRecord(_Line, frozen=True, tag="undone"):
+    """The changes of ``turns`` were reverted by /undo or a rewind: they are not undone twice."""
+
+    turns: list[int]
+
+
+class RewindRecord(_Line, frozen=True, tag="rewind"):
+    """The conversation was truncated to its first ``turns`` prompts (everything from the next one on)."""
+
+    turns: int
+
+
+ChangeRecord = CheckpointRecord | CommandRecord
+UndoRecord = CheckpointRecord | CommandRecord | UndoneRecord | RewindRecord
 _Entry = ChatMessage | UsageRecord
 _ENCODER = msgspec.json.Encoder()
-_BODY_DECODER = msgspec.json.Decoder(_MessageLine | UsageRecord)
+_BODY_DECODER = msgspec.json.Decoder(
+    _MessageLine | UsageRecord | CheckpointRecord | CommandRecord | UndoneRecord | RewindRecord
+)
 _HEADER_DECODER = msgspec.json.Decoder(SessionHeader)
 
 
@@ -88,6 +124,8 @@ class LoadedSession:
     messages: list[ChatMessage]
     usage: list[UsageRecord]
     notices: list[str] = field(default_factory=list)
+    changes: list[ChangeRecord] = field(default_factory=list)
+    """Checkpoints and command changes not yet undone, in the order they were made."""
 
 
 # ---------------------------------------------------------------- locations and ids
@@ -188,6 +226,10 @@ class SessionWriter:
         """Record the usage of ``turn`` (1-based)."""
         self._write(_encode(UsageRecord(turn, usage)))
 
+    def append_record(self, record: UndoRecord) -> None:
+        """Record a checkpoint, a command's changes, an undo or a rewind."""
+        self._write(_encode(record))
+
     def close(self) -> None:
         """Close the file; further appends raise SessionError."""
         if self._fd is not None:
@@ -229,6 +271,7 @@ def _rewrite(path: Path, loaded: LoadedSession) -> None:
     lines = [_encode(loaded.header)]
     lines += [_encode(_MessageLine(m)) for m in loaded.messages]
     lines += [_encode(u) for u in loaded.usage]
+    lines += [_encode(r) for r in loaded.changes]  # live ones only: undone and rewound ones are applied
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         try:
@@ -302,6 +345,7 @@ def _parse(path: Path) -> _Parsed:
     if terminated:
         lines.pop()  # the empty piece after the final newline
     entries: list[_Entry] = []
+    changes: list[ChangeRecord] = []
     corrupt: list[int] = []
     notices: list[str] = []
     tail_start: int | None = None
@@ -325,7 +369,20 @@ def _parse(path: Path) -> _Parsed:
         if decoded is None:
             corrupt.append(number)
             continue
-        entries.append(decoded.message if isinstance(decoded, _MessageLine) else decoded)
+        match decoded:
+            case _MessageLine():
+                entries.append(decoded.message)
+            case UsageRecord():
+                entries.append(decoded)
+            case CheckpointRecord() | CommandRecord():
+                changes.append(decoded)
+            case UndoneRecord(turns=turns):
+                changes = [c for c in changes if c.turn not in turns]
+            case RewindRecord(turns=kept):
+                changes = [c for c in changes if c.turn <= kept]
+                entries = _truncate_to_turns(entries, kept)
+            case _:
+                assert_never(decoded)
     if corrupt:
         notices.append(f"{path.name}: skipped {_count(len(corrupt), 'unreadable line')}: {_names(corrupt)}")
     repaired, repair_notices, appended = _repair(entries)
@@ -336,10 +393,26 @@ def _parse(path: Path) -> _Parsed:
         messages=[e for e in repaired if isinstance(e, ChatMessage)],
         usage=[e for e in repaired if isinstance(e, UsageRecord)],
         notices=notices,
+        changes=changes,
     )
-    # A header without its newline (a crash inside create) would glue onto the next append.
+    # A header without its newline (a crash inside create) would glue onto the next append; an older format
+    # is rewritten once with the current header, so an older reader refuses it rather than misreading it.
     in_place = appended is not None and not corrupt and (terminated or len(lines) > 1)
+    if header.format < FORMAT_VERSION:
+        loaded.header = msgspec.structs.replace(header, format=FORMAT_VERSION)
+        in_place = False
     return _Parsed(loaded, tail_start, not in_place, appended or [])
+
+
+def _truncate_to_turns(entries: list[_Entry], kept: int) -> list[_Entry]:
+    """Entries before the user prompt number ``kept + 1`` (all of them when there is no such prompt)."""
+    prompts = 0
+    for index, entry in enumerate(entries):
+        if isinstance(entry, ChatMessage) and entry.role == "user":
+            prompts += 1
+            if prompts > kept:
+                return entries[:index]
+    return entries
 
 
 def repair_conversation(messages: Sequence[ChatMessage]) -> tuple[list[ChatMessage], list[str]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from prompt_toolkit.layout.dimension import Dimension
 from prompt_toolkit.layout.menus import CompletionsMenu
 from prompt_toolkit.output import ColorDepth, Output
 
-from dashfloat.protocol import AgentToUi, ApprovalMode, Cancel, Decision, SubmitPrompt, UiToAgent
+from dashfloat.protocol import AgentToUi, ApprovalMode, Cancel, Decision, RewindTo, SubmitPrompt, UiToAgent
 from dashfloat.ui import _commands as commands
 from dashfloat.ui._history import HistoryCursor
 from dashfloat.ui._text import Row, sanitize
@@ -167,6 +168,10 @@ class TuiShell:
         messages = self.link.receive()
         for message in messages:
             self._apply(message)
+        if self.state.input_restore is not None:
+            # a rewind gave the prompt back: into the input, to edit and resend
+            self._set_text(self.state.input_restore)
+            self.state = dataclasses.replace(self.state, input_restore=None)
         if messages:
             self._watch(self.link.fileno())
 
@@ -450,7 +455,11 @@ class TuiShell:
                 self.link.send(SubmitPrompt(text=parsed.text))
             case commands.Send():
                 self._apply(Submitted(text))
-                self.link.send(parsed.message)
+                message = parsed.message
+                if isinstance(message, RewindTo):
+                    # the number is one of the list shown last: the agent refuses it for another session
+                    message = RewindTo(prompt=message.prompt, session_id=self.state.prompts_session or "")
+                self.link.send(message)
             case commands.ShowHelp():
                 self._apply(Submitted(text))
                 self._apply(LocalNotice(commands.help_text()))

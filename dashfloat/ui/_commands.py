@@ -13,12 +13,15 @@ from prompt_toolkit.document import Document
 from dashfloat.protocol import (
     ApprovalMode,
     ClearSession,
+    ListPrompts,
     ListSessions,
     ResumeSession,
+    RewindTo,
     SetApproval,
     SetModel,
     ShowUsage,
     UiToAgent,
+    UndoTurn,
 )
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -29,6 +32,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "/sessions": ("", "list saved sessions"),
     "/resume": ("ID", "resume a saved session (an id prefix is enough)"),
     "/usage": ("", "tokens of this session by turn"),
+    "/undo": ("", "revert the files the last turn changed (preview first)"),
+    "/rewind": ("[N]", "list prompts; with N, go back to just before prompt N (files and conversation)"),
     "/exit": ("", "quit DashFloat"),
 }
 APPROVAL_MODES: tuple[str, ...] = get_args(ApprovalMode)
@@ -95,6 +100,14 @@ def parse(text: str) -> Parsed:
             return Send(ListSessions())
         case "/usage":
             return Send(ShowUsage())
+        case "/undo":
+            return Send(UndoTurn()) if not arg else Invalid("usage: /undo (it takes no argument)")
+        case "/rewind":
+            if not arg:
+                return Send(ListPrompts())
+            if arg.isdigit() and int(arg) > 0:
+                return Send(RewindTo(prompt=int(arg)))
+            return Invalid("usage: /rewind [N] (N: a prompt number from the /rewind list)")
         case "/model":
             return Send(SetModel(model=arg)) if arg else Invalid("usage: /model NAME")
         case "/resume":

@@ -16,7 +16,10 @@ from dashfloat.protocol import (
     Level,
     Phase,
     PhaseChanged,
+    PromptRestored,
+    PromptsListed,
     ReasoningReceived,
+    RestoreEnded,
     ResultStatus,
     SessionInfo,
     SessionsListed,
@@ -197,6 +200,10 @@ class UiState:
     outbox: tuple[Entry, ...] = ()
     hint: str | None = None
     last_ctrl_c: float | None = None
+    prompts_session: str | None = None
+    """The session whose prompts /rewind listed last: ``/rewind N`` means prompt N of that list."""
+    input_restore: str | None = None
+    """Text a rewind put back: the shell moves it into the input (and clears this)."""
 
     @property
     def busy(self) -> bool:
@@ -313,6 +320,13 @@ def reduce(state: UiState, event: Event) -> UiState:
             return _flush_open(state)
         case SessionsListed():
             return _commit(_flush_open(state), SessionTable(tuple(event.sessions)))
+        case PromptsListed():
+            state = dataclasses.replace(_flush_open(state), prompts_session=event.session_id)
+            return _commit(state, Notice(prompt_list(event)))
+        case PromptRestored():
+            return dataclasses.replace(state, input_restore=event.text)
+        case RestoreEnded():
+            return _flush_open(state)
         case Tick():
             skip = _reflowed_skip(state, event.width) if event.width != state.width else state.open_skip
             state = dataclasses.replace(state, now=event.now, width=event.width, height=event.height, open_skip=skip)
@@ -336,6 +350,24 @@ def reduce(state: UiState, event: Event) -> UiState:
             return dataclasses.replace(state, hint=event.text)
         case _:
             assert_never(event)
+
+
+PROMPT_LIST_MAX_CHARS = 70
+"""One prompt's line in the /rewind list (whitespace collapsed, then cut)."""
+
+
+def prompt_list(listed: PromptsListed) -> str:
+    """The /rewind list: one numbered line per prompt, and how to use it."""
+    if not listed.prompts:
+        return "no prompts in this session yet: nothing to rewind to"
+    lines = []
+    for prompt in listed.prompts:
+        text = " ".join(prompt.text.split())
+        if len(text) > PROMPT_LIST_MAX_CHARS:
+            text = text[: PROMPT_LIST_MAX_CHARS - 1] + "…"
+        lines.append(f"{prompt.number:>3}  {text}")
+    lines.append("/rewind N restores files and the conversation to just before prompt N (a preview asks first)")
+    return "\n".join(lines)
 
 
 def _stream(state: UiState, text: str) -> UiState:
