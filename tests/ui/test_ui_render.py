@@ -8,15 +8,20 @@ from hypothesis import strategies as st
 from dashfloat.protocol import (
     ClearSession,
     ConfirmRequested,
+    ListPrompts,
     ListSessions,
     PhaseChanged,
+    PromptInfo,
+    PromptsListed,
     ReasoningReceived,
     ResumeSession,
+    RewindTo,
     SessionInfo,
     SetApproval,
     SetModel,
     ShowUsage,
     TokenReceived,
+    UndoTurn,
 )
 from dashfloat.ui import _commands as commands
 from dashfloat.ui._markdown import render_markdown
@@ -50,6 +55,7 @@ from dashfloat.ui.state import (
     UserPrompt,
     initial,
     reduce,
+    take_outbox,
 )
 
 
@@ -236,6 +242,12 @@ def test_bad_slash_commands_name_the_closest() -> None:
     assert commands.parse("/model") == commands.Invalid("usage: /model NAME")
     assert commands.parse("/approve sometimes") == commands.Invalid("usage: /approve ask|edits|all")
     assert commands.parse("/resume") == commands.Invalid("usage: /resume ID")
+    assert commands.parse("/undo") == commands.Send(UndoTurn())
+    assert commands.parse("/undo 2") == commands.Invalid("usage: /undo (it takes no argument)")
+    assert commands.parse("/rewind") == commands.Send(ListPrompts())
+    assert commands.parse("/rewind 3") == commands.Send(RewindTo(prompt=3))
+    for bad in ("/rewind 0", "/rewind -1", "/rewind x"):
+        assert commands.parse(bad) == commands.Invalid("usage: /rewind [N] (N: a prompt number from the /rewind list)")
     assert all(name in commands.help_text() for name in commands.COMMANDS)
 
 
@@ -246,7 +258,8 @@ def test_completion_of_names_and_modes() -> None:
     def complete(t: str) -> list[str]:
         return [c.text for c in commands.SlashCompleter().get_completions(Document(t), CompleteEvent())]
 
-    assert complete("/re") == ["/resume"] and complete("/approve e") == ["edits"] and complete("hi") == []
+    assert complete("/res") == ["/resume"] and complete("/approve e") == ["edits"] and complete("hi") == []
+    assert complete("/re") == ["/resume", "/rewind"] and complete("/un") == ["/undo"]
     assert len(complete("/")) == len(commands.COMMANDS)
 
 
@@ -311,3 +324,19 @@ def test_counts_and_elapsed_times_round_across_their_unit_boundaries() -> None:
     counts = (999, 1000, 12_345, 99_960, 999_499, 999_949, 999_999, 1_234_567)
     assert [format_count(n) for n in counts] == ["999", "1k", "12.3k", "100k", "999k", "1M", "1M", "1.2M"]
     assert (format_elapsed(3.21), format_elapsed(59.97), format_elapsed(65)) == ("3.2s", "1m00s", "1m05s")
+
+
+def test_the_rewind_list_numbers_prompts_and_remembers_its_session() -> None:
+    listed = PromptsListed(session_id="s1", prompts=[PromptInfo(1, "fix  the\ntest"), PromptInfo(2, "x" * 100)])
+    state = reduce(initial(0.0), listed)
+    assert state.prompts_session == "s1"
+    _, entries = take_outbox(state)
+    (notice,) = entries
+    assert isinstance(notice, Notice)
+    lines = notice.text.splitlines()
+    assert lines[0] == "  1  fix the test"
+    assert lines[1] == "  2  " + "x" * 69 + "…"
+    assert lines[2].startswith("/rewind N restores files and the conversation")
+    empty = reduce(initial(0.0), PromptsListed(session_id="s1", prompts=[]))
+    (none,) = take_outbox(empty)[1]
+    assert isinstance(none, Notice) and "nothing to rewind to" in none.text
