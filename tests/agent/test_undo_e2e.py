@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from dashfloat.agent import session_log
 from dashfloat.protocol import (
     ConfirmRequested,
     DecideConfirmation,
@@ -24,6 +23,7 @@ from dashfloat.protocol import (
     SystemEntry,
     UndoTurn,
 )
+from dashfloat.sessions import log as session_log
 from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, text_reply, tool_calls_reply
 from tests.e2e import agent_tree, collect, dashfloat_argv, isolated_environment, turn_over, wait_for
 
