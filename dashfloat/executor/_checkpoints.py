@@ -1,9 +1,11 @@
 """Checkpoints: the pre-image of every applied write/edit, kept content-addressed in the session's store.
 
-The store is ``<store>/objects/<sha256>``: one file per distinct pre-image, written (fsynced) before the
-mutation lands. It is bounded twice: a pre-image over CHECKPOINT_FILE_MAX_BYTES is not copied (the checkpoint
-says why it is not restorable), and when the store passes CHECKPOINT_STORE_MAX_BYTES the oldest objects are
-dropped, with a notice. Neither bound, nor any failure of the store, ever blocks the mutation itself.
+The store is ``<store>/objects/<sha256>``: one file per distinct pre-image, written before the mutation and
+fsynced (in a helper thread, while the mutation writes and fsyncs its own file) before the result that
+references it is sent, so it is on disk before the session log can name it. It is bounded twice: a
+pre-image over CHECKPOINT_FILE_MAX_BYTES is not copied (the checkpoint says why it is not restorable), and
+when the store passes CHECKPOINT_STORE_MAX_BYTES the oldest objects are dropped, with a notice. Neither
+bound, nor any failure of the store, ever blocks the mutation itself.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import hashlib
 import os
 import secrets
 import stat
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,9 +85,10 @@ class CheckpointStore:
         self._index()
         return self._total
 
-    def keep(self, data: bytes, digest: str) -> str:
+    def keep(self, data: bytes, digest: str, pending: list[PendingObject] | None = None) -> str:
         """Store ``data`` under ``digest`` (durably) and return a notice when older objects were dropped.
 
+        With ``pending``, the fsync and rename run in a helper thread appended there: the caller finishes it.
         Raises OSError when the object cannot be written, ValueError when it alone exceeds the store's cap.
         """
         index = self._index()
@@ -99,7 +103,13 @@ class CheckpointStore:
             index[digest] = known
             return ""
         dropped, freed = self._make_room(len(data))
-        _write_object(self.objects_dir, digest, data)
+        written = PendingObject(self, digest, data)
+        if pending is None:
+            written.sync()
+            written.finish()
+        else:
+            written.start()
+            pending.append(written)
         index[digest] = _Object(digest, len(data), _now_ns())
         self._total += len(data)
         if not dropped:
@@ -109,6 +119,12 @@ class CheckpointStore:
             f"{dropped} oldest pre-image{'s' if dropped != 1 else ''} ({_mib(freed)}); "
             "the changes they recorded can no longer be undone"
         )
+
+    def forget(self, digest: str) -> None:
+        """An object that could not be written is not counted."""
+        obj = self._index().pop(digest, None)
+        if obj is not None:
+            self._total -= obj.size
 
     def _make_room(self, incoming: int) -> tuple[int, int]:
         index = self._index()
@@ -144,20 +160,55 @@ def _now_ns() -> int:
     return time.time_ns()
 
 
-def _write_object(directory: str, digest: str, data: bytes) -> None:
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    temp = os.path.join(directory, f".{digest[:16]}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())  # the pre-image is on disk before the mutation that needs it lands
-        os.rename(temp, os.path.join(directory, digest))
-    except BaseException:
+class PendingObject:
+    """An object written to a temp file; ``sync`` fsyncs and renames it into place, ``finish`` waits for that.
+
+    The fsync is the one slow part of a checkpoint; run beside the mutation's own fsync, it mostly overlaps it.
+    """
+
+    def __init__(self, store: CheckpointStore, digest: str, data: bytes) -> None:
+        self.store = store
+        self.digest = digest
+        directory = store.objects_dir
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        self.temp = os.path.join(directory, f".{digest[:16]}.{secrets.token_hex(6)}.tmp")
+        self.fd = os.open(self.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        self.error: OSError | None = None
+        self.thread: threading.Thread | None = None
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.fd, view) :]
+        except OSError:
+            self._discard()
+            raise
+
+    def _discard(self) -> None:
         with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
+            os.close(self.fd)
+        with contextlib.suppress(OSError):
+            os.unlink(self.temp)
+
+    def sync(self) -> None:
+        try:
+            os.fsync(self.fd)
+            os.close(self.fd)
+            os.rename(self.temp, self.store.object_path(self.digest))
+        except OSError as exc:
+            self.error = exc
+            self._discard()
+
+    def start(self) -> None:
+        self.thread = threading.Thread(target=self.sync, name="checkpoint-fsync", daemon=True)
+        self.thread.start()
+
+    def finish(self) -> None:
+        """Wait for the fsync; OSError when the object did not make it (it is then forgotten)."""
+        if self.thread is not None:
+            self.thread.join()
+        if self.error is not None:
+            self.store.forget(self.digest)
+            raise self.error
 
 
 _STORES: dict[str, CheckpointStore] = {}
@@ -187,6 +238,20 @@ class PreImage:
     created_dirs: list[str] = field(default_factory=list)
     lost: str = ""
     notice: str = ""
+    pending: list[PendingObject] = field(default_factory=list)
+
+    def finish(self) -> None:
+        """Wait for the object's fsync; a failure makes the checkpoint lost (the mutation stands)."""
+        for written in self.pending:
+            try:
+                written.finish()
+            except OSError as exc:
+                self._lose(exc.strerror or str(exc))
+        self.pending = []
+
+    def _lose(self, reason: str) -> None:
+        self.lost = f"its pre-image could not be kept: {reason}"
+        self.notice = f"no checkpoint for {self.rel}: {reason}; the change went ahead and cannot be undone"
 
     @property
     def expect(self) -> str | None:
@@ -218,8 +283,11 @@ def _missing_dirs(real_dir: str, real_root: str) -> list[str]:
     return missing
 
 
-def take_pre_image(root: str, path: str, store: CheckpointStore) -> PreImage | None:
-    """Keep the target's current bytes; None when the call will fail anyway (bad path, not a file)."""
+def take_pre_image(root: str, path: str, store: CheckpointStore, background: bool = False) -> PreImage | None:
+    """Keep the target's current bytes; None when the call will fail anyway (bad path, not a file).
+
+    ``background``: the object's fsync runs in a helper thread until ``PreImage.finish``.
+    """
     try:
         real = resolve(path, root)
     except ValueError:
@@ -249,11 +317,9 @@ def take_pre_image(root: str, path: str, store: CheckpointStore) -> PreImage | N
     pre.size = len(data)
     pre.before = hashlib.sha256(data).hexdigest()
     try:
-        pre.notice = store.keep(data, pre.before)
+        pre.notice = store.keep(data, pre.before, pre.pending if background else None)
     except (OSError, ValueError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        pre.lost = f"its pre-image could not be kept: {reason}"
-        pre.notice = f"no checkpoint for {rel}: {reason}; the change went ahead and cannot be undone"
+        pre._lose(exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc))
     return pre
 
 
@@ -278,12 +344,15 @@ def run_checkpointed(
     valid = validate(name, args)
     if name not in EDIT_TOOLS or not store_dir or isinstance(valid, str):
         return Checkpointed(run_tool(name, args, root, exec_timeout_s, expect_digest))
-    pre = take_pre_image(root, valid["path"], store_for(store_dir))
+    pre = take_pre_image(root, valid["path"], store_for(store_dir), background=True)
     if pre is None:
         return Checkpointed(run_tool(name, args, root, exec_timeout_s, expect_digest))
     # The mutation must change exactly the bytes the pre-image was taken of (the preview's, when approved).
     expect = expect_digest if expect_digest is not None else pre.expect
-    result = run_tool(name, args, root, exec_timeout_s, expect)
+    try:
+        result = run_tool(name, args, root, exec_timeout_s, expect)
+    finally:
+        pre.finish()  # the object is on disk before the result that names it leaves the executor
     if not result.get("ok"):
         return Checkpointed(result, notice=pre.notice)
     return Checkpointed(result, pre.checkpoint(), pre.notice)
