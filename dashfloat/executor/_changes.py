@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 
 from dashfloat.executor._limits import COMMAND_CHANGES_MAX_PATHS, COMMAND_SCAN_MAX_FILES
+from dashfloat.executor.path_policy import Root
 from dashfloat.protocol import CommandChanges
 
 # Version-control internals change under every git command and say nothing the user can act on.
@@ -15,8 +16,12 @@ Snapshot = dict[str, tuple[int, int]]
 """Relative path -> (size, mtime_ns) of every file and symlink under the root."""
 
 
-def snapshot(root: str, max_files: int = COMMAND_SCAN_MAX_FILES) -> Snapshot | str:
-    """Every file's size and mtime under ``root`` (symlinks not followed), or why it was not taken."""
+def snapshot(root: Root | str, max_files: int = COMMAND_SCAN_MAX_FILES) -> Snapshot | str:
+    """Every file's size and mtime under ``root`` (symlinks not followed), or why it was not taken.
+
+    Metadata only, through the start-time real path: nothing is opened, so nothing can escape through it.
+    """
+    root = root.path if isinstance(root, Root) else root
     files: Snapshot = {}
     stack = [root]
     while stack:

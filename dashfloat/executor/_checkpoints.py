@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dashfloat.catalogue import EDIT_TOOLS
-from dashfloat.executor._files import ABSENT_DIGEST, digest_of
+from dashfloat.executor._errors import ToolError
+from dashfloat.executor._files import ABSENT_DIGEST, _digest_at, _open_regular, _stat_at
 from dashfloat.executor._limits import CHECKPOINT_FILE_MAX_BYTES, CHECKPOINT_STORE_MAX_BYTES, EXEC_TIMEOUT_S
-from dashfloat.executor._tools import run_tool
+from dashfloat.executor._tools import as_root, run_tool
 from dashfloat.executor._validate import validate
-from dashfloat.executor.path_policy import resolve
+from dashfloat.executor.path_policy import PathError, Root
 from dashfloat.protocol import Checkpoint
 
 OBJECTS_DIRNAME = "objects"
@@ -229,7 +230,8 @@ def store_for(directory: str) -> CheckpointStore:
 class PreImage:
     """What was at a mutation's target just before it: enough to build its Checkpoint once it lands."""
 
-    real: str
+    root: Root
+    located: bytes
     rel: str
     existed: bool
     mode: int | None = None
@@ -264,7 +266,7 @@ class PreImage:
         return Checkpoint(
             path=self.rel,
             existed=self.existed,
-            after=digest_of(self.real),
+            after=_digest_at(self.root, self.located),
             before=self.before,
             mode=self.mode,
             size=self.size,
@@ -273,43 +275,46 @@ class PreImage:
         )
 
 
-def _missing_dirs(real_dir: str, real_root: str) -> list[str]:
-    """Ancestors of ``real_dir`` (inside the root) that do not exist yet, deepest first, relative to the root."""
+def _missing_dirs(root: Root, located: bytes) -> list[str]:
+    """Parent directories of ``located`` that do not exist yet (a write creates them), deepest first."""
     missing: list[str] = []
-    current = real_dir
-    while current != real_root and current.startswith(real_root + os.sep) and not os.path.lexists(current):
-        missing.append(os.path.relpath(current, real_root))
+    current = os.path.dirname(located)
+    while current not in (b"", b"."):
+        try:
+            if _stat_at(root, current) is not None:
+                break
+        except OSError:
+            break
+        missing.append(os.fsdecode(current))
         current = os.path.dirname(current)
     return missing
 
 
-def take_pre_image(root: str, path: str, store: CheckpointStore, background: bool = False) -> PreImage | None:
+def take_pre_image(root: Root, path: str, store: CheckpointStore, background: bool = False) -> PreImage | None:
     """Keep the target's current bytes; None when the call will fail anyway (bad path, not a file).
 
     ``background``: the object's fsync runs in a helper thread until ``PreImage.finish``.
     """
     try:
-        real = resolve(path, root)
-    except ValueError:
+        located = root.locate(path)
+        st = _stat_at(root, located)
+    except (PathError, OSError):
+        return None  # the call fails the same way when it runs
+    if located == b".":
         return None
-    real_root = os.path.realpath(root)
-    rel = os.path.relpath(real, real_root)
-    try:
-        st = os.stat(real)
-    except FileNotFoundError:
-        return PreImage(real, rel, existed=False, created_dirs=_missing_dirs(os.path.dirname(real), real_root))
-    except OSError:
-        return None
+    rel = os.fsdecode(located)
+    if st is None:
+        return PreImage(root, located, rel, existed=False, created_dirs=_missing_dirs(root, located))
     if not stat.S_ISREG(st.st_mode):
         return None
-    pre = PreImage(real, rel, existed=True, mode=stat.S_IMODE(st.st_mode), size=st.st_size)
+    pre = PreImage(root, located, rel, existed=True, mode=stat.S_IMODE(st.st_mode), size=st.st_size)
     if st.st_size > store.file_max_bytes:
         pre.lost = f"the file was {_mib(st.st_size)}, over the {_mib(store.file_max_bytes)} per-file checkpoint cap"
         return pre
     try:
-        with open(real, "rb") as f:
+        with os.fdopen(_open_regular(root, located, path), "rb") as f:
             data = f.read(store.file_max_bytes + 1)
-    except OSError:
+    except (OSError, PathError, ToolError):
         return None
     if len(data) > store.file_max_bytes:  # it grew since the stat
         pre.lost = f"the file was over the {_mib(store.file_max_bytes)} per-file checkpoint cap"
@@ -335,12 +340,19 @@ class Checkpointed:
 def run_checkpointed(
     name: str,
     args: Any,
-    root: str,
+    root: Root | str,
     store_dir: str,
     exec_timeout_s: float = EXEC_TIMEOUT_S,
     expect_digest: str | None = None,
 ) -> Checkpointed:
     """Run a file tool; a write/edit keeps its target's pre-image first and must still find those bytes."""
+    with as_root(root) as fixed:
+        return _run_checkpointed(name, args, fixed, store_dir, exec_timeout_s, expect_digest)
+
+
+def _run_checkpointed(
+    name: str, args: Any, root: Root, store_dir: str, exec_timeout_s: float, expect_digest: str | None
+) -> Checkpointed:
     valid = validate(name, args)
     if name not in EDIT_TOOLS or not store_dir or isinstance(valid, str):
         return Checkpointed(run_tool(name, args, root, exec_timeout_s, expect_digest))

@@ -1,34 +1,41 @@
 """Restores: the reverse preview of an undo or rewind, and applying it with the tools' own guarantees.
 
-A restore is an executor operation like any other: every path goes through the path policy, a file comes
-back through the same atomic write (O_EXCL temp, fsync, rename) with the pre-image's mode, and nothing is
-written over bytes other than the ones the preview was built from.
+A restore is an executor operation like any other: every path is located beneath the root fixed at start
+(the same ``Root`` every tool uses: openat2 where the kernel has it), a file comes back through the same
+atomic write (O_EXCL temp, fsync, rename) with the pre-image's mode, and nothing is written over bytes
+other than the ones the preview was built from.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
+import stat
 
 from dashfloat.executor._checkpoints import CheckpointStore, CheckpointUnavailable, store_for
 from dashfloat.executor._errors import os_message
-from dashfloat.executor._files import ABSENT_DIGEST, PlannedWrite, atomic_write, digest_of
+from dashfloat.executor._files import ABSENT_DIGEST, PlannedWrite, _digest_at, _stat_at, atomic_write
 from dashfloat.executor._limits import EDIT_MAX_FILE_BYTES
-from dashfloat.executor._tools import diff_lines
-from dashfloat.executor.path_policy import PathError, resolve
+from dashfloat.executor._tools import as_root, diff_lines
+from dashfloat.executor.path_policy import BadPath, PathError, Root
 from dashfloat.protocol import RestoreFile, RestoreOutcome, RestorePreview
 
 
-def _current_bytes(real: str) -> tuple[bytes | None, int | None]:
-    """The bytes now at ``real`` (None when absent or too large to diff) and its size (None when absent)."""
-    try:
-        size = os.stat(real).st_size
-    except FileNotFoundError:
+def _located(root: Root, path: str) -> bytes:
+    located = root.locate(path)
+    if located == b".":
+        raise BadPath(f"the working directory itself is not a file: {path}")
+    return located
+
+
+def _current_bytes(root: Root, located: bytes) -> tuple[bytes | None, int | None]:
+    """The bytes now there (None when absent or too large to diff) and the size (None when absent)."""
+    st = _stat_at(root, located)
+    if st is None:
         return None, None
-    if size > EDIT_MAX_FILE_BYTES:
-        return None, size
-    with open(real, "rb") as f:
-        return f.read(EDIT_MAX_FILE_BYTES + 1), size
+    if st.st_size > EDIT_MAX_FILE_BYTES or not stat.S_ISREG(st.st_mode):
+        return None, st.st_size
+    with os.fdopen(root.open(located, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+        return f.read(EDIT_MAX_FILE_BYTES + 1), st.st_size
 
 
 def _conflict_reason(file: RestoreFile, current: str) -> str:
@@ -39,33 +46,34 @@ def _conflict_reason(file: RestoreFile, current: str) -> str:
     return "changed since DashFloat wrote it (by you, an editor or a command)"
 
 
-def preview_one(root: str, store: CheckpointStore, file: RestoreFile) -> RestorePreview:
+def _error(exc: Exception, path: str) -> str:
+    if isinstance(exc, OSError):
+        return os_message(exc, path)
+    return str(exc)
+
+
+def preview_one(root: Root, store: CheckpointStore, file: RestoreFile) -> RestorePreview:
     """What restoring ``file`` would do now, and the diff from its current bytes back to the pre-image."""
     if file.lost:
         return RestorePreview(file.path, "unrestorable", reason=file.lost)
-    try:
-        real = resolve(file.path, root)
-        current = digest_of(real)
-    except (PathError, OSError) as exc:
-        return RestorePreview(file.path, "error", reason=_error(exc, file.path))
     target = file.before if file.existed else ABSENT_DIGEST
     if target is None:
         return RestorePreview(file.path, "unrestorable", reason="no pre-image was recorded")
-    if current == target:
-        return RestorePreview(file.path, "unchanged", digest=current, reason="already as it was before")
-    data = b""
+    try:
+        located = _located(root, file.path)
+        current = _digest_at(root, located)
+        if current == target:
+            return RestorePreview(file.path, "unchanged", digest=current, reason="already as it was before")
+        old, old_size = _current_bytes(root, located)
+    except (PathError, OSError) as exc:
+        return RestorePreview(file.path, "error", reason=_error(exc, file.path))
     if file.existed:
         assert file.before is not None
         try:
             data = store.load(file.before)
         except CheckpointUnavailable as exc:
             return RestorePreview(file.path, "missing", reason=str(exc))
-    try:
-        old, old_size = _current_bytes(real)
-    except OSError as exc:
-        return RestorePreview(file.path, "error", reason=_error(exc, file.path))
-    if file.existed:
-        lines = diff_lines(PlannedWrite(real, old, old_size, data, file.mode, current))
+        lines = diff_lines(PlannedWrite(located, old, old_size, data, file.mode, current))
     else:
         lines = [f"[delete: DashFloat created this file; {old_size or 0} bytes now]"]
     if current != file.expect or file.interleaved:
@@ -73,32 +81,50 @@ def preview_one(root: str, store: CheckpointStore, file: RestoreFile) -> Restore
     return RestorePreview(file.path, "restore" if file.existed else "delete", lines, current)
 
 
-def preview_restore(root: str, store_dir: str, files: list[RestoreFile]) -> list[RestorePreview]:
+def preview_restore(root: Root | str, store_dir: str, files: list[RestoreFile]) -> list[RestorePreview]:
     """The reverse preview of every file, in the order given."""
     store = store_for(store_dir)
-    return [preview_one(root, store, file) for file in files]
+    with as_root(root) as fixed:
+        return [preview_one(fixed, store, file) for file in files]
 
 
-def _error(exc: Exception, path: str) -> str:
-    if isinstance(exc, OSError):
-        return os_message(exc, path)
-    return str(exc)
+def _unlink(root: Root, located: bytes) -> None:
+    directory, name = root.parent(located, create=False)
+    try:
+        os.unlink(name, dir_fd=directory)
+    except FileNotFoundError:
+        pass
+    finally:
+        os.close(directory)
 
 
-def apply_one(root: str, store: CheckpointStore, file: RestoreFile, digest: str) -> RestoreOutcome:
+def _remove_created_dirs(root: Root, created: list[str]) -> None:
+    """Directories a write created, deepest first, removed when they are empty again (never otherwise)."""
+    for rel in created:
+        try:
+            directory, name = root.parent(_located(root, rel), create=False)
+        except (PathError, OSError):
+            return
+        try:
+            os.rmdir(name, dir_fd=directory)
+        except OSError:
+            return  # not empty (or gone): its ancestors are not empty either
+        finally:
+            os.close(directory)
+
+
+def apply_one(root: Root, store: CheckpointStore, file: RestoreFile, digest: str) -> RestoreOutcome:
     """Bring back ``file`` if its bytes are still ``digest`` (what the preview showed)."""
     try:
-        real = resolve(file.path, root)
-        if digest_of(real) != digest:
+        located = _located(root, file.path)
+        if _digest_at(root, located) != digest:
             return RestoreOutcome(file.path, False, "changed since the preview; not restored (run it again)")
         if file.existed:
             assert file.before is not None
             data = store.load(file.before)
-            os.makedirs(os.path.dirname(real), exist_ok=True)
-            atomic_write(real, data, file.mode if file.mode is not None else 0o644)
+            atomic_write(root, located, data, file.mode if file.mode is not None else 0o644)
         else:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(real)
+            _unlink(root, located)
             _remove_created_dirs(root, file.created_dirs)
     except CheckpointUnavailable as exc:
         return RestoreOutcome(file.path, False, str(exc))
@@ -107,16 +133,10 @@ def apply_one(root: str, store: CheckpointStore, file: RestoreFile, digest: str)
     return RestoreOutcome(file.path, True)
 
 
-def _remove_created_dirs(root: str, created: list[str]) -> None:
-    """Directories a write created, deepest first, removed when they are empty again (never otherwise)."""
-    for rel in created:
-        try:
-            os.rmdir(resolve(rel, root))
-        except (PathError, OSError):
-            return  # not empty (or gone): its ancestors are not empty either
-
-
-def apply_restore(root: str, store_dir: str, files: list[RestoreFile], digests: list[str]) -> list[RestoreOutcome]:
+def apply_restore(
+    root: Root | str, store_dir: str, files: list[RestoreFile], digests: list[str]
+) -> list[RestoreOutcome]:
     """Restore every file in the order given (newest change first); each outcome says what happened."""
     store = store_for(store_dir)
-    return [apply_one(root, store, file, digest) for file, digest in zip(files, digests, strict=True)]
+    with as_root(root) as fixed:
+        return [apply_one(fixed, store, file, digest) for file, digest in zip(files, digests, strict=True)]

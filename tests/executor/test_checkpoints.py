@@ -18,6 +18,7 @@ from dashfloat.executor._limits import (
     COMMAND_SCAN_MAX_FILES,
 )
 from dashfloat.executor._restore import apply_restore, preview_restore
+from dashfloat.executor.path_policy import Root
 from dashfloat.protocol import ABSENT_DIGEST, Checkpoint, RestoreFile
 
 
@@ -140,11 +141,12 @@ def test_files_over_the_per_file_cap_are_recorded_as_not_restorable(root: Path, 
     assert CHECKPOINT_FILE_MAX_BYTES == 16 * 1024 * 1024
     store = CheckpointStore(store_dir, file_max_bytes=10)
     (root / "big.txt").write_bytes(b"x" * 11)
-    pre = take_pre_image(str(root), "big.txt", store)
+    fixed = Root(str(root))
+    pre = take_pre_image(fixed, "big.txt", store)
     assert pre is not None and pre.lost.startswith("the file was 11 bytes, over the 10 bytes per-file")
     assert pre.before is None and store.total_bytes == 0
     (root / "small.txt").write_bytes(b"x" * 10)
-    small = take_pre_image(str(root), "small.txt", store)
+    small = take_pre_image(fixed, "small.txt", store)
     assert small is not None and small.lost == "" and store.total_bytes == 10
 
 
@@ -244,3 +246,25 @@ def test_command_changes_are_bounded(root: Path) -> None:
     too_many = _changes.snapshot(str(root), max_files=6)
     assert isinstance(too_many, str) and "more than 6 files" in too_many
     assert _changes.compare(too_many, {}).unknown == too_many
+
+
+def test_restore_through_a_symlink_inside_the_tree_lands_on_its_target(root: Path, store_dir: str) -> None:
+    (root / "real.txt").write_text("v1\n")
+    (root / "link.txt").symlink_to("real.txt")
+    done = run_checkpointed("write_file", {"path": "link.txt", "content": "v2\n"}, str(root), store_dir)
+    assert done.checkpoint is not None and done.checkpoint.path == "real.txt"
+    assert restore(root, store_dir, done.checkpoint) == "restore"
+    assert (root / "real.txt").read_text() == "v1\n" and (root / "link.txt").is_symlink()
+
+
+def test_a_restore_never_follows_a_symlink_planted_out_of_the_tree(root: Path, store_dir: str) -> None:
+    (root / "d").mkdir()
+    done = run_checkpointed("write_file", {"path": "d/f.txt", "content": "mine\n"}, str(root), store_dir)
+    assert done.checkpoint is not None
+    # the directory is swapped for a symlink to outside after DashFloat wrote into it
+    (root / "d" / "f.txt").unlink()
+    (root / "d").rmdir()
+    (root / "d").symlink_to(root.parent / "outside")
+    (preview,) = preview_restore(str(root), store_dir, [as_restore(done.checkpoint)])
+    assert preview.status == "error" and "escapes the working directory" in preview.reason
+    assert (root.parent / "outside" / "secret.txt").read_text() == "secret\n"
