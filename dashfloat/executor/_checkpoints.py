@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import secrets
 import stat
 import threading
@@ -30,6 +31,7 @@ from dashfloat.executor.path_policy import PathError, Root
 from dashfloat.protocol import Checkpoint
 
 OBJECTS_DIRNAME = "objects"
+_DIGEST_RE = re.compile(r"[0-9a-f]{64}")
 _MIB = 1024 * 1024
 
 
@@ -144,6 +146,9 @@ class CheckpointStore:
 
     def load(self, digest: str) -> bytes:
         """The pre-image named ``digest``, verified against its name; CheckpointUnavailable otherwise."""
+        if not _DIGEST_RE.fullmatch(digest):
+            # names come from the session log: anything but a sha256 could name a file outside the store
+            raise CheckpointUnavailable(f"checkpoint name is not a sha256 digest: {digest!r}")
         path = self.object_path(digest)
         try:
             with open(path, "rb") as f:

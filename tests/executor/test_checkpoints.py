@@ -268,3 +268,11 @@ def test_a_restore_never_follows_a_symlink_planted_out_of_the_tree(root: Path, s
     (preview,) = preview_restore(str(root), store_dir, [as_restore(done.checkpoint)])
     assert preview.status == "error" and "escapes the working directory" in preview.reason
     assert (root.parent / "outside" / "secret.txt").read_text() == "secret\n"
+
+
+def test_a_forged_checkpoint_name_reads_nothing_outside_the_store(root: Path, store_dir: str) -> None:
+    (root / "f.txt").write_text("now\n")
+    forged = RestoreFile(path="f.txt", existed=True, expect="x", before="../../../outside/secret.txt", mode=0o644)
+    (preview,) = preview_restore(str(root), store_dir, [forged])
+    assert preview.status == "missing" and "is not a sha256 digest" in preview.reason
+    assert (root / "f.txt").read_text() == "now\n"
