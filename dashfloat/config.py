@@ -12,12 +12,12 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 from urllib.parse import urlsplit
 
 import msgspec
 
-from dashfloat.protocol import ProviderConfig
+from dashfloat.protocol import ProviderConfig, ToolCallMode
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENAI_DEFAULT_MODEL = "gpt-4o-mini"
@@ -48,6 +48,10 @@ class ProviderEntry(msgspec.Struct, forbid_unknown_fields=True):
     """The name of the environment variable holding the key (none for local servers)."""
     context_window: int | None = None
     headers: dict[str, str] = {}
+    max_tokens: int | None = None
+    """The answer bound sent as ``max_tokens``; absent: derived from context_window; 0: never sent."""
+    tool_calls: ToolCallMode = "auto"
+    """Read tool calls from ``native`` tool_calls only, also from the ``text``, or ``auto`` (docs/providers.md)."""
 
 
 class Settings(msgspec.Struct, forbid_unknown_fields=True):
@@ -90,6 +94,8 @@ def _field_error(path: Path, prefix: str, exc: msgspec.ValidationError) -> Confi
         where += "." + missing.group(1)
         what = "required field is missing"
     field = ".".join(p for p in (prefix, where.strip(".")) if p) or "(top level)"
+    if field.endswith(".tool_calls") and what.startswith("Invalid enum value"):
+        what += f" (use one of: {', '.join(get_args(ToolCallMode))})"
     return ConfigError(f"{path}: {field}: {what.replace('`', '')[:1].lower() + what.replace('`', '')[1:]}")
 
 
@@ -131,6 +137,8 @@ def load_config(env: Mapping[str, str]) -> ConfigFile | None:
         entry.base_url = _check_url(path, f"providers.{name}.base_url", entry.base_url)
         if entry.context_window is not None and entry.context_window <= 0:
             raise ConfigError(f"{path}: providers.{name}.context_window: must be a positive number of tokens")
+        if entry.max_tokens is not None and entry.max_tokens < 0:
+            raise ConfigError(f"{path}: providers.{name}.max_tokens: must be a number of tokens (0: never sent)")
         entries[name] = entry
     config.providers = entries
     if not (math.isfinite(config.settings.idle_timeout_s) and config.settings.idle_timeout_s > 0):
@@ -203,6 +211,8 @@ def resolve_provider(flags: ProviderFlags, env: Mapping[str, str]) -> ProviderCo
             api_key_env=entry.api_key_env,
             context_window=entry.context_window,
             headers=dict(entry.headers),
+            max_tokens=entry.max_tokens,
+            tool_calls=entry.tool_calls,
         )
     name = "openai" if base_url == OPENAI_BASE_URL else (urlsplit(base_url).netloc or "custom")
     return ProviderConfig(name=name, base_url=base_url, model=model, api_key_env=KEY_ENV)

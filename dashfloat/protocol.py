@@ -17,6 +17,9 @@ Decision = Literal["approve", "reject", "reject_stop", "approve_always"]
 ApprovalMode = Literal["ask", "edits", "all"]
 ResultStatus = Literal["ok", "error", "rejected", "cancelled"]
 Level = Literal["info", "warning", "error"]
+ToolCallMode = Literal["native", "text", "auto"]
+"""How a provider's tool calls are read: native ``tool_calls`` only, text forms too, or text forms only while
+the provider has sent no native call (docs/providers.md)."""
 StreamFailureKind = Literal[
     "connection_refused",
     "dns",
@@ -35,6 +38,8 @@ StreamFailureKind = Literal[
     "frame_too_large",
     "episode_too_large",
     "too_many_calls",
+    "redirected",
+    "repeating",
     "cancelled",
     "internal",
     "crashed",
@@ -63,6 +68,9 @@ class ProviderConfig(msgspec.Struct, frozen=True, omit_defaults=True):
     api_key_env: str | None = None
     context_window: int | None = None
     headers: dict[str, str] = {}
+    max_tokens: int | None = None
+    """The answer bound sent as ``max_tokens``; None: derived from the window; 0: never sent."""
+    tool_calls: ToolCallMode = "auto"
 
 
 class SandboxPolicy(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -458,6 +466,8 @@ class StartStream(Message, frozen=True):
     provider: ProviderConfig
     messages: list[ChatMessage]
     idle_timeout_s: float = 60.0
+    idle_timeout_from: str = ""
+    """Where the idle timeout was set (named in the timeout's message); empty: the default."""
 
 
 class CancelStream(Message, frozen=True):
@@ -486,10 +496,11 @@ class ReasoningDelta(Message, frozen=True):
 
 
 class StreamStatus(Message, frozen=True):
-    """A notice while connecting (a retry, a dropped option), shown as a system entry."""
+    """A notice about the stream (a retry, a dropped option, a server that drops the tools): a system entry."""
 
     request_id: int
     text: str
+    level: Level = "info"
 
 
 class StreamDone(Message, frozen=True):

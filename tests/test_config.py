@@ -161,3 +161,20 @@ def test_idle_timeout_must_be_a_finite_positive_number(tmp_path: Path, value: st
 
     with pytest.raises(ConfigError, match="DASHFLOAT_IDLE_TIMEOUT_S"):
         idle_timeout_s({"XDG_CONFIG_HOME": str(tmp_path), "DASHFLOAT_IDLE_TIMEOUT_S": value})
+
+
+def test_answer_bound_and_tool_call_mode_per_provider(tmp_path: Path) -> None:
+    text = '[providers.local]\nbase_url = "http://x/v1"\nmodel = "m"\nmax_tokens = 0\ntool_calls = "text"\n'
+    provider = resolve_provider(ProviderFlags(), env_with(tmp_path, text))
+    assert provider is not None and (provider.max_tokens, provider.tool_calls) == (0, "text")
+    default = resolve_provider(ProviderFlags(), env_with(tmp_path, GOOD))
+    assert default is not None and (default.max_tokens, default.tool_calls) == (None, "auto")
+
+
+def test_bad_answer_bound_or_tool_call_mode_names_the_field(tmp_path: Path) -> None:
+    base = '[providers.local]\nbase_url = "http://x/v1"\nmodel = "m"\n'
+    assert error_of(tmp_path, base + "max_tokens = -5\n").endswith(
+        "providers.local.max_tokens: must be a number of tokens (0: never sent)"
+    )
+    mode = error_of(tmp_path, base + 'tool_calls = "sometimes"\n')
+    assert "providers.local.tool_calls" in mode and mode.endswith("(use one of: native, text, auto)")

@@ -407,8 +407,8 @@ class AgentCore:
             case ReasoningDelta(text=text):
                 if self.stop_result is None:
                     self._ui(ReasoningReceived(text=text))
-            case StreamStatus(text=text):
-                self._ui(SystemEntry(text=text))
+            case StreamStatus(text=text, level=level):
+                self._ui(SystemEntry(text=text, level=level))
             case StreamDone():
                 self._stream_done(message)
             case StreamFailed():

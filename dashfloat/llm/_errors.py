@@ -11,7 +11,8 @@ import re
 import socket
 import ssl
 import time
-from typing import Any
+from collections.abc import Collection
+from typing import Any, Literal
 
 import msgspec
 import requests
@@ -59,17 +60,28 @@ def provider_message(body: bytes) -> str:
 
 
 def error_text(value: Any) -> str:
-    """The message inside ``{"error": {"message": ...}}``, ``{"error": "..."}``, ``{"detail": ...}``."""
-    if isinstance(value, dict):
-        for key in ("error", "message", "detail"):
-            inner = value.get(key)
-            if isinstance(inner, str) and inner:
-                return one_line(inner)
-            if isinstance(inner, dict | list) and (text := error_text(inner)):
-                return text
-    if isinstance(value, list) and value:
-        return error_text(value[0])
-    return ""
+    """The most informative text of an error body: ``{"error": {"message": ...}}``, ``{"detail": ...}``, and
+    ``{"error": "SyntaxError", "message": "Expected ',' ..."}`` as both (the name alone says little)."""
+    if isinstance(value, list):
+        return error_text(value[0]) if value else ""
+    if not isinstance(value, dict):
+        return ""
+    said: list[str] = []
+    for key in ("error", "message", "detail", "msg"):
+        inner = value.get(key)
+        text = (
+            one_line(inner) if isinstance(inner, str) else error_text(inner) if isinstance(inner, dict | list) else ""
+        )
+        if text and text not in said:
+            said.append(text)
+    if len(said) > 1 and " " not in said[0]:
+        return f"{said[0]}: {said[1]}"  # a bare error name, then the sentence that explains it
+    return max(said, key=lambda text: (" " in text, len(text)), default="")
+
+
+def clause(text: str) -> str:
+    """Provider text set inside our sentence: its own final period dropped (no "Unauthorized..")."""
+    return text.rstrip().rstrip(".").rstrip()
 
 
 def _causes(exc: BaseException) -> list[BaseException]:
@@ -84,15 +96,21 @@ def _causes(exc: BaseException) -> list[BaseException]:
     return seen
 
 
-def classify_request_error(exc: BaseException, url: str, connect_timeout_s: float, idle_s: float) -> StreamError:
-    """A requests/urllib3/socket exception raised while connecting or reading, as a StreamError."""
+def classify_request_error(
+    exc: BaseException, url: str, connect_timeout_s: float, idle_s: float, idle_from: str = "", answered: bool = True
+) -> StreamError:
+    """A requests/urllib3/socket exception raised while connecting or reading, as a StreamError in plain words.
+
+    ``answered``: the response had begun (status and headers) when it was raised; ``idle_from`` names the
+    setting the idle timeout came from. The exception text itself goes to the log, never into the message.
+    """
     chain = _causes(exc)
     host = url.split("//", 1)[-1].split("/", 1)[0]
     if any(isinstance(e, ssl.SSLError | requests.exceptions.SSLError) for e in chain):
         return StreamError(
             "tls",
-            f"TLS handshake with {host} failed ({one_line(str(chain[-1]), 120)}): "
-            "use https only for servers that speak TLS (local servers are usually http).",
+            f"the TLS handshake with {host} failed: use https only for servers that speak TLS "
+            "(local servers are usually http), and check the server's certificate.",
         )
     if any(isinstance(e, socket.gaierror | urllib3.exceptions.NameResolutionError) for e in chain):
         return StreamError("dns", f"cannot resolve the host {host}: check base_url and your network.")
@@ -107,18 +125,31 @@ def classify_request_error(exc: BaseException, url: str, connect_timeout_s: floa
         isinstance(e, requests.exceptions.ReadTimeout | urllib3.exceptions.ReadTimeoutError | TimeoutError)
         for e in chain
     ):
+        setting = idle_from or "settings.idle_timeout_s in config.toml (or DASHFLOAT_IDLE_TIMEOUT_S)"
         return StreamError(
             "idle_timeout",
-            f"the provider sent nothing for {idle_s:g} s: try again, or raise idle_timeout_s in config.toml.",
+            f"the provider sent nothing for {idle_s:g} s: try again, or raise {setting}.",
+        )
+    if not answered:
+        return StreamError(
+            "truncated",
+            f"the server at {host} closed the connection before answering: try again; "
+            "if it repeats, the server's log says why.",
+            "the server closed the connection before answering",
         )
     return StreamError(
         "truncated",
-        f"the connection to {host} closed before the answer finished ({one_line(str(exc), 120)}): try again.",
+        f"the connection to {host} closed before the answer finished: try again.",
+        "the connection closed mid-answer",
     )
 
 
 class OptionsRejected(Exception):
-    """A 400 that names stream_options: retry once without it."""
+    """A 400 that names a field some providers refuse (``stream_options``, ``max_tokens``): retry without it."""
+
+    def __init__(self, field: Literal["stream_options", "max_tokens"]) -> None:
+        super().__init__(field)
+        self.field: Literal["stream_options", "max_tokens"] = field
 
 
 def retry_after_s(value: str | None, now: float | None = None) -> float | None:
@@ -143,13 +174,18 @@ def status_error(
     provider: ProviderConfig,
     url: str,
     key_is_set: bool,
-    use_options: bool,
+    sent: Collection[str],
 ) -> StreamError | OptionsRejected:
-    """A non-200 answer (its status, the first bytes of its body, its Retry-After) as a failure."""
-    said = provider_message(body) if body.strip() else ""
+    """A non-200 answer (its status, the first bytes of its body, its Retry-After) as a failure.
+
+    ``sent`` names the optional fields the request carried: a 400 naming one of them is retried without it.
+    """
+    said = clause(provider_message(body)) if body.strip() else ""
     says = f": {said}" if said else ""
-    if status == 400 and use_options and (b"stream_options" in body or b"include_usage" in body):
-        return OptionsRejected()
+    if status == 400 and "stream_options" in sent and (b"stream_options" in body or b"include_usage" in body):
+        return OptionsRejected("stream_options")
+    if status == 400 and "max_tokens" in sent and b"max_tokens" in body:
+        return OptionsRejected("max_tokens")
     if status in (401, 403):
         env = provider.api_key_env
         if env and key_is_set:
@@ -192,7 +228,7 @@ def not_sse_error(body: bytes, content_type: str, url: str) -> StreamError:
         what = "an HTML page"
         tail = ": check base_url (OpenAI-compatible URLs usually end in /v1)"
     elif head in (b"{", b"["):
-        said = provider_message(body)
+        said = clause(provider_message(body))
         what = "JSON"
         tail = f": {said}" if said else ": check base_url and the model"
     else:

@@ -1,37 +1,126 @@
-"""The byte source that feeds sseclient-py: it enforces the frame cap before anything is buffered."""
+"""The bytes between the socket and the event parser: content decoding, event framing and their caps.
+
+sseclient-py stitches an event by concatenating it line by line (``data += line``), which is quadratic:
+an event of a million short lines cost seconds of CPU before any cap fired. Here each event is built
+linearly (its pieces joined once), capped in bytes and in lines, and handed to sseclient whole, so its
+field parser only ever sees a bounded event.
+"""
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterator
 
+import sseclient
+
 from dashfloat.llm._errors import StreamError
+from dashfloat.llm._limits import DECODED_MAX_RATIO, DECODED_RATIO_FREE_BYTES, READ_CHUNK_BYTES
 
 # Where sseclient-py ends an event: its buffer, grown line piece by line piece, ends in a blank line.
 _BOUNDARIES = (b"\r\r", b"\n\n", b"\r\n\r\n")
 _TAIL_BYTES = 4
 
 
-def frame_capped(chunks: Iterator[bytes], max_bytes: int) -> Iterator[bytes]:
-    """Pass ``chunks`` through, failing with frame_too_large once one event exceeds ``max_bytes``.
+def _too_large(max_bytes: int) -> StreamError:
+    return StreamError(
+        "frame_too_large",
+        f"the provider sent one event larger than {max_bytes // 1024} KiB; "
+        "the stream was stopped: try again, or report the provider's broken framing.",
+    )
 
-    The count mirrors sseclient-py's own buffering exactly (``chunk.splitlines(True)``, ``endswith`` on the
-    accumulated event), so no line-ending trick can make it see a boundary that sseclient does not.
+
+def _too_many_lines(max_lines: int) -> StreamError:
+    return StreamError(
+        "frame_too_large",
+        f"the provider sent one event of more than {max_lines} lines; "
+        "the stream was stopped: try again, or report the provider's broken framing.",
+    )
+
+
+def framed_events(chunks: Iterator[bytes], max_bytes: int, max_lines: int) -> Iterator[bytes]:
+    """Whole events (each ending in its blank line; the last one may be unterminated), built linearly.
+
+    The boundary rule mirrors sseclient-py's own (``splitlines(True)``, ``endswith`` on the event so far),
+    so no line-ending trick can make this see a boundary that sseclient would not.
     """
-    pending = 0  # bytes sseclient holds for the current event
-    tail = b""  # the last bytes of that event: all that ``endswith`` looks at
+    pieces: list[bytes] = []
+    pending = 0  # bytes of the current event
+    tail = b""  # its last bytes: all that ``endswith`` looks at
     for chunk in chunks:
         for piece in chunk.splitlines(True):
+            pieces.append(piece)
             pending += len(piece)
             tail = (tail + piece)[-_TAIL_BYTES:]
             if tail.endswith(_BOUNDARIES):
-                pending, tail = 0, b""
-        if pending > max_bytes:
-            raise StreamError(
-                "frame_too_large",
-                f"the provider sent one event larger than {max_bytes // 1024} KiB; "
-                "the stream was stopped: try again, or report the provider's broken framing.",
-            )
-        yield chunk
+                yield b"".join(pieces)
+                pieces, pending, tail = [], 0, b""
+            elif pending > max_bytes:
+                raise _too_large(max_bytes)
+            elif len(pieces) > max_lines:
+                raise _too_many_lines(max_lines)
+    if pieces:
+        yield b"".join(pieces)
+
+
+class WholeEventClient(sseclient.SSEClient):
+    """sseclient-py's field parser over a source that already yields whole events (no re-stitching)."""
+
+    def __init__(self, events: Iterator[bytes]) -> None:
+        super().__init__(events)
+        self._whole = events
+
+    def _read(self) -> Iterator[bytes]:
+        yield from self._whole
+
+
+def decoded(chunks: Iterator[bytes], encoding: str) -> Iterator[bytes]:
+    """``chunks`` decoded per ``Content-Encoding`` (gzip, deflate or none), at most one read's size at a time.
+
+    Every cap downstream then applies to the decoded bytes; a body that inflates more than
+    ``DECODED_MAX_RATIO`` times is stopped, so a compression bomb costs neither memory nor much CPU.
+    """
+    coding = encoding.strip().lower()
+    if coding in ("", "identity"):
+        yield from chunks
+        return
+    if coding not in ("gzip", "x-gzip", "deflate"):
+        raise StreamError(
+            "not_sse",
+            f"the provider compressed its answer with {coding!r}, which DashFloat cannot read: "
+            "turn compression off for this endpoint.",
+        )
+    # gzip: a gzip header; deflate: a zlib stream (raw deflate is tried if the zlib header is missing).
+    inflater = zlib.decompressobj(zlib.MAX_WBITS | 16 if "gzip" in coding else zlib.MAX_WBITS)
+    raw_fallback = coding == "deflate"
+    consumed = decompressed = 0  # compressed bytes the inflater has taken, bytes it gave back
+    for chunk in chunks:
+        data = chunk
+        while data:
+            try:
+                out = inflater.decompress(data, READ_CHUNK_BYTES)
+            except zlib.error as exc:
+                if raw_fallback and decompressed == 0:
+                    raw_fallback = False
+                    inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+                    continue
+                raise StreamError(
+                    "malformed_frame",
+                    f"the provider's {coding} answer is corrupt: try again; if it repeats, turn compression off.",
+                ) from exc
+            raw_fallback = False
+            consumed += len(data) - len(inflater.unconsumed_tail)
+            data = inflater.unconsumed_tail
+            decompressed += len(out)
+            if decompressed > DECODED_RATIO_FREE_BYTES and decompressed > DECODED_MAX_RATIO * consumed:
+                raise StreamError(
+                    "frame_too_large",
+                    f"the provider's {coding} answer inflates more than {DECODED_MAX_RATIO} times "
+                    "(a compression bomb?); the stream was stopped.",
+                )
+            if out:
+                yield out
+            if inflater.eof:
+                return
 
 
 SSE_FIELD_STARTS = (b"data:", b":", b"event:", b"id:", b"retry:")

@@ -6,6 +6,14 @@ from typing import Final
 
 SSE_FRAME_MAX_BYTES: Final = 1024 * 1024
 """One SSE event (bytes between blank lines); sseclient-py buffers a whole event, so this caps it."""
+SSE_EVENT_MAX_LINES: Final = 256
+"""Lines in one SSE event (real events have one to three); bounds the parser's per-line work."""
+DECODED_MAX_RATIO: Final = 500
+"""A compressed answer may inflate this many times (real SSE: 100-260x); more is a compression bomb."""
+DECODED_RATIO_FREE_BYTES: Final = 256 * 1024
+"""Decoded bytes allowed before the ratio is judged (a short answer's header skews it)."""
+MAX_REDIRECTS: Final = 3
+"""Same-origin redirects followed per request; a redirect to another origin is never followed."""
 EPISODE_MAX_BYTES: Final = 4 * 1024 * 1024
 """Content + reasoning + tool-call ids, names and argument fragments (counted per fragment)."""
 EPISODE_MAX_TOOL_CALLS: Final = 64
@@ -24,3 +32,21 @@ RETRY_AFTER_MAX_S: Final = 30.0
 """A longer Retry-After is not waited out: the failure is reported with the provider's delay."""
 CONNECT_TIMEOUT_S: Final = 10.0
 """TCP + TLS connect; never longer than the request's idle timeout."""
+ANSWER_MAX_TOKENS_DEFAULT: Final = 4096
+"""``max_tokens`` sent when the provider's window is unknown (every chat model can answer this much)."""
+ANSWER_WINDOW_FRACTION: Final = 0.25
+"""With a known window, ``max_tokens`` is this share of it (room for the prompt; vLLM rejects an overrun)."""
+ANSWER_MAX_TOKENS_CAP: Final = 8192
+"""Never more than this, whatever the window (many models reject a larger max_tokens)."""
+REPEAT_SPAN_MIN_CHARS: Final = 32
+"""The shortest span the repetition guard counts (shorter loops count as their multiples)."""
+REPEAT_SPAN_MAX_CHARS: Final = 2048
+"""The longest repeated span the guard looks for (a looping paragraph)."""
+REPEAT_MIN_COUNT: Final = 24
+"""Back-to-back copies of one span that end a stream: a model looping, not writing."""
+REPEAT_CHECK_EVERY_CHARS: Final = 512
+"""The guard looks again after this much new text (its cost stays a small share of the stream's)."""
+PROBE_TIMEOUT_S: Final = 2.0
+"""How long the one ``/props`` look-up per server may take before it is given up."""
+DROPPED_TOOLS_RATIO: Final = 0.5
+"""Reported prompt tokens below this share of the request's estimate: the server dropped the tools."""

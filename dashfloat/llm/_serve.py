@@ -11,7 +11,7 @@ from typing import assert_never
 from dashfloat import procutil
 from dashfloat.channel import Channel, PeerDied, ProtocolError
 from dashfloat.llm._limits import DELTA_MAX_CHARS
-from dashfloat.llm._stream import DeltaKind, Stream
+from dashfloat.llm._stream import DeltaKind, ProviderMemory, Stream
 from dashfloat.protocol import (
     AgentToLlm,
     CancelStream,
@@ -30,8 +30,7 @@ class _Loop:
     def __init__(self, channel: Channel[AgentToLlm]) -> None:
         self.channel = channel
         self.streams: dict[int, Stream] = {}
-        self.no_stream_options: set[str] = set()
-        """Base URLs that rejected stream_options (remembered for the process lifetime)."""
+        self.memory = ProviderMemory()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -65,7 +64,7 @@ class _Loop:
             case StartStream():
                 if message.request_id in self.streams:
                     self._cancel(message.request_id, "replaced by a new request with the same id.")
-                stream = Stream(message, self._wake, self.no_stream_options)
+                stream = Stream(message, self._wake, self.memory)
                 self.streams[message.request_id] = stream
                 stream.begin()
             case CancelStream():
@@ -99,7 +98,7 @@ class _Loop:
             item = outbox.popleft()
             if isinstance(item, tuple):
                 item_kind, text = item
-                if item_kind == kind and kind != "status" and size < DELTA_MAX_CHARS:
+                if item_kind == kind and kind in ("content", "reasoning") and size < DELTA_MAX_CHARS:
                     parts.append(text)
                     size += len(text)
                     continue
@@ -126,6 +125,8 @@ class _Loop:
                 self.channel.send(ReasoningDelta(request_id, text))
             case "status":
                 self.channel.send(StreamStatus(request_id, text))
+            case "warning":
+                self.channel.send(StreamStatus(request_id, text, level="warning"))
             case _:
                 assert_never(kind)
 

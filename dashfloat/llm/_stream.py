@@ -10,16 +10,16 @@ import collections
 import itertools
 import os
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from dataclasses import dataclass, field
+from urllib.parse import urljoin, urlsplit
 
 import msgspec
 import requests
-import sseclient
 import urllib3.exceptions
 
-from dashfloat.catalogue import TOOLS
 from dashfloat.llm._errors import (
     RETRYABLE_KINDS,
     Cancelled,
@@ -30,29 +30,70 @@ from dashfloat.llm._errors import (
     one_line,
     status_error,
 )
-from dashfloat.llm._framing import frame_capped, looks_like_sse
+from dashfloat.llm._framing import WholeEventClient, decoded, framed_events, looks_like_sse
 from dashfloat.llm._http import body_chunks, new_session, read_bounded, shutdown
 from dashfloat.llm._limits import (
     BACKOFF_BASE_S,
     CONNECT_TIMEOUT_S,
+    DROPPED_TOOLS_RATIO,
     ERROR_BODY_MAX_BYTES,
     MAX_ATTEMPTS,
+    MAX_REDIRECTS,
+    PROBE_TIMEOUT_S,
     RETRY_AFTER_MAX_S,
+    SSE_EVENT_MAX_LINES,
     SSE_FRAME_MAX_BYTES,
 )
+from dashfloat.llm._request import Optional, estimated_tokens, request_body
 from dashfloat.llm.episode import Delta, DeltaKind, Episode
 from dashfloat.protocol import StartStream, StreamDone, StreamFailed, StreamFailureKind
 
-__all__ = ["DeltaKind", "Item", "Stream"]
+__all__ = ["DeltaKind", "Item", "ProviderMemory", "Stream"]
 
 Item = Delta | StreamDone | StreamFailed
 _READ_ERRORS = (requests.RequestException, urllib3.exceptions.HTTPError, OSError)
+_REDIRECTS = (301, 302, 303, 307, 308)
+_DROPPED_NOTICE: dict[Optional, str] = {
+    "stream_options": "the provider rejected stream_options; retrying without it (no usage figures)",
+    "max_tokens": "the provider rejected max_tokens; retrying without it (only the repetition guard bounds answers)",
+}
+
+
+@dataclass
+class ProviderMemory:
+    """What the LLM process learned about each base URL, kept for its lifetime."""
+
+    dropped: dict[str, set[Optional]] = field(default_factory=dict)
+    """Request fields a provider refused with a 400."""
+    native_calls: set[str] = field(default_factory=set)
+    """Providers that sent a native tool call (``auto`` then stops reading calls written as text)."""
+    probed: set[str] = field(default_factory=set)
+    """Servers asked once whether their chat template takes tools (llama.cpp ``/props``)."""
+    warned_tools: set[str] = field(default_factory=set)
+    """Servers already warned about dropping the tools (the warning is given once)."""
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return parts.scheme, f"{(parts.hostname or '').lower()}:{port}"
+
+
+def _log(request_id: int, what: str) -> None:
+    """Internals for the log (the child's stderr goes there), never for the person reading the chat."""
+    print(f"dashfloat llm: request {request_id}: {what}", file=sys.stderr, flush=True)
+
+
+_NO_TOOLS_ADVICE = (
+    "the model cannot call tools and may invent what a tool would have shown: "
+    "run the server with a chat template that supports tools (llama.cpp: --jinja, or --chat-template-file)"
+)
 
 
 class Stream:
     """The worker for one StartStream; ``abort()`` may be called from any thread."""
 
-    def __init__(self, start: StartStream, wake: Callable[[Stream], None], no_options: set[str]) -> None:
+    def __init__(self, start: StartStream, wake: Callable[[Stream], None], memory: ProviderMemory) -> None:
         self.start = start
         self.request_id = start.request_id
         self.outbox: collections.deque[Item] = collections.deque()
@@ -61,7 +102,7 @@ class Stream:
         """Content the serve loop has already sent (the partial answer on cancel)."""
         self.cancelled = threading.Event()
         self._wake = wake
-        self._no_options = no_options
+        self._memory = memory
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name=f"llm-stream-{start.request_id}", daemon=True)
@@ -84,6 +125,8 @@ class Stream:
 
     def _reset(self) -> None:
         self._episode = Episode()
+        self._body_began = False
+        """A byte of the answer's body arrived (a connection closed before that never answered)."""
 
     def _on_socket(self, sock: socket.socket) -> None:
         with self._lock:
@@ -122,20 +165,31 @@ class Stream:
 
     def _attempts(self) -> StreamDone:
         provider = self.start.provider
-        url = provider.base_url.rstrip("/") + "/chat/completions"
-        headers = {"Content-Type": "application/json", "Accept": "text/event-stream", **provider.headers}
+        base = provider.base_url
+        url = base.rstrip("/") + "/chat/completions"
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream",
+            # Asked for plainly: the stream is read as it arrives (a compressed one is still decoded).
+            "Accept-Encoding": "identity",
+            **provider.headers,
+        }
         key = os.environ.get(provider.api_key_env) if provider.api_key_env else None
         if key:
             headers["Authorization"] = f"Bearer {key}"
+        if base not in self._memory.probed:
+            self._memory.probed.add(base)
+            self._probe_tools(base, headers, min(PROBE_TIMEOUT_S, self.start.idle_timeout_s))
         attempt = 1
         while True:
-            use_options = provider.base_url not in self._no_options
+            dropped = self._memory.dropped.setdefault(base, set())
+            body = request_body(provider, self.start.messages, dropped)
             self._reset()
             try:
-                return self._attempt(url, headers, use_options)
-            except OptionsRejected:
-                self._no_options.add(provider.base_url)
-                self._emit(("status", "the provider rejected stream_options; retrying without it (no usage figures)"))
+                done = self._attempt(url, headers, body, dropped)
+            except OptionsRejected as exc:
+                dropped.add(exc.field)
+                self._emit(("status", _DROPPED_NOTICE[exc.field]))
                 continue
             except StreamError as exc:
                 if self.cancelled.is_set():
@@ -154,50 +208,119 @@ class Stream:
                 self._emit(("status", notice))
                 if self.cancelled.wait(delay):
                     raise Cancelled from exc
+            else:
+                self._check_prompt_tokens(done, body)
+                return done
 
-    def _attempt(self, url: str, headers: dict[str, str], use_options: bool) -> StreamDone:
+    def _attempt(self, url: str, headers: dict[str, str], body: bytes, dropped: set[Optional]) -> StreamDone:
         idle_s = self.start.idle_timeout_s
         connect_s = min(CONNECT_TIMEOUT_S, idle_s)
         session = new_session(self._on_socket)
+        target = url
         try:
-            try:
-                response = session.post(
-                    url,
-                    data=self._body(use_options),
-                    headers=headers,
-                    stream=True,
-                    timeout=(connect_s, idle_s),
-                )
-            except requests.RequestException as exc:
-                if self.cancelled.is_set():
-                    raise Cancelled from exc
-                raise classify_request_error(exc, url, connect_s, idle_s) from exc
-            with response:
-                if self.cancelled.is_set():
-                    raise Cancelled
-                if response.status_code != 200:
-                    raise self._status_error(response, url, use_options)
+            for _ in range(MAX_REDIRECTS + 1):
                 try:
-                    return self._read_events(response, url)
-                except _READ_ERRORS as exc:
+                    response = session.post(
+                        target,
+                        data=body,
+                        headers=headers,
+                        stream=True,
+                        timeout=(connect_s, idle_s),
+                        allow_redirects=False,
+                    )
+                except requests.RequestException as exc:
                     if self.cancelled.is_set():
                         raise Cancelled from exc
-                    raise classify_request_error(exc, url, connect_s, idle_s) from exc
+                    _log(self.request_id, f"{type(exc).__name__}: {exc}")
+                    raise self._request_error(exc, target, connect_s, answered=False) from exc
+                with response:
+                    if self.cancelled.is_set():
+                        raise Cancelled
+                    if response.status_code in _REDIRECTS and response.headers.get("Location"):
+                        target = self._redirect(url, target, response.headers["Location"])
+                        continue
+                    if response.status_code != 200:
+                        raise self._status_error(response, target, dropped)
+                    try:
+                        return self._read_events(response, target)
+                    except _READ_ERRORS as exc:
+                        if self.cancelled.is_set():
+                            raise Cancelled from exc
+                        _log(self.request_id, f"{type(exc).__name__}: {exc}")
+                        raise self._request_error(exc, target, connect_s, answered=self._body_began) from exc
+            raise StreamError(
+                "redirected",
+                f"{url} was redirected more than {MAX_REDIRECTS} times (last to {target}): "
+                "set base_url to the server's real address.",
+            )
         finally:
             session.close()
 
-    def _body(self, use_options: bool) -> bytes:
-        payload: dict[str, Any] = {
-            "model": self.start.provider.model,
-            "messages": msgspec.to_builtins(self.start.messages),
-            "stream": True,
-            "tools": TOOLS,
-        }
-        if use_options:
-            payload["stream_options"] = {"include_usage": True}
-        return msgspec.json.encode(payload)
+    def _request_error(self, exc: BaseException, url: str, connect_s: float, answered: bool) -> StreamError:
+        return classify_request_error(
+            exc, url, connect_s, self.start.idle_timeout_s, self.start.idle_timeout_from, answered=answered
+        )
 
-    def _status_error(self, response: requests.Response, url: str, use_options: bool) -> Exception:
+    @staticmethod
+    def _redirect(url: str, current: str, location: str) -> str:
+        """The next URL of a same-origin redirect; another origin is refused (the conversation stays here)."""
+        target = urljoin(current, location)
+        if _origin(target) != _origin(url):
+            raise StreamError(
+                "redirected",
+                f"{current} redirects to {target}, another origin: DashFloat does not follow it, so the "
+                "conversation is not sent there; if the move is real, set base_url to the new address.",
+            )
+        return target
+
+    def _probe_tools(self, base: str, headers: dict[str, str], timeout_s: float) -> None:
+        """Ask a llama.cpp server once whether its chat template takes tools (other servers: a quiet 404)."""
+        props_url = base.rstrip("/").removesuffix("/v1") + "/props"
+        session = new_session(self._on_socket)
+        try:
+            probe_headers = {k: v for k, v in headers.items() if k != "Content-Type"}
+            probe_headers["Accept"] = "application/json"
+            response = session.get(
+                props_url,
+                headers=probe_headers,
+                timeout=(timeout_s, timeout_s),
+                allow_redirects=False,
+                stream=True,
+            )
+            with response:
+                if response.status_code != 200:
+                    return
+                props = msgspec.json.decode(read_bounded(response, ERROR_BODY_MAX_BYTES))
+        except (requests.RequestException, msgspec.DecodeError, OSError) as exc:
+            _log(self.request_id, f"no /props at {props_url}: {type(exc).__name__}")
+            return
+        finally:
+            session.close()
+        caps = props.get("chat_template_caps") if isinstance(props, dict) else None
+        if isinstance(caps, dict) and (caps.get("supports_tools") is False or caps.get("supports_tool_calls") is False):
+            self._warn_tools(
+                base, f"the server at {base} says its chat template has no tool support: {_NO_TOOLS_ADVICE}."
+            )
+
+    def _check_prompt_tokens(self, done: StreamDone, body: bytes) -> None:
+        """A prompt far smaller than what was sent: the server dropped the tools (and maybe more)."""
+        usage = done.usage
+        estimate = estimated_tokens(body)
+        if usage is None or not usage.prompt_tokens or usage.prompt_tokens >= DROPPED_TOOLS_RATIO * estimate:
+            return
+        base = self.start.provider.base_url
+        self._warn_tools(
+            base,
+            f"the server at {base} counted {usage.prompt_tokens} prompt tokens for a request of about {estimate}: "
+            f"it does not seem to pass the tools to the model; {_NO_TOOLS_ADVICE}.",
+        )
+
+    def _warn_tools(self, base: str, text: str) -> None:
+        if base not in self._memory.warned_tools:
+            self._memory.warned_tools.add(base)
+            self._emit(("warning", text))
+
+    def _status_error(self, response: requests.Response, url: str, dropped: set[Optional]) -> Exception:
         env = self.start.provider.api_key_env
         return status_error(
             response.status_code,
@@ -206,19 +329,32 @@ class Stream:
             self.start.provider,
             url,
             key_is_set=bool(env and os.environ.get(env)),
-            use_options=use_options,
+            sent={"stream_options", "max_tokens"} - dropped,
         )
 
+    def _counted(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        for chunk in chunks:
+            self._body_began = True
+            yield chunk
+
     def _read_events(self, response: requests.Response, url: str) -> StreamDone:
-        chunks = body_chunks(response)
+        self._body_began = False
+        chunks = decoded(self._counted(body_chunks(response)), response.headers.get("Content-Encoding", ""))
         first = next(chunks, b"")
+        if not first:
+            raise StreamError(
+                "truncated",
+                f"the server at {url} closed the connection before answering (HTTP 200 with an empty body): "
+                "try again; if it repeats, the server's log says why.",
+                "the server closed the connection before answering",
+            )
         content_type = response.headers.get("Content-Type", "")
         if "text/event-stream" not in content_type and not looks_like_sse(first):
             raise self._not_sse(first, chunks, content_type, url)
-        source: Iterator[bytes] = frame_capped(itertools.chain([first], chunks), SSE_FRAME_MAX_BYTES)
+        source = framed_events(itertools.chain([first], chunks), SSE_FRAME_MAX_BYTES, SSE_EVENT_MAX_LINES)
         episode = self._episode
         try:
-            for event in sseclient.SSEClient(source).events():
+            for event in WholeEventClient(source).events():
                 if self.cancelled.is_set():
                     raise Cancelled
                 for delta in episode.feed(event.data):
@@ -232,7 +368,14 @@ class Stream:
             ) from exc
         if self.cancelled.is_set():
             raise Cancelled
-        return episode.finished(self.request_id)
+        provider = self.start.provider
+        read_text = provider.tool_calls == "text" or (
+            provider.tool_calls == "auto" and provider.base_url not in self._memory.native_calls
+        )
+        done = episode.finished(self.request_id, text_calls=read_text)
+        if episode.native_calls:
+            self._memory.native_calls.add(provider.base_url)
+        return done
 
     def _not_sse(self, first: bytes, chunks: Iterator[bytes], content_type: str, url: str) -> StreamError:
         body = first

@@ -13,12 +13,14 @@ from typing import Any, Literal
 
 import msgspec
 
-from dashfloat.llm._errors import StreamError, error_text, one_line
-from dashfloat.llm._limits import EPISODE_MAX_BYTES, EPISODE_MAX_TOOL_CALLS
+from dashfloat.llm._errors import StreamError, clause, error_text, one_line
+from dashfloat.llm._limits import EPISODE_MAX_BYTES, EPISODE_MAX_TOOL_CALLS, REPEAT_MIN_COUNT
+from dashfloat.llm._repeat import RepetitionGuard
+from dashfloat.llm.textcalls import text_tool_calls
 from dashfloat.llm.toolcalls import ToolCalls
 from dashfloat.protocol import AssembledCall, StreamDone, StreamFailed, StreamFailureKind, Usage
 
-DeltaKind = Literal["content", "reasoning", "status"]
+DeltaKind = Literal["content", "reasoning", "status", "warning"]
 Delta = tuple[DeltaKind, str]
 
 
@@ -35,10 +37,17 @@ class Episode:
         """``[DONE]`` arrived: nothing after it belongs to the episode."""
         self.emitted = False
         """Something the user saw or the model said arrived (a retry would repeat it)."""
+        self._guards = {"content": RepetitionGuard(), "reasoning": RepetitionGuard()}
+        self._loop_cut: int | None = None
 
     @property
     def content(self) -> str:
         return "".join(self._content)
+
+    @property
+    def native_calls(self) -> bool:
+        """Whether the provider sent a call in ``tool_calls`` (not written in the text)."""
+        return self._calls.distinct_calls > 0
 
     def calls(self) -> list[AssembledCall]:
         """The tool calls assembled so far."""
@@ -60,8 +69,8 @@ class Episode:
                 "if it repeats, the endpoint is not OpenAI-compatible.",
             )
         if chunk.get("error") is not None:
-            said = error_text(chunk) or one_line(str(chunk["error"]))
-            raise StreamError("provider_error", f"the provider reported an error mid-stream: {said}")
+            said = clause(error_text(chunk) or one_line(str(chunk["error"])))
+            raise StreamError("provider_error", f"the provider reported an error mid-stream: {said}.")
         self._take_usage(chunk)
         choices = chunk.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
@@ -72,8 +81,8 @@ class Episode:
         finish = choice.get("finish_reason")
         if isinstance(finish, str) and finish:
             if finish == "error":
-                said = error_text(choice) or "no details given"
-                raise StreamError("provider_error", f"the provider stopped with an error: {said}")
+                said = clause(error_text(choice) or "no details given")
+                raise StreamError("provider_error", f"the provider stopped with an error: {said}.")
             self.finish_reason = finish
         return deltas
 
@@ -91,6 +100,8 @@ class Episode:
         self._check_bytes()
         self._content += [text for kind, text in deltas if kind == "content"]
         self.emitted = self.emitted or bool(deltas)
+        for kind, text in deltas:
+            self._guard(kind, text)
         tool_calls = delta.get("tool_calls")
         if tool_calls:
             self._calls.feed(tool_calls)
@@ -103,6 +114,25 @@ class Episode:
                 )
             self._check_bytes()
         return deltas
+
+    def _guard(self, kind: DeltaKind, text: str) -> None:
+        """End a stream that loops on one span (a small model can repeat a sentence for minutes)."""
+        span = self._guards[kind].feed(text) if kind in self._guards else None
+        if span is None:
+            return
+        if kind == "content":
+            # Keep one copy of the loop in the answer recorded for the model, not all of them.
+            content = self.content
+            cut = len(content)
+            while cut >= 2 * len(span) and content[cut - 2 * len(span) : cut - len(span)] == span:
+                cut -= len(span)
+            self._loop_cut = cut
+        excerpt = one_line(span, 60)
+        raise StreamError(
+            "repeating",
+            f"the model repeated the same {len(span)}-character passage {REPEAT_MIN_COUNT} times in a row "
+            f"({excerpt!r}); the stream was stopped: ask again, rephrase, or use a larger model.",
+        )
 
     def _check_bytes(self) -> None:
         if self._episode_bytes + self._calls.fragment_bytes > EPISODE_MAX_BYTES:
@@ -122,8 +152,12 @@ class Episode:
             with contextlib.suppress(msgspec.ValidationError):
                 self.usage = msgspec.convert(raw, Usage)
 
-    def finished(self, request_id: int) -> StreamDone:
-        """The episode as a StreamDone once the body ended; truncated without [DONE] or a finish reason."""
+    def finished(self, request_id: int, text_calls: bool = False) -> StreamDone:
+        """The episode as a StreamDone once the body ended; truncated without [DONE] or a finish reason.
+
+        ``text_calls``: without native calls, tool calls written in the text become calls (textcalls.py),
+        and the answer keeps only the prose around them.
+        """
         if not self.done and self.finish_reason is None:
             raise StreamError(
                 "truncated",
@@ -131,10 +165,13 @@ class Episode:
                 "the stream was cut off",
             )
         calls = self.calls()
+        content = self.content
+        if text_calls and not calls:
+            content, calls = text_tool_calls(content)
         reason = self.finish_reason or ("tool_calls" if calls else "stop")
         if reason == "stop" and calls:
             reason = "tool_calls"  # Gemini, Ollama, LocalAI finish tool calls with "stop"
-        return StreamDone(request_id, self.content, calls, reason, self.usage)
+        return StreamDone(request_id, content, calls, reason, self.usage)
 
     def failed(self, request_id: int, kind: StreamFailureKind, message: str) -> StreamFailed:
         """The episode as a StreamFailed: what arrived before the failure is kept."""
@@ -142,4 +179,5 @@ class Episode:
             calls = self.calls()
         except Exception:  # even the partial calls cannot be assembled: answer without them
             calls = []
-        return StreamFailed(request_id, kind, message, content=self.content, tool_calls=calls)
+        content = self.content if self._loop_cut is None else self.content[: self._loop_cut]
+        return StreamFailed(request_id, kind, message, content=content, tool_calls=calls)

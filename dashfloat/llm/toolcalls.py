@@ -79,6 +79,8 @@ class ToolCalls:
             # MiniMax and others send the arguments as a JSON value instead of a string.
             args = msgspec.json.encode(raw_args).decode()
         self.fragment_bytes += len(call_id.encode()) + len(name.encode()) + len(args.encode())
+        if not (call_id or name or args):
+            return  # a phantom item (empty id, no function): it carries nothing, so it starts nothing
         raw_index = item.get("index")
         index = raw_index if isinstance(raw_index, int) and not isinstance(raw_index, bool) else None
         call = self._target(call_id, index, name)
@@ -86,7 +88,8 @@ class ToolCalls:
             call = self._start(index)
         if call_id and not call.id:
             call.id = call_id
-            self._by_id[call_id] = call
+        if call_id:
+            self._by_id.setdefault(call_id, call)  # an id that changes per fragment keeps naming this call
         if name and name != call.name:
             call.name += name  # empty so far, or the name arriving in pieces; a repeat is skipped above
         self._append_args(call, args)
@@ -100,8 +103,12 @@ class ToolCalls:
             known = self._by_id.get(call_id)
             if known is not None or index is None:
                 return known
-            unnamed = self._latest_at.get(index)
-            return unnamed if unnamed is not None and not unnamed.id else None
+            at_index = self._latest_at.get(index)
+            if at_index is None:
+                return None
+            # A new id without a name at a used index continues that call (ids that change on every
+            # fragment); with a name it is a new call (Ollama reports every call at index 0).
+            return at_index if not at_index.id or not name else None
         # No index at all (Gemini, older Ollama): a fragment continues the latest call.
         existing = self._latest_at.get(index) if index is not None else self._last
         if existing is None:

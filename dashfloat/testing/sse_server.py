@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import gzip
 import json
 import select
 import socket
@@ -26,6 +27,10 @@ __all__ = [
     "Reply",
     "ScriptedServer",
     "error_reply",
+    "gzip_reply",
+    "llama_cpp_python_handler",
+    "looping_handler",
+    "redirect_reply",
     "sse_event",
     "text_reply",
     "tool_calls_reply",
@@ -148,6 +153,69 @@ def error_reply(status: int, message: str, headers: dict[str, str] | None = None
     return Reply(status=status, headers={"Content-Type": "application/json", **(headers or {})}, body=[body])
 
 
+def gzip_reply(reply: Reply, level: int = 6) -> Reply:
+    """``reply`` with its body gzip-compressed in one piece and ``Content-Encoding: gzip`` (a proxy's habit)."""
+    raw = b"".join(item for item in reply.body if isinstance(item, bytes))
+    headers = {**reply.headers, "Content-Encoding": "gzip"}
+    return Reply(status=reply.status, headers=headers, body=[gzip.compress(raw, level)], chunked=reply.chunked)
+
+
+def redirect_reply(location: str, status: int = 307) -> Reply:
+    """A redirect to ``location`` (absolute, or relative to the request)."""
+    return Reply(status=status, headers={"Location": location, "Content-Length": "0"}, chunked=False)
+
+
+def _has_call_only_message_without_content(body: dict[str, Any]) -> tuple[bool, bool]:
+    """(an assistant tool-call message lacks the content key, one has ``content: null``)."""
+    missing = null = False
+    for message in body.get("messages") or []:
+        if isinstance(message, dict) and message.get("role") == "assistant" and message.get("tool_calls"):
+            missing = missing or "content" not in message
+            null = null or ("content" in message and message["content"] is None)
+    return missing, null
+
+
+def llama_cpp_python_handler(body: dict[str, Any]) -> Reply:
+    """What llama-cpp-python 0.3.x (``--chat_format chatml-function-calling``) was recorded doing.
+
+    An assistant message with tool calls and no ``content`` key breaks its template after the 200 headers
+    went out: an empty body. ``"content": null`` gets a 500. ``"content": ""`` is answered normally.
+    """
+    missing, null = _has_call_only_message_without_content(body)
+    if missing:
+        return Reply(body=[Drop()])  # headers sent, then the template raised: the connection just closes
+    if null:
+        return error_reply(500, 'can only concatenate str (not "NoneType") to str')
+    return text_reply("I read the file.", usage=(812, 5))
+
+
+def looping_handler(sentence: str = "I will now read the file notes.txt to see what it says. ") -> Handler:
+    """A small local model stuck in a loop: the sentence over and over, ``max_tokens`` honoured if sent.
+
+    A chunk counts as one token. Without ``max_tokens`` it goes on for a very long time (a million
+    chunks, produced lazily), which is what the repetition guard must end.
+    """
+
+    def handle(body: dict[str, Any]) -> Reply:
+        limit = body.get("max_tokens")
+        tokens = limit if isinstance(limit, int) and limit > 0 else 1_000_000
+        words = sentence.split()
+
+        def events() -> Iterable[BodyItem]:
+            batch = bytearray()
+            for n in range(tokens):
+                batch += sse_event(_chunk({"content": words[n % len(words)] + " "}))
+                if len(batch) >= STREAM_BATCH_BYTES:
+                    yield bytes(batch)
+                    batch.clear()
+            batch += sse_event(_chunk({}, "length"))
+            yield bytes(batch) + sse_event("[DONE]")
+
+        return Reply(body=events())
+
+    return handle
+
+
 _POLL_S = 0.02  # how fast close() returns
 
 
@@ -165,6 +233,17 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def handle(self) -> None:
         with contextlib.suppress(ConnectionResetError, BrokenPipeError):
             super().handle()  # a client that resets between requests is not an error
+
+    def do_GET(self) -> None:
+        owner = self.server.owner
+        props = owner.props
+        owner._record_get(self.path)
+        if self.path.rstrip("/").endswith("/props") and props is not None:
+            reply = Reply(headers={"Content-Type": "application/json"}, body=[json.dumps(props).encode()])
+        else:
+            reply = error_reply(404, f"no route {self.path}")
+        with contextlib.suppress(_ClientGone, BrokenPipeError, ConnectionResetError):
+            self._send(reply)
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -240,6 +319,10 @@ class ScriptedServer:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.paths: list[str] = []
+        self.gets: list[str] = []
+        """Paths asked for with GET (llama.cpp's ``/props``)."""
+        self.props: dict[str, Any] | None = None
+        """The JSON served at ``/props`` (None: 404, as servers other than llama.cpp answer)."""
         self.disconnects = 0
         self.disconnected = threading.Event()
         self._httpd = _Server(("127.0.0.1", 0), _RequestHandler)
@@ -293,6 +376,10 @@ class ScriptedServer:
         if self.handler is not None:
             return self.handler(body)
         return error_reply(500, "ScriptedServer: no reply queued for this request")
+
+    def _record_get(self, path: str) -> None:
+        with self._lock:
+            self.gets.append(path)
 
     def _note_disconnect(self) -> None:
         with self._lock:

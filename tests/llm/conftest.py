@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import os
+import random
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -31,6 +32,11 @@ TEST_KEY = "sk-test-not-a-real-key"
 os.environ[TEST_KEY_ENV] = TEST_KEY
 
 _ids = itertools.count(1)
+
+
+def varied(length: int, alphabet: str = "abcdefghijklmnopqrstuvwxyz ,.") -> str:
+    """Text that never loops (the repetition guard would stop a stream of one repeated character)."""
+    return "".join(random.Random(length).choices(alphabet, k=length))
 
 
 @dataclass
@@ -71,10 +77,17 @@ class Llm:
         child.close()
         self.channel: Channel[Any] = Channel(self.conn, LlmToAgent, "llm->agent")
 
-    def start(self, base_url: str, model: str = "m", idle_timeout_s: float = 5.0, **provider: Any) -> int:
+    def start(
+        self,
+        base_url: str,
+        model: str = "m",
+        idle_timeout_s: float = 5.0,
+        messages: list[ChatMessage] | None = None,
+        **provider: Any,
+    ) -> int:
         request_id = next(_ids)
         config = ProviderConfig(name="test", base_url=base_url, model=model, **provider)
-        messages = [ChatMessage(role="user", content="hi")]
+        messages = messages or [ChatMessage(role="user", content="hi")]
         self.channel.send(StartStream(request_id, config, messages, idle_timeout_s))
         return request_id
 

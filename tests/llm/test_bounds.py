@@ -11,10 +11,10 @@ import pytest
 
 from dashfloat.llm import EPISODE_MAX_BYTES, EPISODE_MAX_TOOL_CALLS, SSE_FRAME_MAX_BYTES
 from dashfloat.llm._errors import StreamError
-from dashfloat.llm._framing import frame_capped
+from dashfloat.llm._framing import framed_events
 from dashfloat.protocol import ContentDelta, StreamFailed
 from dashfloat.testing.sse_server import Reply, ScriptedServer, sse_event, text_reply
-from tests.llm.conftest import Llm
+from tests.llm.conftest import Llm, varied
 
 MIB = 1024 * 1024
 
@@ -31,11 +31,15 @@ FINISH = sse_event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop
 DONE = sse_event("[DONE]")
 
 
+def frame_capped(chunks: list[bytes], max_bytes: int) -> list[bytes]:
+    return list(framed_events(iter(chunks), max_bytes, 1_000_000))
+
+
 def test_frame_cap_counts_across_chunk_splits() -> None:
     ok = [b"data: " + b"x" * 60, b"\r\n", b"\r\n", b"data: " + b"y" * 60 + b"\n", b"\n"]
-    assert list(frame_capped(iter(ok), 70)) == ok
+    assert frame_capped(ok, 70) == [ok[0] + ok[1] + ok[2], ok[3] + ok[4]]
     with pytest.raises(StreamError) as caught:
-        list(frame_capped(iter([b"data: ", b"x" * 40, b"x" * 40, b"\n\n"]), 70))
+        frame_capped([b"data: ", b"x" * 40, b"x" * 40, b"\n\n"], 70)
     assert caught.value.kind == "frame_too_large"
 
 
@@ -43,14 +47,14 @@ def test_frame_cap_cannot_be_dodged_with_line_endings_sseclient_does_not_end_eve
     # b"x\r\r\n" holds b"\r\r" but sseclient splits it into b"x\r", b"\r\n": the event goes on growing.
     tricky = [b"data: " + b"x" * 30 + b"\r\r\n" for _ in range(5)]
     with pytest.raises(StreamError) as caught:
-        list(frame_capped(iter(tricky), 100))
+        frame_capped(tricky, 100)
     assert caught.value.kind == "frame_too_large"
     real_ends = [b"data: a\r\r", b"data: b\n\n", b"data: c\r\n\r\n"] * 20
-    assert list(frame_capped(iter(real_ends), 20)) == real_ends
+    assert frame_capped(real_ends, 20) == real_ends
 
 
 def test_frame_just_under_the_cap_passes(llm: Llm, server: ScriptedServer) -> None:
-    text = "z" * (SSE_FRAME_MAX_BYTES - 200)
+    text = varied(SSE_FRAME_MAX_BYTES - 200)
     server.enqueue(Reply(body=[content(text), FINISH, DONE]))
     assert llm.run(server.base_url, timeout_s=20).done.content == text
 
@@ -83,11 +87,11 @@ def test_100_mb_without_a_newline_stops_at_the_frame_cap_with_flat_rss(server: S
 
 
 def test_episode_bytes_cap(llm: Llm, server: ScriptedServer) -> None:
-    block = "e" * (64 * 1024)
-    blocks = EPISODE_MAX_BYTES // len(block)
-    server.enqueue(Reply(body=[*(content(block) for _ in range(blocks)), FINISH, DONE]))
+    text = varied(EPISODE_MAX_BYTES)
+    blocks = [text[start : start + 64 * 1024] for start in range(0, len(text), 64 * 1024)]
+    server.enqueue(Reply(body=[*(content(block) for block in blocks), FINISH, DONE]))
     assert len(llm.run(server.base_url, timeout_s=30).done.content) == EPISODE_MAX_BYTES
-    server.enqueue(Reply(body=[*(content(block) for _ in range(blocks)), content("!"), FINISH, DONE]))
+    server.enqueue(Reply(body=[*(content(block) for block in blocks), content("!"), FINISH, DONE]))
     result = llm.run(server.base_url, timeout_s=30)
     assert result.failed.kind == "episode_too_large"
     assert result.failed.content == "".join(m.text for m in result.of(ContentDelta))

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from dashfloat.llm import EPISODE_MAX_BYTES, EPISODE_MAX_TOOL_CALLS, Episode
 from dashfloat.llm._errors import StreamError
 from dashfloat.protocol import StreamFailureKind, Usage
+from tests.llm.conftest import varied
 
 USAGE = {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}
 
@@ -163,7 +164,7 @@ def test_nothing_but_empty_deltas_is_not_emitted() -> None:
 
 
 def test_episode_bytes_cap_is_crossed_by_content_reasoning_and_fragments() -> None:
-    half = "é" * (EPISODE_MAX_BYTES // 4)  # two bytes each: exactly half the cap
+    half = varied(EPISODE_MAX_BYTES // 4, "éàüöñç")  # two bytes a letter: exactly half the cap
     episode, _ = feed_all(chunk({"content": half}), chunk({"reasoning": half}))  # at the cap: fine
     with pytest.raises(StreamError) as caught:
         episode.feed(chunk({"content": "x"}))

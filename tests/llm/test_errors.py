@@ -18,9 +18,17 @@ def error_body(message: str) -> bytes:
     return json.dumps({"error": {"message": message}}).encode()
 
 
-def mapped(status: int, body: bytes = b"", retry_after: str | None = None, **kwargs: bool) -> StreamError:
-    options = {"key_is_set": True, "use_options": True, **kwargs}
-    error = status_error(status, body, retry_after, PROVIDER, URL, options["key_is_set"], options["use_options"])
+SENT = ("stream_options", "max_tokens")
+
+
+def mapped(
+    status: int,
+    body: bytes = b"",
+    retry_after: str | None = None,
+    key_is_set: bool = True,
+    sent: tuple[str, ...] = SENT,
+) -> StreamError:
+    error = status_error(status, body, retry_after, PROVIDER, URL, key_is_set, sent)
     assert isinstance(error, StreamError)
     return error
 
@@ -28,7 +36,7 @@ def mapped(status: int, body: bytes = b"", retry_after: str | None = None, **kwa
 def test_auth_hints_follow_the_key_variable() -> None:
     assert "check that MY_KEY holds a valid key" in mapped(401, error_body("bad key")).message
     assert "MY_KEY is not set" in mapped(403, key_is_set=False).message
-    no_env = status_error(401, b"", None, ProviderConfig("p", "u", "m"), URL, False, True)
+    no_env = status_error(401, b"", None, ProviderConfig("p", "u", "m"), URL, False, SENT)
     assert isinstance(no_env, StreamError) and "api_key_env for provider 'p'" in no_env.message
 
 
@@ -50,10 +58,35 @@ def test_rate_limit_carries_retry_after_in_seconds_or_as_a_date() -> None:
     assert retry_after_s("soon") is None and retry_after_s("-3") == 0.0
 
 
-def test_stream_options_rejection_only_while_sending_them() -> None:
+def test_refused_optional_fields_only_while_sending_them() -> None:
     body = error_body("Unrecognized request argument: stream_options")
-    assert isinstance(status_error(400, body, None, PROVIDER, URL, True, True), OptionsRejected)
-    assert mapped(400, body, use_options=False).kind == "bad_request"
+    rejected = status_error(400, body, None, PROVIDER, URL, True, SENT)
+    assert isinstance(rejected, OptionsRejected) and rejected.field == "stream_options"
+    assert mapped(400, body, sent=("max_tokens",)).kind == "bad_request"
+    body = error_body("Unsupported parameter: 'max_tokens' is not supported with this model.")
+    rejected = status_error(400, body, None, PROVIDER, URL, True, SENT)
+    assert isinstance(rejected, OptionsRejected) and rejected.field == "max_tokens"
+    assert mapped(400, body, sent=("stream_options",)).kind == "bad_request"
+
+
+def test_one_period_whatever_the_provider_wrote() -> None:
+    assert mapped(401, error_body("Unauthorized.")).message.endswith("Unauthorized.")
+    assert ".." not in mapped(500, error_body("Internal error...")).message
+    assert not_sse_error(error_body("nope."), "application/json", URL).message.endswith(": nope.")
+
+
+@pytest.mark.parametrize(
+    ("body", "shown"),
+    [
+        ({"error": "SyntaxError", "message": "Expected ',' or '}' after property value"}, "SyntaxError: Expected ','"),
+        ({"error": {"message": "model overloaded", "type": "server_error"}}, "model overloaded"),
+        ({"detail": [{"loc": ["body", "messages"], "msg": "field required"}]}, "field required"),
+        ({"error": "Unauthorized", "message": "Unauthorized"}, "Unauthorized"),
+        ({"error": "the key has expired", "code": 401}, "the key has expired"),
+    ],
+)
+def test_the_most_informative_field_of_an_error_body(body: dict[str, object], shown: str) -> None:
+    assert shown in mapped(400, json.dumps(body).encode()).message
 
 
 def test_not_sse_bodies_say_what_they_are() -> None:

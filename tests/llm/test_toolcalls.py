@@ -256,3 +256,27 @@ def test_arguments_nested_too_deeply_are_an_error_not_a_crash() -> None:
     assert call.args is None and call.error is not None and "nested" in call.error
     [pairs] = ToolCalls().feed([{"index": 0, "id": "d", "function": {"name": "x", "arguments": "{}" * 3000}}]).finish()
     assert pairs.args is None and pairs.error is not None
+
+
+# ---------------------------------------------------------------- three shapes seen in the wild (issue 18 §7)
+
+
+def test_arguments_null_on_a_call_without_parameters_runs_as_empty_object() -> None:
+    assert assemble([first(0, "c1", "list_directory", None)], [frag(0, None)]) == [("c1", "list_directory", {}, None)]
+
+
+def test_phantom_call_with_empty_id_and_no_function_is_dropped() -> None:
+    phantom = {"index": 1, "id": "", "type": "function"}
+    assert assemble([first(0, "c1", "read_file", '{"path": "a"}')], [phantom], [{"index": 2, "id": None}]) == [
+        ("c1", "read_file", {"path": "a"}, None)
+    ]
+    assert assemble([{"index": 0, "id": "", "function": {}}]) == []  # alone: no call at all, not an error call
+
+
+def test_an_id_that_changes_on_every_fragment_is_one_call_keyed_by_index() -> None:
+    calls = assemble(
+        [first(0, "id-1", "read_file", "")],
+        [frag(0, '{"path": ', id="id-2")],
+        [frag(0, '"a.txt"}', id="id-3")],
+    )
+    assert calls == [("id-1", "read_file", {"path": "a.txt"}, None)]

@@ -1,0 +1,61 @@
+"""The request body, built in one place: the wire form of the messages, the answer bound, the options."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any, Literal
+
+import msgspec
+
+from dashfloat.catalogue import TOOLS
+from dashfloat.llm._limits import ANSWER_MAX_TOKENS_CAP, ANSWER_MAX_TOKENS_DEFAULT, ANSWER_WINDOW_FRACTION
+from dashfloat.protocol import ChatMessage, ProviderConfig
+
+Optional = Literal["stream_options", "max_tokens"]
+"""A request field some providers reject with a 400: dropped for that base URL once it was refused."""
+
+
+def wire_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    """The messages as sent: an assistant message that carries only tool calls gets ``"content": ""``.
+
+    Without the key llama-cpp-python's function-calling template fails after its 200 headers (an empty
+    body), and ``null`` makes it answer 500; ``""`` is accepted by every server we have recorded
+    (docs/decisions/0013-request-shape.md). The stored conversation keeps its own form.
+    """
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        item: dict[str, Any] = msgspec.to_builtins(message)
+        if message.role == "assistant" and message.content is None:
+            item["content"] = ""
+        wire.append(item)
+    return wire
+
+
+def answer_max_tokens(provider: ProviderConfig) -> int | None:
+    """The ``max_tokens`` to send: the provider's own setting (0: never send), else derived from its window."""
+    if provider.max_tokens is not None:
+        return provider.max_tokens or None
+    if provider.context_window:
+        return max(1, min(ANSWER_MAX_TOKENS_CAP, int(provider.context_window * ANSWER_WINDOW_FRACTION)))
+    return ANSWER_MAX_TOKENS_DEFAULT
+
+
+def request_body(provider: ProviderConfig, messages: list[ChatMessage], dropped: Collection[Optional]) -> bytes:
+    """The JSON body of one chat/completions request; ``dropped`` names fields this provider refused."""
+    payload: dict[str, Any] = {
+        "model": provider.model,
+        "messages": wire_messages(messages),
+        "stream": True,
+        "tools": TOOLS,
+    }
+    max_tokens = answer_max_tokens(provider)
+    if max_tokens is not None and "max_tokens" not in dropped:
+        payload["max_tokens"] = max_tokens
+    if "stream_options" not in dropped:
+        payload["stream_options"] = {"include_usage": True}
+    return msgspec.json.encode(payload)
+
+
+def estimated_tokens(body: bytes) -> int:
+    """A rough token count of a request (4 bytes a token), to notice a server that dropped part of it."""
+    return len(body) // 4

@@ -1,0 +1,262 @@
+"""What broke outside the scripted server (issue 18), reproduced against it and fixed.
+
+Each test drives the real LLM process against the scripted server configured to behave like the real
+server that showed the defect (the behaviour recorded in dashfloat/testing/sse_server.py).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+
+import pytest
+import requests
+
+from dashfloat.llm._limits import (
+    ANSWER_MAX_TOKENS_CAP,
+    ANSWER_MAX_TOKENS_DEFAULT,
+    MAX_REDIRECTS,
+    REPEAT_MIN_COUNT,
+    SSE_EVENT_MAX_LINES,
+)
+from dashfloat.protocol import ChatMessage, FunctionCall, StreamStatus, ToolCallRecord
+from dashfloat.testing.sse_server import (
+    Drop,
+    Reply,
+    ScriptedServer,
+    gzip_reply,
+    llama_cpp_python_handler,
+    looping_handler,
+    redirect_reply,
+    sse_event,
+    text_reply,
+    tool_calls_reply,
+)
+from tests.llm.conftest import Llm, varied
+
+AFTER_A_CALL = [
+    ChatMessage(role="user", content="read notes.txt"),
+    ChatMessage(
+        role="assistant",
+        tool_calls=[ToolCallRecord("call_1", FunctionCall("read_file", '{"path": "notes.txt"}'))],
+    ),
+    ChatMessage(role="tool", tool_call_id="call_1", content='{"ok": true, "content": "hello"}'),
+]
+
+
+def chat(server: ScriptedServer, body: object) -> requests.Response:
+    return requests.post(f"{server.base_url}/chat/completions", json=body, timeout=10)
+
+
+# ---------------------------------------------------------------- 1. the content key
+
+
+def test_the_recorded_llama_cpp_python_pairs(server: ScriptedServer) -> None:
+    """The scripted server answers as llama-cpp-python was recorded answering each form of the message."""
+    server.handler = llama_cpp_python_handler
+    call = {"id": "c", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+    missing = {"role": "assistant", "tool_calls": [call]}
+    broken = requests.post(f"{server.base_url}/chat/completions", json={"messages": [missing]}, stream=True)
+    assert broken.status_code == 200
+    with pytest.raises(requests.exceptions.ChunkedEncodingError):  # 200 headers, then nothing
+        _ = broken.content
+    assert chat(server, {"messages": [{**missing, "content": None}]}).status_code == 500
+    accepted = chat(server, {"messages": [{**missing, "content": ""}]})
+    assert accepted.status_code == 200 and accepted.content.endswith(b"data: [DONE]\n\n")
+
+
+def test_a_tool_call_only_message_is_sent_with_empty_content(llm: Llm, server: ScriptedServer) -> None:
+    server.handler = llama_cpp_python_handler
+    done = llm.run(server.base_url, messages=AFTER_A_CALL).done
+    assert done.content == "I read the file."
+    sent = server.requests[0]["messages"][1]
+    assert sent["content"] == "" and sent["tool_calls"][0]["id"] == "call_1"
+    assert len(server.requests) == 1
+
+
+def test_an_answer_closed_before_any_byte_says_so_in_plain_words(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(*[Reply(body=[Drop()]) for _ in range(3)])
+    failed = llm.run(server.base_url).failed
+    assert failed.kind == "truncated"
+    assert "closed the connection before answering" in failed.message
+    assert "IncompleteRead" not in failed.message and "Connection broken" not in failed.message
+    server.enqueue(*[Reply(body=[]) for _ in range(3)])
+    assert "closed the connection before answering" in llm.run(server.base_url).failed.message
+
+
+# ---------------------------------------------------------------- 2. a bound on every answer
+
+
+def test_max_tokens_is_sent_by_default_and_derived_from_the_window(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(*[text_reply("ok") for _ in range(5)])
+    llm.run(server.base_url)
+    llm.run(server.base_url, context_window=8192)
+    llm.run(server.base_url, context_window=1_000_000)
+    llm.run(server.base_url, context_window=8192, max_tokens=300)
+    llm.run(server.base_url, max_tokens=0)
+    sent = [body.get("max_tokens") for body in server.requests]
+    assert sent == [ANSWER_MAX_TOKENS_DEFAULT, 2048, ANSWER_MAX_TOKENS_CAP, 300, None]
+
+
+def test_a_runaway_answer_is_ended_by_max_tokens(llm: Llm, server: ScriptedServer) -> None:
+    server.handler = looping_handler()
+    done = llm.run(server.base_url, max_tokens=40).done
+    assert done.finish_reason == "length" and len(done.content.split()) == 40
+
+
+def test_a_runaway_answer_without_max_tokens_is_ended_by_the_repetition_guard(llm: Llm, server: ScriptedServer) -> None:
+    sentence = "I will now read the file notes.txt to see what it says. "
+    server.handler = looping_handler(sentence)
+    failed = llm.run(server.base_url, max_tokens=0, timeout_s=30).failed
+    assert failed.kind == "repeating" and f"{REPEAT_MIN_COUNT} times" in failed.message
+    assert failed.content.count(sentence.strip()) == 1  # one copy kept for the model, not the loop
+    assert "max_tokens" not in server.requests[0]
+
+
+def test_a_provider_that_rejects_max_tokens_gets_none_from_then_on(llm: Llm, server: ScriptedServer) -> None:
+    refusal = {"error": {"message": "Unsupported parameter: 'max_tokens' is not supported with this model."}}
+    rejected = Reply(status=400, headers={"Content-Type": "application/json"}, body=[json.dumps(refusal).encode()])
+    server.enqueue(rejected, text_reply("fine"), text_reply("again"))
+    result = llm.run(server.base_url)
+    assert result.done.content == "fine"
+    assert any("max_tokens" in s.text for s in result.of(StreamStatus))
+    assert llm.run(server.base_url).done.content == "again"
+    assert ["max_tokens" in body for body in server.requests] == [True, False, False]
+
+
+# ---------------------------------------------------------------- 3. tool calls written as text
+
+FENCED = f"I will read it.\n```json\n{json.dumps({'name': 'read_file', 'arguments': {'path': 'notes.txt'}})}\n```"
+
+
+def test_a_fenced_call_becomes_a_call_with_the_prose_kept(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(text_reply(FENCED, chunk_size=7))
+    done = llm.run(server.base_url).done
+    assert done.finish_reason == "tool_calls" and done.content == "I will read it."
+    assert [(c.name, c.args, c.error) for c in done.tool_calls] == [("read_file", {"path": "notes.txt"}, None)]
+
+
+def test_auto_stops_reading_text_once_the_provider_sent_a_native_call(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(
+        text_reply(FENCED),
+        tool_calls_reply([("c1", "list_directory", {})]),
+        text_reply(FENCED),
+        text_reply(FENCED),
+    )
+    assert len(llm.run(server.base_url).done.tool_calls) == 1  # auto, nothing native yet: read
+    assert llm.run(server.base_url).done.tool_calls[0].id == "c1"
+    after_native = llm.run(server.base_url).done
+    assert after_native.tool_calls == [] and after_native.content == FENCED
+    assert len(llm.run(server.base_url, tool_calls="text").done.tool_calls) == 1  # text: always read
+
+
+def test_native_mode_never_reads_text(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(text_reply(FENCED))
+    done = llm.run(server.base_url, tool_calls="native").done
+    assert done.tool_calls == [] and done.content == FENCED and done.finish_reason == "stop"
+
+
+# ---------------------------------------------------------------- 4. dropped tools
+
+
+def test_a_llama_server_without_tool_support_is_named_once(llm: Llm, server: ScriptedServer) -> None:
+    server.props = {"chat_template_caps": {"supports_tools": False, "supports_tool_calls": False}}
+    server.enqueue(text_reply("invented"), text_reply("again"))
+    warnings = [s for s in llm.run(server.base_url).of(StreamStatus) if s.level == "warning"]
+    assert len(warnings) == 1 and "--jinja" in warnings[0].text and "no tool support" in warnings[0].text
+    assert server.gets == ["/props"]
+    assert llm.run(server.base_url).of(StreamStatus) == []  # once, and /props asked once
+    assert server.gets == ["/props"]
+
+
+def test_a_server_with_tool_support_or_no_props_gets_no_warning(llm: Llm, server: ScriptedServer) -> None:
+    server.props = {"chat_template_caps": {"supports_tools": True}}
+    server.enqueue(text_reply("ok", usage=(900, 2)))
+    assert llm.run(server.base_url).of(StreamStatus) == []
+
+
+def test_prompt_tokens_far_below_the_request_mean_dropped_tools(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(text_reply("invented", usage=(171, 9)), text_reply("again", usage=(171, 9)))
+    warnings = llm.run(server.base_url).of(StreamStatus)
+    assert len(warnings) == 1 and warnings[0].level == "warning" and "171 prompt tokens" in warnings[0].text
+    assert llm.run(server.base_url).of(StreamStatus) == []
+
+
+# ---------------------------------------------------------------- 5. transport
+
+
+def test_identity_encoding_is_asked_and_a_gzip_answer_is_still_read(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(gzip_reply(text_reply("compressed answer", usage=(5, 2))))
+    done = llm.run(server.base_url).done
+    assert done.content == "compressed answer"
+    assert server.headers[0]["Accept-Encoding"] == "identity"
+
+
+def test_a_gzip_bomb_is_stopped(llm: Llm, server: ScriptedServer) -> None:
+    # 64 MiB of blank lines in 64 KiB: empty events, which no frame or episode cap would ever stop.
+    bomb = gzip.compress(b"\n" * (64 * 1024 * 1024), 9)
+    server.enqueue(Reply(headers={"Content-Type": "text/event-stream", "Content-Encoding": "gzip"}, body=[bomb]))
+    failed = llm.run(server.base_url, timeout_s=30).failed
+    assert failed.kind == "frame_too_large" and "inflates" in failed.message
+
+
+def test_a_gzip_bomb_without_newlines_stops_at_the_frame_cap(llm: Llm, server: ScriptedServer) -> None:
+    bomb = gzip.compress(b"data: " + b"x" * (32 * 1024 * 1024), 9)
+    server.enqueue(Reply(headers={"Content-Type": "text/event-stream", "Content-Encoding": "gzip"}, body=[bomb]))
+    assert llm.run(server.base_url, timeout_s=30).failed.kind == "frame_too_large"
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[ScriptedServer]:
+    with ScriptedServer() as other:
+        yield other
+
+
+def test_a_redirect_to_another_origin_is_never_followed(
+    llm: Llm, server: ScriptedServer, elsewhere: ScriptedServer
+) -> None:
+    target = f"{elsewhere.base_url}/chat/completions"
+    server.enqueue(redirect_reply(target))
+    elsewhere.enqueue(text_reply("the conversation leaked"))
+    failed = llm.run(server.base_url).failed
+    assert failed.kind == "redirected"
+    assert f"{server.base_url}/chat/completions" in failed.message and target in failed.message
+    assert elsewhere.requests == []
+
+
+def test_same_origin_redirects_are_followed_and_bounded(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(redirect_reply("/v2/chat/completions", 308), text_reply("moved"))
+    assert llm.run(server.base_url).done.content == "moved"
+    assert server.paths == ["/v1/chat/completions", "/v2/chat/completions"]
+    server.handler = lambda body: redirect_reply("/v1/chat/completions")
+    failed = llm.run(server.base_url).failed
+    assert failed.kind == "redirected" and f"more than {MAX_REDIRECTS} times" in failed.message
+    assert len(server.requests) == 2 + MAX_REDIRECTS + 1  # not 93
+
+
+def test_an_oversized_event_of_short_lines_is_rejected_early(llm: Llm, server: ScriptedServer) -> None:
+    sent = 0
+
+    def short_lines() -> Iterator[bytes]:
+        nonlocal sent
+        block = b"data: x\n" * 8192
+        for _ in range(256):  # 16 MiB of one event, never ended
+            sent += len(block)
+            yield block
+
+    server.enqueue(Reply(body=short_lines()))
+    failed = llm.run(server.base_url, timeout_s=30).failed
+    assert failed.kind == "frame_too_large" and f"{SSE_EVENT_MAX_LINES} lines" in failed.message
+    assert sent < 8 * 1024 * 1024  # the reader stopped long before the server ran out
+
+
+def test_many_short_events_are_fine(llm: Llm, server: ScriptedServer) -> None:
+    text = varied(4000)
+    events = b"".join(
+        sse_event({"choices": [{"index": 0, "delta": {"content": text[i : i + 2]}, "finish_reason": None}]})
+        for i in range(0, len(text), 2)
+    )
+    tail = [sse_event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}), sse_event("[DONE]")]
+    server.enqueue(Reply(body=[events, *tail]))
+    assert llm.run(server.base_url).done.content == text
