@@ -1,0 +1,310 @@
+"""Permission rules and the read-only command allowlist: parsing and matching, pure (no I/O, no processes).
+
+A rule is ``TOOL`` or ``TOOL(SPEC)``:
+- ``execute_command(npm test)``: a command prefix, words as ``shlex`` splits them (program and subcommand);
+- ``write_file`` / ``edit_file``: the tool anywhere in the workspace, or ``edit_file(src/*.py)``: paths matching
+  an ``fnmatch`` pattern, relative to the workspace.
+``allow`` rules run a call without asking; ``deny`` rules refuse it; deny wins (docs/permissions.md, ADR 0026).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+import re
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+RULE_TOOLS: Final = ("execute_command", "write_file", "edit_file")
+"""Tools a rule can name: the ones that ask (read_file and list_directory never do)."""
+SHELL_META: Final = frozenset(";&|<>`$\n\r(){}")
+"""Characters that make a line more than one plain command: operators, redirections, substitutions,
+subshells, expansions. A line holding any of them (even quoted) is never auto-approved: erring strict."""
+WRAPPERS: Final = frozenset(
+    {
+        "env", "xargs", "sudo", "doas", "su", "nohup", "timeout", "nice", "ionice", "exec", "eval", "command",
+        "builtin", "time", "watch", "strace", "ltrace", "chroot", "setsid", "stdbuf", "unbuffer", "flock",
+        "parallel", "busybox", "script", "runuser", "taskset", "chrt", "fakeroot", "sh", "bash", "zsh", "dash",
+        "ksh", "fish", "csh", "tcsh", "awk", "gawk", "mawk", "nawk", "sed", "perl", "ruby", "php", "lua", "osascript",
+    }
+)  # fmt: skip
+"""Programs whose arguments are themselves a program (or always inline code): never scoped, never read-only."""
+INTERPRETERS: Final = re.compile(r"^(python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|Rscript|julia|tclsh|wish)$")
+"""Interpreters: a grant names the script too (``python tools/gen.py``); inline code is never granted."""
+INLINE_CODE_FLAGS: Final = frozenset({"-c", "-e", "-E", "-p", "-r", "--eval", "--print", "-m", "eval", "-"})
+"""Flags (and deno's subcommand) with which an interpreter runs code given on the line or read from stdin."""
+
+Verdict = Literal["allow", "deny", "ask"]
+
+
+class RuleError(ValueError):
+    """A rule that does not parse; ``str()`` says what is wrong with it."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One parsed rule: a tool and, for commands, a word prefix, or for file tools an optional path pattern."""
+
+    tool: str
+    prefix: tuple[str, ...] = ()
+    pattern: str | None = None
+
+    def text(self) -> str:
+        """The rule as written in a config file (parses back to itself)."""
+        if self.prefix:
+            return f"{self.tool}({shlex.join(self.prefix)})"
+        if self.pattern is not None:
+            return f"{self.tool}({self.pattern})"
+        return self.tool
+
+
+@dataclass(frozen=True)
+class SourcedRule:
+    """A rule, whether it allows or denies, and where it came from (a file, or ``session``)."""
+
+    rule: Rule
+    effect: Literal["allow", "deny"]
+    source: str
+
+
+_RULE = re.compile(r"^\s*(?P<tool>[a-z_]+)\s*(?:\((?P<spec>.*)\))?\s*$", re.DOTALL)
+
+
+def parse_rule(text: str, effect: Literal["allow", "deny"]) -> Rule:
+    """The rule ``text`` means, or RuleError naming the problem."""
+    match = _RULE.match(text)
+    if match is None:
+        raise RuleError("expected TOOL or TOOL(SPEC), e.g. execute_command(npm test) or edit_file")
+    tool, spec = match.group("tool"), match.group("spec")
+    if tool not in RULE_TOOLS:
+        if tool in ("read_file", "list_directory"):
+            raise RuleError(f"{tool} never asks: it needs no rule")
+        raise RuleError(f"unknown tool {tool!r} (rules name {', '.join(RULE_TOOLS)})")
+    spec = spec.strip() if spec is not None else None
+    if tool == "execute_command":
+        if not spec:
+            if effect == "deny":
+                return Rule(tool)
+            raise RuleError("an allow rule for execute_command needs a command prefix, e.g. execute_command(npm test)")
+        words = command_words(spec)
+        if words is None:
+            raise RuleError(f"{spec!r} is not a plain command prefix (no shell operators, quotes must close)")
+        if effect == "allow":
+            problem = unscopable(words)
+            if problem is not None:
+                raise RuleError(f"{spec!r} cannot be allowed: {problem}")
+        return Rule(tool, prefix=tuple(words))
+    if spec is None or spec in ("", "*", "**"):
+        return Rule(tool)
+    if spec.startswith("/") or ".." in spec.split("/"):
+        raise RuleError(f"{spec!r}: a path pattern is relative to the workspace and stays inside it")
+    return Rule(tool, pattern=spec)
+
+
+def command_words(command: str) -> list[str] | None:
+    """The words of a plain command line, or None when it has shell syntax beyond words or does not split."""
+    if not command.strip() or any(ch in SHELL_META for ch in command):
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    return words or None
+
+
+def unscopable(words: Sequence[str]) -> str | None:
+    """Why no prefix grant can cover this command (None: it can be scoped)."""
+    program = posixpath.basename(words[0])
+    if "=" in words[0]:
+        return "it starts with an environment assignment"
+    if program in WRAPPERS:
+        return f"{program} runs other programs or inline code"
+    if INTERPRETERS.match(program):
+        if len(words) < 2 or words[1].startswith("-") or words[1] in INLINE_CODE_FLAGS:
+            return f"{program} would run inline code or a module (only a script file can be allowed)"
+        if any(w in INLINE_CODE_FLAGS for w in words[1:]):
+            return f"{program} would run inline code"
+    return None
+
+
+def command_scope(command: str) -> Rule | None:
+    """The prefix "always allow" grants for ``command``: program and subcommand; None when it cannot be scoped."""
+    words = command_words(command)
+    if words is None or unscopable(words) is not None:
+        return None
+    program = posixpath.basename(words[0])
+    prefix = [words[0]]
+    if len(words) > 1:
+        second = words[1]
+        is_word = re.fullmatch(r"[A-Za-z][A-Za-z0-9:_-]*", second) is not None
+        if INTERPRETERS.match(program) or is_word:
+            prefix.append(second)  # a subcommand (npm test, git diff), or an interpreter's script
+    return Rule("execute_command", prefix=tuple(prefix))
+
+
+def call_scope(name: str, args: Mapping[str, Any]) -> Rule | None:
+    """What "always allow" on this call grants, or None when nothing safe can be granted."""
+    if name == "execute_command":
+        command = args.get("command")
+        return command_scope(command) if isinstance(command, str) else None
+    if name in RULE_TOOLS:
+        return Rule(name)
+    return None
+
+
+def _segments_tokens(command: str) -> list[str]:
+    """All word tokens of a line, shell punctuation split off (for deny: over-matching errs strict)."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        return list(lexer)
+    except ValueError:
+        return command.split()
+
+
+def _workspace_path(path: str, cwd: str) -> str:
+    normal = posixpath.normpath(path)
+    if posixpath.isabs(normal) and (normal == cwd or normal.startswith(cwd.rstrip("/") + "/")):
+        normal = posixpath.relpath(normal, cwd)
+    return normal
+
+
+def matches(rule: Rule, effect: Literal["allow", "deny"], name: str, args: Mapping[str, Any], cwd: str) -> bool:
+    """Whether ``rule`` covers this call. An allow rule never covers a line with shell syntax or inline code;
+    a deny rule covers its prefix wherever it appears as a command's words, so ``ls; rm x`` is denied by ``rm``."""
+    if rule.tool != name:
+        return False
+    if name == "execute_command":
+        command = args.get("command")
+        if not isinstance(command, str):
+            return effect == "deny"
+        if not rule.prefix:
+            return effect == "deny"
+        if effect == "allow":
+            words = command_words(command)
+            return words is not None and unscopable(words) is None and tuple(words[: len(rule.prefix)]) == rule.prefix
+        tokens = _segments_tokens(command)
+        head, rest = posixpath.basename(rule.prefix[0]), list(rule.prefix[1:])
+        return any(
+            posixpath.basename(tok) == head and tokens[i + 1 : i + 1 + len(rest)] == rest
+            for i, tok in enumerate(tokens)
+        )
+    if rule.pattern is None:
+        return True
+    path = args.get("path")
+    if not isinstance(path, str):
+        return effect == "deny"
+    return fnmatch.fnmatchcase(_workspace_path(path, cwd), rule.pattern)
+
+
+def verdict(
+    rules: Iterable[SourcedRule], name: str, args: Mapping[str, Any], cwd: str
+) -> tuple[Verdict, SourcedRule | None]:
+    """Deny wins over allow; no matching rule: ask. The rule that decided comes back to be named."""
+    allowed: SourcedRule | None = None
+    for sourced in rules:
+        if matches(sourced.rule, sourced.effect, name, args, cwd):
+            if sourced.effect == "deny":
+                return "deny", sourced
+            allowed = allowed or sourced
+    return ("allow", allowed) if allowed is not None else ("ask", None)
+
+
+# ---------------------------------------------------------------- read-only commands
+
+
+GIT_NEUTRAL_CONFIG: Final = (
+    "core.fsmonitor=false",
+    "core.pager=cat",
+    "core.hooksPath=/dev/null",
+    "diff.external=",
+    "log.showSignature=false",
+    "gpg.program=false",
+    "core.sshCommand=false",
+    "protocol.allow=never",
+    "submodule.recurse=false",
+    "status.submoduleSummary=false",
+    "diff.ignoreSubmodules=all",
+    "core.untrackedCache=false",
+)
+"""``git -c`` settings that override a repository's own config (command-line config wins): programs named
+there (fsmonitor hook, pager, external diff, gpg, ssh) are replaced by no-ops, network is refused."""
+GIT_READ_ONLY: Final = {
+    "status": frozenset(),
+    "log": frozenset({"--no-ext-diff", "--no-textconv"}),
+    "diff": frozenset({"--no-ext-diff", "--no-textconv"}),
+    "show": frozenset({"--no-ext-diff", "--no-textconv"}),
+    "branch": frozenset(),
+}
+"""git subcommands that only read, and the flags added so that no configured program runs."""
+GIT_REFUSED_FLAGS: Final = (
+    "--output", "--ext-diff", "--textconv", "--show-signature", "--exec", "-o", "--open-files-in-pager", "-O"
+)  # fmt: skip
+"""Flags that write a file, run a configured program or open a pager: such a line asks."""
+BRANCH_LIST_FLAGS: Final = frozenset({"--list", "-l", "-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose"})
+FIND_REFUSED: Final = re.compile(r"^-(exec|execdir|ok|okdir|delete|fprint|fprint0|fprintf|fls)$")
+RG_REFUSED: Final = re.compile(r"^(--pre|--pre-glob|--hostname-bin|-z|--search-zip)(=.*)?$|^-[A-Za-z]*z")
+READ_ONLY_PROGRAMS: Final = frozenset({"ls", "cat", "head", "tail", "wc", "rg", "grep", "find", "git"})
+"""The whole allowlist. Left out on purpose: sort (-o writes), sed and awk (run code), less and more (pagers
+run commands), anything that reaches the network."""
+GIT_ENV: Final = "export GIT_OPTIONAL_LOCKS=0 GIT_NO_LAZY_FETCH=1 GIT_TERMINAL_PROMPT=0 GIT_PAGER=cat PAGER=cat"
+"""status must not rewrite the index; a partial clone must not fetch; nothing may page or prompt."""
+GIT_NO_FILTERS: Final = (
+    "set --; f=$(git config --name-only --get-regexp '^filter[.]' 2>/dev/null); "
+    'while IFS= read -r k; do case "$k" in "") ;; *=*) echo "not run: a filter driver name holds =" >&2; exit 2;; '
+    '*) set -- "$@" -c "$k=";; esac; done <<EOF\n$f\nEOF\n'
+)
+"""Every filter driver the repository configures (clean, smudge, process: .gitattributes picks them per file, and
+status and diff run them) overridden with an empty command, which git treats as no filter. ``git config`` only
+reads files. A driver name with ``=`` would split the override wrongly, so then nothing runs."""
+
+
+def _inside_workspace(word: str) -> bool:
+    """A read-only command still must not read outside the workspace (the model would then send it away)."""
+    if word.startswith("-"):
+        value = word.partition("=")[2]
+        return not value or _inside_workspace(value)
+    return not (word.startswith(("/", "~")) or ".." in word.split("/"))
+
+
+def read_only_command(command: str) -> str | None:
+    """The line to run instead of ``command`` when it is on the read-only allowlist, else None.
+
+    The line is ``command`` itself, or for git the same command with the repository's programs neutralised.
+    """
+    words = command_words(command)
+    if words is None or "=" in words[0]:
+        return None
+    program, args = words[0], words[1:]
+    if program not in READ_ONLY_PROGRAMS or not all(_inside_workspace(a) for a in args):
+        return None
+    match program:
+        case "ls" | "cat" | "head" | "tail" | "wc" | "grep":
+            if program == "tail" and any(a in ("-f", "-F", "--follow") or a.startswith("--follow") for a in args):
+                return None  # never ends
+            return shlex.join(words)
+        case "rg":
+            return None if any(RG_REFUSED.match(a) for a in args) else shlex.join(words)
+        case "find":
+            return None if any(FIND_REFUSED.match(a) for a in args) else shlex.join(words)
+        case "git":
+            return _git_read_only(args)
+    return None
+
+
+def _git_read_only(args: list[str]) -> str | None:
+    if not args or args[0] not in GIT_READ_ONLY:
+        return None  # also refuses global options before the subcommand (-c, -C, --exec-path, ...)
+    sub, rest = args[0], args[1:]
+    if any(a.startswith(GIT_REFUSED_FLAGS) for a in rest):
+        return None
+    if sub == "branch" and (
+        ("--list" not in rest and "-l" not in rest)
+        or not all(a in BRANCH_LIST_FLAGS or not a.startswith("-") for a in rest)
+    ):
+        return None
+    config = [w for setting in GIT_NEUTRAL_CONFIG for w in ("-c", setting)]
+    line = shlex.join(["--no-pager", *config, sub, *sorted(GIT_READ_ONLY[sub]), *rest])
+    return f'{GIT_ENV}; {GIT_NO_FILTERS}git "$@" {line}'
