@@ -59,6 +59,8 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True):
 
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     """Fail a stream when the provider sends no byte for this long."""
+    read_only_commands: bool = True
+    """Run the read-only allowlist (ls, cat, rg, git status, ...) without asking (docs/permissions.md)."""
 
 
 class ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
@@ -231,3 +233,9 @@ def idle_timeout_s(env: Mapping[str, str]) -> float:
         return value
     config = load_config(env)
     return config.settings.idle_timeout_s if config else DEFAULT_IDLE_TIMEOUT_S
+
+
+def read_only_commands(env: Mapping[str, str]) -> bool:
+    """Whether read-only commands run unasked: ``[settings] read_only_commands``, default true."""
+    config = load_config(env)
+    return config.settings.read_only_commands if config else True

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Final
 
 from dashfloat.agent import AgentOptions
-from dashfloat.config import ConfigError, ProviderFlags, idle_timeout_s, resolve_provider
+from dashfloat.config import ConfigError, ProviderFlags, idle_timeout_s, read_only_commands, resolve_provider
+from dashfloat.permission_files import load_rules, user_permissions_path
 from dashfloat.protocol import ApprovalMode
 from dashfloat.sessions.log import SessionError, find_session, list_sessions
 from dashfloat.sessions.state import SESSIONS_DIRNAME, ensure_private_dir, state_dir
@@ -38,6 +39,8 @@ def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> Launc
     try:
         provider = None if args.demo else resolve_provider(flags, env)
         idle_timeout = idle_timeout_s(env)
+        rules = load_rules(env, cwd)
+        read_only = read_only_commands(env)
     except ConfigError as exc:
         raise LaunchError(str(exc)) from exc
     state = state_dir(env)
@@ -67,6 +70,9 @@ def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> Launc
         resume_id=args.resume or "",
         continue_latest=args.continue_latest or (restoring and not args.resume),
         replay=not restoring,
+        rules=rules,
+        rules_path=str(user_permissions_path(env)),
+        read_only_commands=read_only,
         notice=notice,
     )
     return Launch(options=options, log_path=os.path.join(state, "dashfloat.log"), stop=stop)

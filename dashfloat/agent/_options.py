@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
+from dashfloat.permissions import SourcedRule
 from dashfloat.protocol import ApprovalMode, ProviderConfig, SandboxState
 
 
@@ -25,5 +26,11 @@ class AgentOptions(msgspec.Struct, frozen=True):
     """Replay a resumed transcript to the UI (not after a crash restart: the UI still shows it)."""
     continue_latest: bool = False
     """``--continue``: load the newest session of this working directory."""
+    rules: list[SourcedRule] = []
+    """Saved permission rules: the user's file, then the project's deny rules (permission_files.py)."""
+    rules_path: str = ""
+    """The user's rule file, rewritten when /permissions removes or saves a rule (empty: never written)."""
+    read_only_commands: bool = True
+    """Run the read-only allowlist without asking (``[settings] read_only_commands``)."""
     notice: str = ""
     """A system entry to show once the agent is up (e.g. the demo provider's hint)."""
