@@ -14,7 +14,7 @@ import msgspec
 
 Phase = Literal["idle", "streaming", "confirming", "running"]
 Decision = Literal["approve", "reject", "reject_stop", "approve_always"]
-ApprovalMode = Literal["ask", "edits", "all"]
+ApprovalMode = Literal["ask", "edits", "all", "plan"]
 ResultStatus = Literal["ok", "error", "rejected", "cancelled"]
 Level = Literal["info", "warning", "error"]
 ToolCallMode = Literal["native", "text", "auto"]
@@ -260,6 +260,22 @@ class SetApproval(Message, frozen=True):
     mode: ApprovalMode
 
 
+class ListPermissions(Message, frozen=True):
+    """/permissions: replies SystemEntry listing the numbered session and saved rules."""
+
+
+class RemovePermission(Message, frozen=True):
+    """/permissions remove N: drop rule N (a saved one from its file too); replies SystemEntry and AgentReady."""
+
+    number: int
+
+
+class SavePermission(Message, frozen=True):
+    """/permissions save N: keep session rule N in the user's rule file; replies SystemEntry and AgentReady."""
+
+    number: int
+
+
 class ClearSession(Message, frozen=True):
     """/clear: start a new, empty session (replies SessionStarted)."""
 
@@ -307,6 +323,9 @@ UiToAgent = (
     | Cancel
     | SetModel
     | SetApproval
+    | ListPermissions
+    | RemovePermission
+    | SavePermission
     | ClearSession
     | ListSessions
     | ResumeSession
@@ -330,6 +349,8 @@ class AgentReady(Message, frozen=True):
     context_window: int | None = None
     history: list[str] = []
     sandbox: SandboxState = msgspec.field(default_factory=SandboxState)
+    rules: int = 0
+    """Permission rules in force (session grants and saved rules): the status bar says so."""
 
 
 class SessionStarted(Message, frozen=True):
@@ -389,6 +410,12 @@ class ConfirmRequested(Message, frozen=True):
     name: str
     args: dict[str, Any]
     lines: list[str]
+    summary: str = ""
+    """``+N −M`` of an edit, the size of a write, or ``in CWD`` for a command: always on screen."""
+    full: str = ""
+    """The whole preview (diff, written content or command), bounded by the executor's cap."""
+    scope: str = ""
+    """The rule "always allow" would add (``execute_command(npm test)``); empty: it cannot be scoped."""
 
 
 class UsageShown(Message, frozen=True):

@@ -406,6 +406,10 @@ class TuiShell:
             def _(event: KeyPressEvent) -> None:
                 self._on_text_changed()
                 match confirm_key(self.state, printable=len(key) == 1):
+                    case "decide" if value == "approve_always" and not (
+                        self.state.confirm and self.state.confirm.scope
+                    ):
+                        self._apply(Hint("no always for this call (shell syntax or inline code): y approves it once"))
                     case "decide":
                         self.decide(value)
                     case "type":

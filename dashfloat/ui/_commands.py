@@ -14,9 +14,12 @@ from dashfloat.protocol import (
     ApprovalMode,
     ClearSession,
     ListPrompts,
+    ListPermissions,
     ListSessions,
+    RemovePermission,
     ResumeSession,
     RewindTo,
+    SavePermission,
     SetApproval,
     SetModel,
     ShowUsage,
@@ -28,7 +31,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "/help": ("", "list these commands"),
     "/clear": ("", "start a new, empty session"),
     "/model": ("NAME", "use model NAME from the next request on"),
-    "/approve": ("ask|edits|all", "what runs without asking"),
+    "/approve": ("ask|edits|all|plan", "what runs without asking (plan: nothing changes)"),
+    "/permissions": ("[remove N|save N]", "list the rules in force; remove one; save a session grant"),
     "/sessions": ("", "list saved sessions"),
     "/resume": ("ID", "resume a saved session (an id prefix is enough)"),
     "/usage": ("", "tokens of this session by turn"),
@@ -108,13 +112,21 @@ def parse(text: str) -> Parsed:
             if arg.isdigit() and int(arg) > 0:
                 return Send(RewindTo(prompt=int(arg)))
             return Invalid("usage: /rewind [N] (N: a prompt number from the /rewind list)")
+        case "/permissions":
+            verb, _, number = arg.partition(" ")
+            if not arg:
+                return Send(ListPermissions())
+            if verb in ("remove", "save") and number.strip().isdigit():
+                n = int(number)
+                return Send(RemovePermission(number=n) if verb == "remove" else SavePermission(number=n))
+            return Invalid("usage: /permissions [remove N|save N] (N from the /permissions list)")
         case "/model":
             return Send(SetModel(model=arg)) if arg else Invalid("usage: /model NAME")
         case "/resume":
             return Send(ResumeSession(session_id=arg)) if arg else Invalid("usage: /resume ID")
         case "/approve":
             match arg:
-                case "ask" | "edits" | "all":
+                case "ask" | "edits" | "all" | "plan":
                     return Send(SetApproval(mode=arg))
             return Invalid(f"usage: /approve {'|'.join(APPROVAL_MODES)}")
         case _:

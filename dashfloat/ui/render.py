@@ -230,6 +230,13 @@ def _confirm_rows(state: UiState, width: int, budget: int) -> list[Row]:
     return rows
 
 
+def scope_label(scope: str) -> str:
+    """``execute_command(npm test)`` as ``npm test``; a file tool's rule as its name."""
+    if scope.startswith("execute_command(") and scope.endswith(")"):
+        return sanitize(scope[len("execute_command(") : -1])
+    return sanitize(scope)
+
+
 def _confirm_footer(state: UiState, width: int) -> Row:
     """The key line: the keys only once they answer (guard passed, empty input), else why they do not."""
     confirm = state.confirm
@@ -243,10 +250,17 @@ def _confirm_footer(state: UiState, width: int) -> Row:
             "clear the input to answer",
         )
         style = "class:warning"
+    elif confirm.scope:
+        footers = (
+            f"y/Enter approve · n reject · Esc reject & stop · a always allow {scope_label(confirm.scope)}",
+            f"y yes · n no · Esc stop · a always {scope_label(confirm.scope)}",
+            "y yes · n no · Esc stop · a always",
+        )
+        style = "class:tool"
     else:
         footers = (
-            f"y/Enter approve · n reject · Esc reject & stop · a always allow {confirm.name}",
-            "y yes · n no · Esc stop · a always",
+            "y/Enter approve · n reject · Esc reject & stop · (no always: not a plain command)",
+            "y yes · n no · Esc stop",
         )
         style = "class:tool"
     footer = next((f for f in footers if width_of(f) <= width), footers[-1])
@@ -306,7 +320,8 @@ def render_status(state: UiState, now: float, width: int, home: str | None) -> R
         elapsed = max(0.0, now - state.phase_since)
         frame = SPINNER_FRAMES[int(elapsed / SPINNER_STEP_S) % len(SPINNER_FRAMES)]
         head = f"{frame} {word} {format_elapsed(elapsed)}"
-    optional = [state.model or "…", context_text(state), f"approve: {state.approval}", "<cwd>"]
+    approval = f"approve: {state.approval}" + (f" +{state.rules} rule{'s' * (state.rules != 1)}" if state.rules else "")
+    optional = [state.model or "…", context_text(state), approval, "<cwd>"]
     sep = " · "
     while True:
         fixed = head + "".join(sep + s for s in optional if s != "<cwd>")

@@ -176,6 +176,7 @@ class UiState:
     provider: str = ""
     cwd: str = ""
     approval: ApprovalMode = "ask"
+    rules: int = 0
     context_window: int | None = None
     context_tokens: int | None = None
     history: tuple[str, ...] = ()
@@ -271,6 +272,7 @@ def reduce(state: UiState, event: Event) -> UiState:
                 provider=event.provider,
                 cwd=event.cwd,
                 approval=event.approval,
+                rules=event.rules,
                 context_window=event.context_window,
                 history=tuple(event.history[-HISTORY_MAX_ENTRIES:]),
                 ready=True,

@@ -139,7 +139,9 @@ class _Agent:
         args = {"path": path, "content": "approved\n"}
         self.send(
             ToolCallShown(id="w1", name="write_file", args=args),
-            ConfirmRequested(ref=1, id="w1", name="write_file", args=args, lines=[f"+++ {path}", "+approved"]),
+            ConfirmRequested(
+                ref=1, id="w1", name="write_file", args=args, lines=[f"+++ {path}", "+approved"], scope="write_file"
+            ),
             PhaseChanged(phase="confirming"),
         )
         while True:

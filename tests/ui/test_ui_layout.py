@@ -88,7 +88,12 @@ def test_confirmation_keys_send_one_decision_and_collapse_the_preview() -> None:
                 [("y", "approve"), (ENTER, "approve"), ("n", "reject"), (ESC, "reject_stop"), ("a", "approve_always")]
             ):
                 confirm = ConfirmRequested(
-                    ref=n, id=f"c{n}", name="write_file", args={"path": f"f{n}.txt"}, lines=["+new line", "-old line"]
+                    ref=n,
+                    id=f"c{n}",
+                    name="write_file",
+                    args={"path": f"f{n}.txt"},
+                    lines=["+new line", "-old line"],
+                    scope="write_file",
                 )
                 ui.link.push(confirm, PhaseChanged(phase="confirming"))
                 await ui.until(lambda: any("+new line" in x for x in ui.visible()))
@@ -110,7 +115,9 @@ def test_confirmation_keys_send_one_decision_and_collapse_the_preview() -> None:
 def test_keys_during_the_guard_or_into_a_draft_decide_nothing_and_stay_in_the_input() -> None:
     async def main() -> None:
         async with running_ui() as ui:
-            confirm = ConfirmRequested(ref=1, id="c1", name="write_file", args={"path": "f.txt"}, lines=["+x"])
+            confirm = ConfirmRequested(
+                ref=1, id="c1", name="write_file", args={"path": "f.txt"}, lines=["+x"], scope="write_file"
+            )
             ui.link.push(PhaseChanged(phase="streaming"), confirm, PhaseChanged(phase="confirming"))
             await ui.until(lambda: "read the change: the keys answer in a moment" in ui.visible())
             ui.keys(ENTER)  # during the guard: ignored, not queued

@@ -155,7 +155,9 @@ def test_decision_records_notices_and_the_session_table() -> None:
 
 
 def test_live_region_shows_pending_entries_the_open_block_and_a_confirmation() -> None:
-    confirm = ConfirmRequested(ref=1, id="c", name="edit_file", args={"path": "a.py"}, lines=["@@", "-old", "+new"])
+    confirm = ConfirmRequested(
+        ref=1, id="c", name="edit_file", args={"path": "a.py"}, lines=["@@", "-old", "+new"], scope="edit_file"
+    )
     state = reduce(reduce(initial(0.0), TokenReceived(text="open *para*")), confirm)
     assert plain(render_live(state, (), 80))[-1] == "read the change: the keys answer in a moment"
     state = reduce(reduce(state, Tick(1.0, 80, 24)), Tick(1.0 + CONFIRM_GUARD_S, 80, 24))
@@ -240,7 +242,7 @@ def test_bad_slash_commands_name_the_closest() -> None:
         "unknown command /modle — did you mean /model? (/help lists them)"
     )
     assert commands.parse("/model") == commands.Invalid("usage: /model NAME")
-    assert commands.parse("/approve sometimes") == commands.Invalid("usage: /approve ask|edits|all")
+    assert commands.parse("/approve sometimes") == commands.Invalid("usage: /approve ask|edits|all|plan")
     assert commands.parse("/resume") == commands.Invalid("usage: /resume ID")
     assert commands.parse("/undo") == commands.Send(UndoTurn())
     assert commands.parse("/undo 2") == commands.Invalid("usage: /undo (it takes no argument)")
