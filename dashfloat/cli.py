@@ -39,9 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
     policy = parser.add_argument_group("tools")
     policy.add_argument(
         "--approve",
-        choices=("ask", "edits", "all"),
+        choices=("ask", "edits", "all", "plan"),
         default="ask",
-        help="what runs without asking (default ask)",
+        metavar="MODE",
+        help="ask|edits|all|plan: what runs unasked (default ask; plan: nothing changes)",
     )
     policy.add_argument("-y", "--yes", action="store_true", help="same as --approve all")
     policy.add_argument("--cwd", metavar="DIR", help="working directory the tools are confined to (default: .)")

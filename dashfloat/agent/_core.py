@@ -17,6 +17,7 @@ from dashfloat.agent._prompt import system_message
 from dashfloat.agent._restore import RestoreFlow
 from dashfloat.agent._summary import result_excerpt, result_status
 from dashfloat.catalogue import EDIT_TOOLS, MUTATING_TOOLS
+from dashfloat.permissions import SourcedRule, call_scope, read_only_command, verdict
 from dashfloat.protocol import (
     AgentReady,
     ApprovalMode,
@@ -32,6 +33,7 @@ from dashfloat.protocol import (
     DecideConfirmation,
     ExecutorToAgent,
     FunctionCall,
+    ListPermissions,
     ListPrompts,
     ListSessions,
     LlmToAgent,
@@ -45,6 +47,7 @@ from dashfloat.protocol import (
     PromptsListed,
     ReasoningDelta,
     ReasoningReceived,
+    RemovePermission,
     RestoreApplied,
     RestoreEnded,
     RestorePreviewed,
@@ -52,6 +55,7 @@ from dashfloat.protocol import (
     RewindTo,
     RunTool,
     SandboxPolicy,
+    SavePermission,
     SessionInfo,
     SessionsListed,
     SessionStarted,
@@ -86,8 +90,16 @@ Dest = Literal["ui", "llm", "executor"]
 Outcome = Literal["completed", "failed", "cancelled", "stopped", "limit"]
 Waiting = Literal["nothing", "stream", "preview", "confirm", "tool", "restore"]
 
+APPROVE_ALL_WARNING: Final = (
+    "approve: all — every edit, write and command now runs without asking (deny rules still apply)"
+)
+PLAN_NOTICE: Final = "approve: plan — nothing changes: edits, writes and commands are refused; read-only commands run"
 REJECTED: Final[dict[str, Any]] = {"ok": False, "rejected": True}
 CANCELLED: Final[dict[str, Any]] = {"ok": False, "cancelled": True}
+PLAN_REFUSAL: Final = (
+    "not run: plan mode — nothing may change. Read, search and plan; describe the changes you would make and "
+    "wait for the user to leave plan mode (/approve ask)"
+)
 
 
 class Journal(Protocol):
@@ -121,6 +133,8 @@ class Journal(Protocol):
 
     def record_rewind(self, turns: int) -> None: ...
 
+    def save_rules(self, path: str, rules: list[SourcedRule]) -> None: ...
+
 
 class MemoryJournal:
     """A journal that keeps nothing on disk (tests; persistence disabled)."""
@@ -128,6 +142,7 @@ class MemoryJournal:
     def __init__(self) -> None:
         self.session_id = ""
         self.messages: list[ChatMessage] = []
+        self.saved_rules: list[SourcedRule] = []
 
     def record(self, message: ChatMessage) -> None:
         self.messages.append(message)
@@ -166,6 +181,9 @@ class MemoryJournal:
     def record_rewind(self, turns: int) -> None:
         pass
 
+    def save_rules(self, path: str, rules: list[SourcedRule]) -> None:
+        self.saved_rules = list(rules)
+
 
 def _canonical(call: AssembledCall) -> ToolCallRecord:
     arguments = msgspec.json.encode(call.args if call.args is not None else {}).decode()
@@ -190,7 +208,13 @@ class AgentCore:
         self.history: list[str] = []
         self.conversation: list[ChatMessage] = []
         self.outbox: list[tuple[Dest, Message]] = []
-        self.always_allowed: set[str] = set()
+        self.session_rules: list[SourcedRule] = []
+        """Grants made with "always allow" in this session: revoked by /approve ask, /clear, /permissions."""
+        self.saved_rules: list[SourcedRule] = list(options.rules)
+        self.rules_path = options.rules_path
+        self.read_only_commands = options.read_only_commands
+        self.log: list[str] = []
+        """Lines for the agent's log file (stderr), not for the user: ignored stale input and the like."""
         self.turn_usage: list[Usage] = []
         self.warned_fractions: set[float] = set()
         self.shutting_down = False
@@ -243,6 +267,7 @@ class AgentCore:
             context_window=self.provider.context_window,
             history=self.history,
             sandbox=self.sandbox,
+            rules=len(self.session_rules) + len(self.saved_rules),
         )
 
     def load(self, conversation: list[ChatMessage], usage: list[Usage], replay: bool = True) -> None:
@@ -302,8 +327,21 @@ class AgentCore:
                 self._ui(self.ready_message())
             case SetApproval(mode=mode):
                 self.approval = mode
-                self._ui(SystemEntry(text=f"approval mode: {mode}"))
+                if mode == "all":
+                    self._ui(SystemEntry(text=APPROVE_ALL_WARNING, level="warning"))
+                elif mode == "plan":
+                    self._ui(SystemEntry(text=PLAN_NOTICE))
+                else:
+                    self._ui(SystemEntry(text=f"approval mode: {mode}"))
+                if mode == "ask" and self.session_rules:
+                    self._revoke_session_rules()
                 self._ui(self.ready_message())
+            case ListPermissions():
+                self._ui(SystemEntry(text=self.permissions_report()))
+            case RemovePermission(number=number):
+                self._remove_rule(number)
+            case SavePermission(number=number):
+                self._save_rule(number)
             case ClearSession():
                 if self._busy("/clear"):
                     return
@@ -313,6 +351,9 @@ class AgentCore:
                 self.undo_log = undo.UndoLog()
                 self.warned_fractions = set()
                 self._announced_session = ""
+                if self.session_rules:
+                    self._revoke_session_rules()
+                    self._ui(self.ready_message())
                 # an empty id: no session file yet; a restart after a crash must not bring the old one back
                 self._ui(SessionStarted(session_id=""))
                 self._ui(SystemEntry(text="new session: the conversation starts empty"))
@@ -373,6 +414,88 @@ class AgentCore:
         total = sum(u.total_tokens for u in self.turn_usage)
         rows.append(f"all   {_compact(total)} tokens in {len(self.turn_usage)} turns")
         return "\n".join(rows)
+
+    # ------------------------------------------------------------ permissions
+
+    def _all_rules(self) -> list[SourcedRule]:
+        return [*self.session_rules, *self.saved_rules]
+
+    def _revoke_session_rules(self) -> None:
+        names = ", ".join(r.rule.text() for r in self.session_rules)
+        self.session_rules = []
+        self._ui(SystemEntry(text=f"session grants revoked: {names}"))
+
+    def permissions_report(self) -> str:
+        """/permissions: every rule in force, numbered, with where it comes from."""
+        rules = self._all_rules()
+        lines = [f"approval mode: {self.approval}"]
+        if self.read_only_commands:
+            lines.append(
+                "read-only commands (ls, cat, head, tail, wc, rg, grep, find, git status|log|diff|show) run unasked"
+            )
+        if not rules:
+            lines.append("no permission rules (a at a confirmation grants one for this session)")
+        for n, sourced in enumerate(rules, 1):
+            lines.append(f"{n:>3}  {sourced.effect:<5}  {sourced.rule.text()}  ({sourced.source})")
+        if rules:
+            lines.append("/permissions remove N drops one; /permissions save N keeps a session grant in your rule file")
+        return "\n".join(lines)
+
+    def _numbered(self, number: int) -> SourcedRule | None:
+        rules = self._all_rules()
+        if 1 <= number <= len(rules):
+            return rules[number - 1]
+        self._ui(SystemEntry(text=f"no rule {number}: /permissions lists {len(rules)}", level="error"))
+        return None
+
+    def _remove_rule(self, number: int) -> None:
+        sourced = self._numbered(number)
+        if sourced is None:
+            return
+        if sourced in self.session_rules:
+            self.session_rules.remove(sourced)
+            self._ui(SystemEntry(text=f"removed {sourced.effect} {sourced.rule.text()} (session)"))
+        elif sourced.source != self.rules_path:
+            self._ui(
+                SystemEntry(
+                    text=f"{sourced.rule.text()} comes from {sourced.source}: edit that file to remove it",
+                    level="warning",
+                )
+            )
+            return
+        else:
+            kept = [r for r in self.saved_rules if r is not sourced]
+            if not self._write_saved(kept):
+                return
+            self._ui(SystemEntry(text=f"removed {sourced.effect} {sourced.rule.text()} from {self.rules_path}"))
+        self._ui(self.ready_message())
+
+    def _save_rule(self, number: int) -> None:
+        sourced = self._numbered(number)
+        if sourced is None:
+            return
+        if sourced not in self.session_rules:
+            self._ui(SystemEntry(text=f"rule {number} is already saved in {sourced.source}", level="warning"))
+            return
+        saved = SourcedRule(sourced.rule, sourced.effect, self.rules_path)
+        if not self._write_saved([*self.saved_rules, saved]):
+            return
+        self.session_rules.remove(sourced)
+        self._ui(SystemEntry(text=f"saved {saved.effect} {saved.rule.text()} in {self.rules_path}"))
+        self._ui(self.ready_message())
+
+    def _write_saved(self, rules: list[SourcedRule]) -> bool:
+        if not self.rules_path:
+            self._ui(SystemEntry(text="rules are not saved in this run", level="error"))
+            return False
+        ours = [r for r in rules if r.source == self.rules_path]
+        try:
+            self.journal.save_rules(self.rules_path, ours)
+        except OSError as exc:
+            self._ui(SystemEntry(text=f"cannot write {self.rules_path}: {exc.strerror or exc}", level="error"))
+            return False
+        self.saved_rules = rules
+        return True
 
     # ------------------------------------------------------------ episodes
 
@@ -493,30 +616,61 @@ class AgentCore:
                 self._finish_call(self.stop_result)
             elif call.error is not None:
                 self._finish_call({"ok": False, "error": call.error})
-            elif call.name in MUTATING_TOOLS and not self._auto_approved(call.name):
-                self.waiting = "preview"
-                self.outbox.append(("executor", PreviewTool(call_id=call.id, name=call.name, args=call.args or {})))
-                return
-            else:
+            elif call.name not in MUTATING_TOOLS:
                 self._run(None, by_keypress=False)
                 return
+            else:
+                args = call.args or {}
+                permit, rule = verdict(self._all_rules(), call.name, args, self.cwd)
+                safe_line = self._read_only_line(call)
+                if permit == "deny":
+                    assert rule is not None
+                    error = f"denied by the rule {rule.rule.text()} ({rule.source}): do not retry it; ask the user"
+                    self._finish_call({"ok": False, "error": error})
+                elif safe_line is not None:
+                    self._run(None, by_keypress=False, args={**args, "command": safe_line}, read_only=True)
+                    return
+                elif self.approval == "plan":
+                    self._finish_call({"ok": False, "error": PLAN_REFUSAL})
+                elif permit == "allow" or self._auto_approved(call.name):
+                    self._run(None, by_keypress=False)
+                    return
+                else:
+                    self.waiting = "preview"
+                    self.outbox.append(("executor", PreviewTool(call_id=call.id, name=call.name, args=args)))
+                    return
         self._after_calls()
 
+    def _read_only_line(self, call: AssembledCall) -> str | None:
+        """The neutralised line of a read-only command that runs unasked, else None."""
+        if not self.read_only_commands or call.name != "execute_command" or not call.args:
+            return None
+        command, cwd = call.args.get("command"), call.args.get("cwd", ".")
+        if not isinstance(command, str) or cwd not in (".", "", "./"):
+            return None  # another cwd: asked, like any command (its path is the executor's to check)
+        return read_only_command(command)
+
     def _auto_approved(self, name: str) -> bool:
-        if name in self.always_allowed or self.approval == "all":
+        if self.approval == "all":
             return True
         return self.approval == "edits" and name in EDIT_TOOLS
 
-    def _run(self, digest: str | None, by_keypress: bool) -> None:
+    def _run(
+        self, digest: str | None, by_keypress: bool, args: dict[str, Any] | None = None, read_only: bool = False
+    ) -> None:
         call = self._current()
         self.waiting = "tool"
         self._set_phase("running")
-        # Network only for a command a person just approved, unless the session enabled it (--network).
-        policy = SandboxPolicy(network=by_keypress or self.sandbox.network)
+        # Network only for a command a person just approved, unless the session enabled it (--network); a
+        # read-only command run unasked gets the read-only sandbox too, so a mistake in the allowlist cannot write.
+        policy = SandboxPolicy(
+            mode="read-only" if read_only else "workspace-write",
+            network=not read_only and (by_keypress or self.sandbox.network),
+        )
         run = RunTool(
             call_id=call.id,
             name=call.name,
-            args=call.args or {},
+            args=args if args is not None else call.args or {},
             expect_digest=digest,
             sandbox=policy,
             checkpoint_store=self.journal.checkpoint_store,
@@ -671,6 +825,7 @@ class AgentCore:
                 self.preview_digest = message.digest
                 self.waiting = "confirm"
                 self._set_phase("confirming")
+                scope = call_scope(call.name, call.args or {})
                 self._ui(
                     ConfirmRequested(
                         ref=self.confirm_ref,
@@ -678,6 +833,7 @@ class AgentCore:
                         name=call.name,
                         args=call.args or {},
                         lines=message.lines,
+                        scope=scope.text() if scope is not None else "",
                     )
                 )
             case ToolFinished(call_id=call_id, result=result):
@@ -695,18 +851,27 @@ class AgentCore:
             case _:
                 assert_never(message)
 
+    def _pending_ref(self) -> str:
+        return str(self.confirm_ref) if self.waiting == "confirm" else "none"
+
     def _decide(self, ref: int, decision: str) -> None:
         if self.waiting == "restore" and self.restore is not None:
             self._restore_step(self.restore.on_decision(ref, decision))
             return
         if self.waiting != "confirm" or ref != self.confirm_ref:
-            return  # a keypress for a confirmation that is already answered
+            # a keypress for a confirmation that is already answered (or never was): ignored, and logged
+            self.log.append(f"ignored decision {decision!r} for confirmation {ref}: pending is {self._pending_ref()}")
+            return
         call = self._current()
         if decision == "approve":
             self._run(self.preview_digest, by_keypress=True)
         elif decision == "approve_always":
-            self.always_allowed.add(call.name)
-            self._ui(SystemEntry(text=f"{call.name} runs without asking for the rest of this session"))
+            scope = call_scope(call.name, call.args or {})
+            if scope is not None:  # the UI offers no "always" without a scope; a stray one approves once
+                self.session_rules.append(SourcedRule(scope, "allow", "session"))
+                text = f"{scope.text()} runs without asking for the rest of this session (/permissions to revoke)"
+                self._ui(SystemEntry(text=text))
+                self._ui(self.ready_message())
             self._run(self.preview_digest, by_keypress=True)
         elif decision == "reject":
             self._finish_call(REJECTED)

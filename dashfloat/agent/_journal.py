@@ -8,6 +8,8 @@ from pathlib import Path
 
 from dashfloat import __version__
 from dashfloat.agent import undo
+from dashfloat.permission_files import save_user_rules
+from dashfloat.permissions import SourcedRule
 from dashfloat.protocol import ChatMessage, ProviderConfig, SessionInfo, Usage
 from dashfloat.sessions import log as session_log
 from dashfloat.sessions.history import append_history
@@ -125,6 +127,10 @@ class SessionJournal:
             # Its paths and commands meant another tree; the tools now act on this one.
             loaded.notices.append(f"this session was started in {loaded.header.cwd}; its tools now work in {self.cwd}")
         return loaded
+
+    def save_rules(self, path: str, rules: list[SourcedRule]) -> None:
+        """Rewrite the user's rule file (/permissions remove and save)."""
+        save_user_rules(Path(path), rules)
 
     def resume(self, session_id: str) -> tuple[list[ChatMessage], list[Usage], list[str]]:
         try:

@@ -97,6 +97,9 @@ class AgentShell:
 
     def flush(self) -> None:
         """Send the core's outbox; a dead worker is restarted and the core told."""
+        for line in self.core.log:
+            print(f"dashfloat agent: {line}", file=sys.stderr)
+        self.core.log.clear()
         outbox, self.core.outbox = coalesce_text(self.core.outbox), []
         for dest, message in outbox:
             self._send(dest, message)

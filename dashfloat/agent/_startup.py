@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dashfloat.agent._core import AgentCore, Journal, MemoryJournal
+from dashfloat.agent._core import APPROVE_ALL_WARNING, PLAN_NOTICE, AgentCore, Journal, MemoryJournal
 from dashfloat.agent._journal import SessionJournal
 from dashfloat.agent._options import AgentOptions
 from dashfloat.agent.instructions import load_project_instructions
@@ -46,6 +46,10 @@ def build_core(options: AgentOptions) -> AgentCore:
     core.outbox.append(("ui", core.ready_message()))
     if options.notice:
         core.outbox.append(("ui", SystemEntry(text=options.notice)))
+    if options.approval == "all":
+        core.outbox.append(("ui", SystemEntry(text=APPROVE_ALL_WARNING, level="warning")))
+    elif options.approval == "plan":
+        core.outbox.append(("ui", SystemEntry(text=PLAN_NOTICE)))
     if instructions.files:
         names = ", ".join(str(path) for path in instructions.files)
         core.outbox.append(("ui", SystemEntry(text=f"project instructions loaded from {names}")))

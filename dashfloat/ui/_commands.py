@@ -13,8 +13,8 @@ from prompt_toolkit.document import Document
 from dashfloat.protocol import (
     ApprovalMode,
     ClearSession,
-    ListPrompts,
     ListPermissions,
+    ListPrompts,
     ListSessions,
     RemovePermission,
     ResumeSession,

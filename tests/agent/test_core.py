@@ -238,7 +238,7 @@ def test_approval_modes_for_commands(mode: str, asks: bool) -> None:
     core = make_core()
     core.on_ui(SetApproval(mode=mode))  # type: ignore[arg-type]
     core.on_ui(SubmitPrompt(text="e"))
-    done(core, "", [call("c", "execute_command", command="ls")])
+    done(core, "", [call("c", "execute_command", command="make build")])
     assert any(isinstance(m, PreviewTool) for m in take(core)) is asks
 
 
