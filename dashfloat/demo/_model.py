@@ -233,8 +233,9 @@ def _tour(turn: _Turn) -> Reply:
         )
     if step == 4:
         return Reply(
-            "Finally a command, also behind a confirmation:",
-            [("execute_command", {"command": f"wc -l {DEMO_FILE}"})],
+            "Finally a command. `cksum` is not on the read-only list (`ls`, `cat`, `rg`, `git status`... run "
+            "unasked), so it asks too:",
+            [("execute_command", {"command": f"cksum {DEMO_FILE}"})],
         )
     _, result = turn.results[-1]
     output = str(result.get("output", "")).strip()
@@ -243,7 +244,7 @@ def _tour(turn: _Turn) -> Reply:
         "- listed the directory and read a file (no confirmation needed);\n"
         f"- wrote and edited `{DEMO_FILE}` (each after your key);\n"
         "- ran a command:\n\n"
-        f"```sh\n$ wc -l {DEMO_FILE}\n{output}\n```\n\n"
+        f"```sh\n$ cksum {DEMO_FILE}\n{output}\n```\n\n"
         "Every tool call went through the same path policy and confirmations a real model gets.\n\n"
         f"{CONFIGURE}"
     )

@@ -30,7 +30,7 @@ def test_the_whole_loop_on_the_demo_provider_in_a_real_terminal(tmp_path: Path, 
         assert term.wait_for("always allow edit_file"), term.text()
         assert "+It is safe to delete (edited through a confirmation)." in term.text()  # a diff
         term.send("y")
-        assert term.wait_for("always allow execute_command"), term.text()
+        assert term.wait_for("always allow cksum"), term.text()
         term.send("y")
         assert term.wait_for("Tour complete"), term.text()
         assert term.wait_for("Idle", visible_only=True)
