@@ -35,12 +35,18 @@ def _body(result: dict[str, Any]) -> str:
 
 
 def result_excerpt(result: dict[str, Any]) -> str:
-    """At most 30 lines of what the tool produced, verbatim; errors lead with their message."""
+    """At most 30 lines of what the tool produced, verbatim, the marker included; errors lead with their message.
+
+    The marker counts as one of the 30, so the UI's own 30-line guard never cuts an excerpt (it once cut the
+    marker and said `… 1 more lines`).
+    """
     text = _body(result)
     if result_status(result) == "error" and result.get("error"):
         text = f"{result['error']}\n{text}" if text else str(result["error"])
     lines = text.splitlines()
-    excerpt = [line[:RESULT_EXCERPT_MAX_LINE_CHARS] for line in lines[:RESULT_EXCERPT_MAX_LINES]]
-    if len(lines) > RESULT_EXCERPT_MAX_LINES:
-        excerpt.append(f"… {len(lines) - RESULT_EXCERPT_MAX_LINES} more lines")
+    if len(lines) <= RESULT_EXCERPT_MAX_LINES:
+        return "\n".join(line[:RESULT_EXCERPT_MAX_LINE_CHARS] for line in lines)
+    kept = RESULT_EXCERPT_MAX_LINES - 1
+    excerpt = [line[:RESULT_EXCERPT_MAX_LINE_CHARS] for line in lines[:kept]]
+    excerpt.append(f"… {len(lines) - kept} more lines")
     return "\n".join(excerpt)

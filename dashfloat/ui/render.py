@@ -130,7 +130,8 @@ def _verbatim(text: str, width: int, style: str) -> list[Row]:
         pieces = _columns(line, room)
         rows.extend(((style, OUTPUT_INDENT + p),) for p in pieces)
     if len(lines) > len(shown):
-        rows.append(((style, f"{OUTPUT_INDENT}… {len(lines) - len(shown)} more lines"),))
+        more = len(lines) - len(shown)
+        rows.append(((style, f"{OUTPUT_INDENT}… {more} more {'line' if more == 1 else 'lines'}"),))
     return rows
 
 

@@ -11,7 +11,8 @@ def test_the_excerpt_stops_at_30_lines_and_says_how_many_more() -> None:
     assert result_excerpt({"ok": True, "content": at_bound}) == at_bound
     over = at_bound + "\nl30\nl31"
     lines = result_excerpt({"ok": True, "output": over}).splitlines()
-    assert lines[:-1] == at_bound.splitlines() and lines[-1] == "… 2 more lines"
+    assert len(lines) == RESULT_EXCERPT_MAX_LINES  # the marker is one of the 30
+    assert lines[:-1] == at_bound.splitlines()[:-1] and lines[-1] == "… 3 more lines"
 
 
 def test_one_long_line_is_cut() -> None:
