@@ -1,8 +1,7 @@
-"""execute_command: /bin/sh -c in its own session, combined output head-capped, the group always killed."""
+"""execute_command: /bin/sh -c in its own session, combined output kept head and tail, the group always killed."""
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import fcntl
 import os
@@ -13,15 +12,11 @@ import time
 from typing import Any
 
 from dashfloat import procutil
-from dashfloat.executor._limits import EXEC_OUTPUT_MAX_BYTES, EXEC_READ_CHUNK_BYTES, REAP_TIMEOUT_S
+from dashfloat.executor._capture import HeadTail
+from dashfloat.executor._limits import EXEC_READ_CHUNK_BYTES, REAP_TIMEOUT_S
 
 # Without a pidfd (non-Linux) the shell's exit is noticed by polling this often.
 _EXIT_POLL_S = 0.05
-
-
-def _text(head: bytes, truncated: bool) -> str:
-    # A head cut mid-character keeps the complete characters; anything else undecodable is replaced.
-    return codecs.getincrementaldecoder("utf-8")("replace").decode(head, final=not truncated)
 
 
 class Command:
@@ -50,8 +45,7 @@ class Command:
         self._pidfd: int | None = None
         with contextlib.suppress(OSError, AttributeError):
             self._pidfd = os.pidfd_open(self._proc.pid)
-        self._head = bytearray()
-        self._total = 0
+        self._captured = HeadTail()
         self._returncode: int | None = None
         self.result: dict[str, Any] | None = None
 
@@ -103,10 +97,7 @@ class Command:
         if not chunk:
             self._close_out()
             return
-        self._total += len(chunk)
-        room = EXEC_OUTPUT_MAX_BYTES - len(self._head)
-        if room > 0:
-            self._head += chunk[:room]
+        self._captured.feed(chunk)
 
     def _check_exit(self) -> None:
         # WNOWAIT leaves the shell a zombie, so its pgid cannot be reused before the killpg below.
@@ -152,11 +143,8 @@ class Command:
         return result
 
     def _output(self) -> dict[str, Any]:
-        truncated = self._total > EXEC_OUTPUT_MAX_BYTES
-        output = _text(bytes(self._head), truncated)
-        if truncated:
-            output += f"\n[output truncated: first {EXEC_OUTPUT_MAX_BYTES} of {self._total} bytes shown]"
-        return {"output": output, "truncated": truncated, "total_bytes": self._total}
+        captured = self._captured
+        return {"output": captured.text(), "truncated": captured.truncated, "total_bytes": captured.total}
 
     def _close_out(self) -> None:
         if self._out is not None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Final
 
 EXEC_OUTPUT_MAX_BYTES: Final = 32 * 1024
+# The 32 KiB are split: the start of the output (what ran) and its end (the summary, the failure).
+EXEC_OUTPUT_HEAD_BYTES: Final = 8 * 1024
+EXEC_OUTPUT_TAIL_BYTES: Final = EXEC_OUTPUT_MAX_BYTES - EXEC_OUTPUT_HEAD_BYTES
 EXEC_TIMEOUT_S: Final = 30.0
 READ_MAX_LINES: Final = 2000
 READ_MAX_BYTES: Final = 64 * 1024

@@ -7,6 +7,7 @@ import signal
 from pathlib import Path
 
 from dashfloat.executor import EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_S, run_tool
+from dashfloat.executor._limits import EXEC_OUTPUT_HEAD_BYTES
 from tests.executor.conftest import PEAK_RSS_SNIPPET, gone, live_in_group, run_python
 
 SHORT_TIMEOUT_S = 0.5
@@ -53,9 +54,32 @@ def test_output_cap_is_crossed(root: Path) -> None:
     )
     over = run(root, f"head -c {EXEC_OUTPUT_MAX_BYTES + 1} /dev/zero | tr '\\0' a")
     assert (over["truncated"], over["total_bytes"]) == (True, EXEC_OUTPUT_MAX_BYTES + 1)
-    assert over["output"] == "a" * EXEC_OUTPUT_MAX_BYTES + (
-        f"\n[output truncated: first {EXEC_OUTPUT_MAX_BYTES} of {EXEC_OUTPUT_MAX_BYTES + 1} bytes shown]"
+    head, tail = EXEC_OUTPUT_HEAD_BYTES, EXEC_OUTPUT_MAX_BYTES - EXEC_OUTPUT_HEAD_BYTES
+    assert (
+        over["output"]
+        == "a" * head
+        + (
+            f"\n[… output cut: 1 bytes (0 lines) not shown here; "
+            f"the first {head} and the last {tail} of {EXEC_OUTPUT_MAX_BYTES + 1} bytes are shown …]\n"
+        )
+        + "a" * tail
     )
+
+
+def test_the_end_of_a_long_output_is_kept(root: Path) -> None:
+    # A test runner's 108 KB log: its summary comes last and must reach the model.
+    command = (
+        'i=0; while [ $i -lt 3000 ]; do echo "test_$i ... PASSED padding padding"; i=$((i+1)); done; echo FINAL SUMMARY'
+    )
+    r = run(root, command)
+    output, total = r["output"], r["total_bytes"]
+    assert isinstance(output, str) and isinstance(total, int)
+    lines = output.splitlines()
+    assert r["truncated"] is True and total > 100_000
+    assert lines[0] == "test_0 ... PASSED padding padding" and lines[-1] == "FINAL SUMMARY"
+    [marker] = [line for line in lines if line.startswith("[… output cut:")]
+    assert f"of {total} bytes are shown" in marker
+    assert len(output.encode()) <= EXEC_OUTPUT_MAX_BYTES + len(marker.encode()) + 2
 
 
 def test_flood_keeps_memory_bounded() -> None:
@@ -71,7 +95,7 @@ def test_flood_keeps_memory_bounded() -> None:
     summary, rss_kib = out.splitlines()
     total, length, truncated = summary.split()
     assert (int(total), truncated) == (flood, "True")
-    assert int(length) < EXEC_OUTPUT_MAX_BYTES + 100
+    assert int(length) < EXEC_OUTPUT_MAX_BYTES + 200  # the kept bytes and the marker
     assert int(rss_kib) < 100 * 1024  # buffering the flood would need 256 MiB
 
 
