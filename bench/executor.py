@@ -1,9 +1,10 @@
-"""Executor costs: `true` round trip through serve, cancel latency, 1 GB output flood, 1 GB sparse read."""
+"""Executor costs: `true` round trip, cancel latency, 1 GB output flood, 100k lines of live output, 1 GB sparse read."""
 
 from __future__ import annotations
 
 import multiprocessing
 import shutil
+import statistics
 import subprocess
 import tempfile
 import time
@@ -13,10 +14,11 @@ from pathlib import Path
 
 from bench.common import Figure
 from dashfloat.channel import Channel
-from dashfloat.executor import serve
+from dashfloat.executor import run_command, serve
 from dashfloat.protocol import (
     MSGPACK_ENCODER,
     CancelTool,
+    CommandOutput,
     CommandStarted,
     ExecutorToAgent,
     RunTool,
@@ -152,6 +154,63 @@ def _flood(root: Path, quick: bool) -> list[Figure]:
     ]
 
 
+# 100k lines written one `echo` at a time: many small writes, so many wake-ups and live chunks.
+_LINES_100K = "i=0; while [ $i -lt 100000 ]; do echo line $i; i=$((i+1)); done"
+
+
+def _live_output(root: Path, quick: bool) -> list[Figure]:
+    """A command printing 100k lines through serve (live chunks sent) vs the same capture loop without them."""
+    runs = 1 if quick else 3
+    samples, baseline, chunks = [], [], []
+    with _executor(root) as (channel, pid):
+        before = _peak_rss_mib(pid)
+        for i in range(runs):
+            start = time.perf_counter()
+            channel.send(RunTool(f"l{i}", "execute_command", {"command": _LINES_100K}))
+            count = 0
+            while True:
+                if not channel.poll(_REPLY_TIMEOUT_S):
+                    raise RuntimeError("the executor did not answer")
+                msg = channel.recv()
+                if isinstance(msg, CommandOutput):
+                    count += 1
+                elif isinstance(msg, ToolFinished):
+                    break
+            samples.append(time.perf_counter() - start)
+            chunks.append(count)
+            if msg.result.get("total_bytes", 0) < 100_000 * 6:
+                raise RuntimeError(f"short output: {msg.result}")
+        peak = _peak_rss_mib(pid)
+    for _ in range(runs):
+        start = time.perf_counter()
+        run_command(_LINES_100K, str(root), _REPLY_TIMEOUT_S)  # no live tail, no pipe: the capture alone
+        baseline.append(time.perf_counter() - start)
+    seconds = statistics.median(samples)
+    note = f"{max(chunks)} live chunks at most per run (≤ 10/s by LIVE_INTERVAL_S)"
+    return [
+        Figure(
+            name="live output of a command printing 100k lines: time through serve",
+            unit="s",
+            samples=samples,
+            baseline_name="the same command through the capture loop in-process, no live chunks",
+            baseline_samples=baseline,
+            target="≤ 1.1× the capture alone",
+            met=seconds <= 1.1 * statistics.median(baseline),
+            note=note,
+        ),
+        Figure(
+            name="live output of a command printing 100k lines: executor peak RSS",
+            unit="MiB",
+            samples=[peak],
+            baseline_name="executor peak RSS before the runs",
+            baseline_samples=[before],
+            target="flat: ≤ 16 MiB above the idle executor",
+            met=peak - before <= 16,
+            note=note,
+        ),
+    ]
+
+
 def _sparse_read(root: Path, quick: bool) -> list[Figure]:
     big = root / "sparse.bin"
     with open(big, "wb") as f:
@@ -193,6 +252,7 @@ def run(quick: bool) -> list[Figure]:
             _round_trip(root, quick),
             _cancel(root, quick),
             *_flood(root, quick),
+            *_live_output(root, quick),
             *_sparse_read(root, quick),
         ]
     finally:

@@ -36,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = parser.add_argument_group("one turn without the TUI")
     run.add_argument("-p", "--print", dest="prompt", metavar="PROMPT", help="run one turn headless ('-' = stdin)")
     run.add_argument("--json", action="store_true", help="headless: display messages as JSON lines on stdout")
+    run.add_argument(
+        "-v", "--verbose", action="store_true", help="headless: a running command's output on stderr as it comes"
+    )
     policy = parser.add_argument_group("tools")
     policy.add_argument(
         "--approve",
@@ -147,6 +150,7 @@ def _launch(
         prompt=prompt,
         json_mode=args.json,
         undo_request=restore,
+        verbose=args.verbose,
         no_color=args.no_color or "NO_COLOR" in os.environ,
         on_stop=launch.stop,
         restore_terminal=restore_terminal,

@@ -402,6 +402,14 @@ class ToolResultShown(Message, frozen=True):
     output: str
 
 
+class ToolOutputShown(Message, frozen=True):
+    """Live output of running tool call ``id``, for the live region (``skipped_bytes`` came before it unseen)."""
+
+    id: str
+    text: str
+    skipped_bytes: int = 0
+
+
 class ConfirmRequested(Message, frozen=True):
     """Ask the user about a mutation; replies DecideConfirmation with the same ``ref``."""
 
@@ -472,6 +480,7 @@ AgentToUi = (
     | ReasoningReceived
     | PhaseChanged
     | ToolCallShown
+    | ToolOutputShown
     | ToolResultShown
     | ConfirmRequested
     | UsageShown
@@ -623,6 +632,14 @@ class CommandStarted(Message, frozen=True):
     pgid: int
 
 
+class CommandOutput(Message, frozen=True):
+    """New output of running execute_command ``call_id`` (its newest ≤ 4 KiB, ≤ 10/s); not the model's result."""
+
+    call_id: str
+    text: str
+    skipped_bytes: int = 0
+
+
 class ToolFinished(Message, frozen=True):
     """The structured result of ``call_id``: the JSON object the model sees (docs/tools.md)."""
 
@@ -650,7 +667,7 @@ class RestoreApplied(Message, frozen=True):
     outcomes: list[RestoreOutcome]
 
 
-ExecutorToAgent = PreviewReady | CommandStarted | ToolFinished | RestorePreviewed | RestoreApplied
+ExecutorToAgent = PreviewReady | CommandStarted | CommandOutput | ToolFinished | RestorePreviewed | RestoreApplied
 
 # ---------------------------------------------------------------- wire forms
 

@@ -27,6 +27,7 @@ from dashfloat.protocol import (
     CancelTool,
     ChatMessage,
     ClearSession,
+    CommandOutput,
     CommandStarted,
     ConfirmRequested,
     ContentDelta,
@@ -74,6 +75,7 @@ from dashfloat.protocol import (
     ToolCallRecord,
     ToolCallShown,
     ToolFinished,
+    ToolOutputShown,
     ToolResultShown,
     TurnEnded,
     UiToAgent,
@@ -848,6 +850,9 @@ class AgentCore:
             case RestorePreviewed() | RestoreApplied():
                 if self.restore is not None and self.waiting == "restore":
                     self._restore_step(self.restore.on_executor(message))
+            case CommandOutput(call_id=call_id, text=text, skipped_bytes=skipped):
+                if self.waiting == "tool" and call_id == self._current().id:  # late chunks of a finished call go
+                    self._ui(ToolOutputShown(id=call_id, text=text, skipped_bytes=skipped))
             case _:
                 assert_never(message)
 

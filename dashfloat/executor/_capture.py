@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import codecs
 
-from dashfloat.executor._limits import EXEC_OUTPUT_HEAD_BYTES, EXEC_OUTPUT_TAIL_BYTES
+from dashfloat.executor._limits import (
+    EXEC_OUTPUT_HEAD_BYTES,
+    EXEC_OUTPUT_TAIL_BYTES,
+    LIVE_CHUNK_MAX_BYTES,
+    LIVE_INTERVAL_S,
+)
 
 
 def _is_continuation(byte: int) -> bool:
@@ -82,3 +87,53 @@ class HeadTail:
 
 def _decode(data: bytes, final: bool) -> str:
     return codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=final)
+
+
+class LiveTail:
+    """The newest output of a running command, handed out at most once per ``interval_s``, bounded in bytes.
+
+    A command printing 100k lines produces at most one chunk per interval, each at most ``max_bytes`` (its
+    newest bytes; what was skipped is counted), so the agent and the UI see a bounded, steady trickle
+    whatever the command does. The model never sees these chunks: its result is the HeadTail capture.
+    """
+
+    def __init__(self, max_bytes: int = LIVE_CHUNK_MAX_BYTES, interval_s: float = LIVE_INTERVAL_S) -> None:
+        self.max_bytes = max_bytes
+        self.interval_s = interval_s
+        self.pending = bytearray()
+        self.skipped = 0
+        self.next_at = 0.0
+
+    def feed(self, chunk: bytes) -> None:
+        """Take new output; only the newest ``max_bytes`` are held."""
+        if len(chunk) >= self.max_bytes:
+            self.skipped += len(self.pending) + len(chunk) - self.max_bytes
+            self.pending = bytearray(chunk[-self.max_bytes :])
+            return
+        self.pending += chunk
+        excess = len(self.pending) - self.max_bytes
+        if excess > 0:
+            self.skipped += excess
+            del self.pending[:excess]
+
+    def wait_s(self, now: float) -> float | None:
+        """How long until a chunk may go out (None: nothing to send)."""
+        return None if not self.pending else max(0.0, self.next_at - now)
+
+    def take(self, now: float) -> tuple[str, int] | None:
+        """The text to send now and the bytes skipped before it, or None (nothing new, or too soon)."""
+        if not self.pending or now < self.next_at:
+            return None
+        data = bytes(self.pending)
+        start = 0
+        while start < min(3, len(data)) and _is_continuation(data[start]) and self.skipped:
+            start += 1  # the front was cut inside a character
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        text = decoder.decode(data[start:], final=False)
+        held = decoder.getstate()[0]  # an incomplete character at the end waits for its other bytes
+        skipped, self.skipped = self.skipped + start, 0
+        self.pending = bytearray(held)
+        self.next_at = now + self.interval_s
+        if not text:
+            return None
+        return text, skipped

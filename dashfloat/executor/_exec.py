@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from dashfloat import procutil
-from dashfloat.executor._capture import HeadTail
+from dashfloat.executor._capture import HeadTail, LiveTail
 from dashfloat.executor._limits import EXEC_READ_CHUNK_BYTES, REAP_TIMEOUT_S
 
 # Without a pidfd (non-Linux) the shell's exit is noticed by polling this often.
@@ -46,6 +46,8 @@ class Command:
         with contextlib.suppress(OSError, AttributeError):
             self._pidfd = os.pidfd_open(self._proc.pid)
         self._captured = HeadTail()
+        self.live: LiveTail | None = None
+        """Set by whoever shows the output while it runs (the serving executor); None: nobody is watching."""
         self._returncode: int | None = None
         self.result: dict[str, Any] | None = None
 
@@ -61,6 +63,9 @@ class Command:
         if self._returncode is None and self._pidfd is not None:
             fds.append(self._pidfd)
         wait = remaining if self._pidfd is not None or self._returncode is not None else min(remaining, _EXIT_POLL_S)
+        live_wait = self.live.wait_s(time.monotonic()) if self.live is not None else None
+        if live_wait is not None:
+            wait = min(wait, live_wait)  # held output goes out on time even when the command falls silent
         ready, _, _ = select.select(fds, [], [], wait)
         if self._out is not None and self._out in ready:
             self._read()  # one read per wake-up, so a flood cannot starve the wake fd or the deadline
@@ -71,6 +76,10 @@ class Command:
         elif time.monotonic() >= self._deadline:
             self._timed_out()
         return wake_fd is not None and wake_fd in ready
+
+    def take_live(self) -> tuple[str, int] | None:
+        """The live chunk due now (text, bytes skipped before it), if any."""
+        return self.live.take(time.monotonic()) if self.live is not None and self.result is None else None
 
     def run_to_end(self) -> dict[str, Any]:
         """Pump until the result is set (tests, standalone mode); on any exception the group is killed first."""
@@ -98,6 +107,8 @@ class Command:
             self._close_out()
             return
         self._captured.feed(chunk)
+        if self.live is not None:
+            self.live.feed(chunk)
 
     def _check_exit(self) -> None:
         # WNOWAIT leaves the shell a zombie, so its pgid cannot be reused before the killpg below.

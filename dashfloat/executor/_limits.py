@@ -9,6 +9,10 @@ EXEC_OUTPUT_MAX_BYTES: Final = 32 * 1024
 EXEC_OUTPUT_HEAD_BYTES: Final = 8 * 1024
 EXEC_OUTPUT_TAIL_BYTES: Final = EXEC_OUTPUT_MAX_BYTES - EXEC_OUTPUT_HEAD_BYTES
 EXEC_TIMEOUT_S: Final = 30.0
+# Live output of a running command (never the model's result): one chunk per interval at most, of at most
+# this many bytes (its newest); 10 a second is under the UI's 30 frames a second and reads as live.
+LIVE_CHUNK_MAX_BYTES: Final = 4 * 1024
+LIVE_INTERVAL_S: Final = 0.1
 READ_MAX_LINES: Final = 2000
 READ_MAX_BYTES: Final = 64 * 1024
 READ_STREAM_THRESHOLD_BYTES: Final = 256 * 1024

@@ -13,6 +13,7 @@ from dashfloat import procutil
 from dashfloat.catalogue import EXECUTE_COMMAND
 from dashfloat.channel import Channel, PeerDied, ProtocolError
 from dashfloat.executor import _changes
+from dashfloat.executor._capture import LiveTail
 from dashfloat.executor._checkpoints import run_checkpointed
 from dashfloat.executor._errors import error_result
 from dashfloat.executor._exec import Command
@@ -24,6 +25,7 @@ from dashfloat.protocol import (
     AgentToExecutor,
     ApplyRestore,
     CancelTool,
+    CommandOutput,
     CommandStarted,
     PreviewReady,
     PreviewRestore,
@@ -35,7 +37,7 @@ from dashfloat.protocol import (
     ToolFinished,
 )
 
-_Reply = PreviewReady | CommandStarted | ToolFinished | RestorePreviewed | RestoreApplied
+_Reply = PreviewReady | CommandStarted | CommandOutput | ToolFinished | RestorePreviewed | RestoreApplied
 
 _SIGTERM_EXIT = 128 + signal.SIGTERM
 
@@ -141,10 +143,14 @@ class _Server:
             self.send(ToolFinished(message.call_id, error_result(failure_message(exc, message.name, valid))))
             return
         self.running = (message.call_id, command)
+        command.live = LiveTail()
         self.send(CommandStarted(message.call_id, command.pgid))
         while command.result is None:
             if command.pump(self.channel.fileno()):
                 self.handle(self.receive())  # a CancelTool or Shutdown lands here, mid-command
+            chunk = command.take_live()
+            if chunk is not None:
+                self.send(CommandOutput(message.call_id, text=chunk[0], skipped_bytes=chunk[1]))
         self.finish_running()
 
     def finish_running(self) -> None:

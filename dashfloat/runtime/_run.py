@@ -20,6 +20,7 @@ def run(
     prompt: str | None,
     json_mode: bool = False,
     undo_request: tuple[int | None, bool] | None = None,
+    verbose: bool = False,
     no_color: bool = False,
     on_stop: Callable[[], None] = lambda: None,
     restore_terminal: Callable[[], None] = lambda: None,
@@ -46,7 +47,7 @@ def run(
 
             return RestoreDriver(link, undo_request[0], undo_request[1]).run()
         if prompt is not None:
-            return Printer(link, json_mode).run(prompt)
+            return Printer(link, json_mode, verbose=verbose).run(prompt)
         from dashfloat.ui import UiOptions, run_tui
 
         ui_options = UiOptions(

@@ -21,6 +21,7 @@ from dashfloat.protocol import (
     SystemEntry,
     TokenReceived,
     ToolCallShown,
+    ToolOutputShown,
     ToolResultShown,
     TurnEnded,
 )
@@ -31,6 +32,9 @@ EXIT_FAILED: Final = 1
 EXIT_INTERRUPTED: Final = 130
 # The reader went away (`dashfloat -p … | head -1`): the shell's code for a death by SIGPIPE, with no traceback.
 EXIT_BROKEN_PIPE: Final = 128 + signal.SIGPIPE
+
+# A live output line without its newline is held this long at most (--verbose).
+LIVE_PARTIAL_MAX_CHARS: Final = 1000
 
 _EXIT_CODES: Final = {"completed": EXIT_OK, "stopped": EXIT_OK, "failed": EXIT_FAILED, "limit": EXIT_FAILED}
 
@@ -56,7 +60,14 @@ def defused(text: str) -> str:
 class Printer:
     """Runs one turn through the agent and prints it; ``run`` returns the exit code."""
 
-    def __init__(self, link: AgentProcess, json_mode: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr):
+    def __init__(
+        self,
+        link: AgentProcess,
+        json_mode: bool,
+        out: TextIO = sys.stdout,
+        err: TextIO = sys.stderr,
+        verbose: bool = False,
+    ):
         self.link = link
         self.json_mode = json_mode
         self.out = out
@@ -70,6 +81,8 @@ class Printer:
         # a line of its own, so an unfinished prose line is ended first (on stdout, where it belongs).
         self.shared_terminal = _isatty(out) and _isatty(err)
         self.prose_line_open = False
+        self.verbose = verbose  # a running command's output on stderr as it comes (--verbose)
+        self.live_partial = ""
 
     def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
         self.interrupts += 1
@@ -146,11 +159,21 @@ class Printer:
             if message.text:
                 self.prose_line_open = not message.text.endswith("\n")
             return
+        if isinstance(message, ToolOutputShown):
+            if self.verbose:
+                *complete, self.live_partial = (self.live_partial + message.text).split("\n")
+                self.live_partial = self.live_partial[-LIVE_PARTIAL_MAX_CHARS:]
+                for line in complete:
+                    self._row(f"  │ {defused(line)}")
+            return
         if isinstance(message, ToolCallShown):
             self.paragraph_break = self.wrote_prose
             self._row(f"⚙ {defused(summarize_call(message.name, message.args))}")
         elif isinstance(message, ToolResultShown):
             self.paragraph_break = self.wrote_prose
+            if self.live_partial:
+                self._row(f"  │ {defused(self.live_partial)}")
+                self.live_partial = ""
             lines = [defused(line) for line in message.output.splitlines()]
             if message.status == "error" and lines:
                 self._row(f"→ error: {lines.pop(0)}")

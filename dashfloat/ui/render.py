@@ -12,6 +12,7 @@ from dashfloat.ui._text import Fragment, Row, clip, row_width, sanitize, width_o
 from dashfloat.ui.state import (
     DecisionRecord,
     Entry,
+    LiveOutput,
     Notice,
     Prose,
     ProseRows,
@@ -198,6 +199,8 @@ def render_live(state: UiState, pending: tuple[Entry, ...], width: int) -> list[
     for entry in pending:
         rows.extend(render_entry(entry, width))
     budget = state.live_budget()
+    if state.live_output is not None:
+        rows.extend(_live_output_rows(state.live_output, state.now, width)[-budget:])
     if state.open_reasoning:  # its tail, like an open answer: a long reasoning keeps moving (all of it is
         rows.extend(_reasoning_rows(state.open_reasoning.strip("\n"), width)[-budget:])  # printed when it ends)
     if state.open_prose.strip():
@@ -205,6 +208,18 @@ def render_live(state: UiState, pending: tuple[Entry, ...], width: int) -> list[
         rows.extend(open_rows[-budget:])
     if state.confirm is not None:
         rows.extend(_confirm_rows(state, width, budget))
+    return rows
+
+
+def _live_output_rows(live: LiveOutput, now: float, width: int) -> list[Row]:
+    """A running command's newest lines, one row each (clipped, never wrapped), under an elapsed-time line."""
+    lines = [*live.lines, live.partial] if live.partial else list(live.lines)
+    count = live.total_lines + (1 if live.partial else 0)
+    noun = "line" if count == 1 else "lines"
+    head = f"  ⋯ running {format_elapsed(max(0.0, now - live.since))} · {format_count(count)} {noun}"
+    rows: list[Row] = [(("class:dim", clip(head, width)),)]
+    room = max(1, width - len(OUTPUT_INDENT))
+    rows.extend((("class:dim", OUTPUT_INDENT + clip(sanitize(line), room)),) for line in lines)
     return rows
 
 

@@ -27,6 +27,7 @@ from dashfloat.protocol import (
     SystemEntry,
     TokenReceived,
     ToolCallShown,
+    ToolOutputShown,
     ToolResultShown,
     TurnEnded,
     UsageShown,
@@ -42,6 +43,10 @@ DOUBLE_CTRL_C_S = 1.0
 LIVE_RESERVED_ROWS = 4
 """Rows kept free below the live text for the status bar, the input and a hint."""
 MIN_LIVE_ROWS = 3
+LIVE_OUTPUT_MAX_LINES = 8
+"""Lines of a running command's output shown in the live region (its newest)."""
+LIVE_OUTPUT_MAX_LINE_CHARS = 1000
+"""Characters kept of one live output line (a line without a newline grows no further)."""
 CONFIRM_GUARD_S = 0.6
 """A confirmation takes no decision key until its preview has been on screen this long (ADR 0025): longer
 than the gap between two keys of someone typing a sentence, short enough not to feel like a wait."""
@@ -165,6 +170,31 @@ class InputChanged:
 UiEvent = Tick | Submitted | LocalNotice | Hint | InputChanged
 Event = AgentToUi | UiEvent
 
+
+@dataclass(frozen=True)
+class LiveOutput:
+    """The newest lines of a running command, drawn in the live region until its result row arrives."""
+
+    call_id: str
+    since: float
+    lines: tuple[str, ...] = ()
+    partial: str = ""
+    total_lines: int = 0
+
+
+def _feed_live(live: LiveOutput, text: str) -> LiveOutput:
+    """``live`` after ``text``: complete lines appended (the newest kept), the unfinished one held."""
+    pieces = (live.partial + text).split("\n")
+    *complete, partial = pieces
+    lines = (*live.lines, *(line[:LIVE_OUTPUT_MAX_LINE_CHARS] for line in complete[-LIVE_OUTPUT_MAX_LINES:]))
+    return dataclasses.replace(
+        live,
+        lines=lines[-LIVE_OUTPUT_MAX_LINES:],
+        partial=partial[-LIVE_OUTPUT_MAX_LINE_CHARS:],
+        total_lines=live.total_lines + len(complete),
+    )
+
+
 # ---------------------------------------------------------------- the state
 
 
@@ -196,6 +226,8 @@ class UiState:
     confirm_armed: bool = False
     """The guard since ``confirm_since`` has passed: decision keys on an empty input now answer."""
     input_empty: bool = True
+    live_output: LiveOutput | None = None
+    """A running command's newest output (its result row replaces it)."""
     last_call_id: str | None = None
     """The latest tool row shown: a confirmation of that same call needs no second header."""
     outbox: tuple[Entry, ...] = ()
@@ -299,15 +331,20 @@ def reduce(state: UiState, event: Event) -> UiState:
             if event.phase != state.phase:
                 state = dataclasses.replace(state, phase=event.phase, phase_since=state.now)
             if event.phase == "idle":
-                state = _drop_confirm(_flush_open(state))
+                state = dataclasses.replace(_drop_confirm(_flush_open(state)), live_output=None)
                 if state.last_ctrl_c is None:
                     state = dataclasses.replace(state, hint=None)  # e.g. "busy": no longer true
             return state
         case ToolCallShown():
             state = dataclasses.replace(_flush_open(state), last_call_id=event.id)
             return _commit(state, ToolCall(event.name, event.args))
+        case ToolOutputShown():
+            live = state.live_output
+            if live is None or live.call_id != event.id:
+                live = LiveOutput(call_id=event.id, since=state.now)
+            return dataclasses.replace(state, live_output=_feed_live(live, event.text))
         case ToolResultShown():
-            state = _flush_open(state)
+            state = dataclasses.replace(_flush_open(state), live_output=None)
             if state.confirm is not None and state.confirm.id == event.id:
                 state = _drop_confirm(state)  # answered elsewhere (a cancel): the record goes first
             return _commit(state, ToolResult(event.name, event.status, event.output))

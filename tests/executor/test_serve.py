@@ -14,8 +14,10 @@ import pytest
 
 from dashfloat.channel import Channel
 from dashfloat.executor import serve
+from dashfloat.executor._limits import LIVE_CHUNK_MAX_BYTES
 from dashfloat.protocol import (
     CancelTool,
+    CommandOutput,
     CommandStarted,
     ExecutorToAgent,
     PreviewReady,
@@ -46,9 +48,15 @@ def agent(root: Path) -> Iterator[Agent]:
         proc.join()
 
 
-def reply(channel: Channel[ExecutorToAgent]) -> ExecutorToAgent:
-    assert channel.poll(REPLY_TIMEOUT_S), "no reply from the executor"
-    return channel.recv()
+def reply(channel: Channel[ExecutorToAgent], live: list[CommandOutput] | None = None) -> ExecutorToAgent:
+    """The next reply that is not live output (which goes to ``live`` when given)."""
+    while True:
+        assert channel.poll(REPLY_TIMEOUT_S), "no reply from the executor"
+        message = channel.recv()
+        if not isinstance(message, CommandOutput):
+            return message
+        if live is not None:
+            live.append(message)
 
 
 def start_sleeper(channel: Channel[ExecutorToAgent], call_id: str) -> int:
@@ -81,6 +89,28 @@ def test_command_started_then_finished(agent: Agent) -> None:
     finished = reply(channel)
     assert isinstance(finished, ToolFinished) and finished.result["exit_code"] == 0
     assert int(finished.result["output"]) == started.pgid  # the shell leads its own group
+
+
+def test_a_running_command_sends_its_output_live_bounded_and_rate_limited(agent: Agent, root: Path) -> None:
+    channel, _ = agent
+    # a burst far larger than one chunk, then a last line, then silence until the test says stop: the
+    # silence must not hold the last line back (the loop wakes for a held chunk)
+    command = "head -c 100000 /dev/zero | tr '\\0' a; echo; echo last line; while [ ! -e stop ]; do sleep 0.05; done"
+    channel.send(RunTool("c1", "execute_command", {"command": command}))
+    assert isinstance(reply(channel), CommandStarted)
+    live: list[CommandOutput] = []
+    while not live or not live[-1].text.endswith("last line\n"):
+        assert channel.poll(REPLY_TIMEOUT_S), f"no live output; got {live!r}"
+        message = channel.recv()
+        assert isinstance(message, CommandOutput), message  # the command is still running
+        live.append(message)
+    (root / "stop").touch()
+    finished = reply(channel, live)
+    assert isinstance(finished, ToolFinished) and finished.result["exit_code"] == 0
+    assert all(chunk.call_id == "c1" for chunk in live)
+    assert all(len(chunk.text.encode()) <= LIVE_CHUNK_MAX_BYTES for chunk in live)
+    shown = sum(len(chunk.text.encode()) for chunk in live)
+    assert shown + sum(chunk.skipped_bytes for chunk in live) == 100_000 + len("\nlast line\n")
 
 
 def test_bad_calls_are_results(agent: Agent) -> None:

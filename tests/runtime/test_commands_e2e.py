@@ -44,3 +44,50 @@ def test_the_end_of_a_long_output_reaches_the_model(tree: Path, tmp_path: Path) 
         assert result["output"].startswith("test_0 ... PASSED")
         assert result["output"].rstrip().endswith("FINAL SUMMARY: 3000 passed")
         assert "[… output cut:" in result["output"]
+
+
+TICKER = "i=0; while [ $i -lt 12 ]; do i=$((i+1)); echo tick $i; sleep 0.1; done"
+
+
+def headless(server: ScriptedServer, tree: Path, tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    server.enqueue(tool_calls_reply([("c1", "execute_command", {"command": TICKER})]), text_reply("ticked"))
+    return subprocess.run(
+        dashfloat_argv(server, tree, "--yes", *flags, "-p", "tick"),
+        env=isolated_environment(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_json_shows_live_output_as_events_before_the_result(tree: Path, tmp_path: Path) -> None:
+    with ScriptedServer() as server:
+        done = headless(server, tree, tmp_path, "--json")
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    kinds = [e["type"] for e in events]
+    live = [e for e in events if e["type"] == "tool_output_shown"]
+    assert len(live) >= 2, kinds  # streamed in pieces while it ran, not one lump at the end
+    assert kinds.index("tool_output_shown") < kinds.index("tool_result_shown")
+    assert "".join(e["text"] for e in live) == "".join(f"tick {i}\n" for i in range(1, 13))
+    assert all(e["id"] == "c1" for e in live)
+
+
+def test_verbose_shows_live_output_on_stderr_and_the_model_gets_the_result(tree: Path, tmp_path: Path) -> None:
+    with ScriptedServer() as server:
+        done = headless(server, tree, tmp_path, "--verbose")
+        result = json.loads(str(tool_message(server.requests[1])["content"]))
+    assert done.returncode == 0, done.stderr
+    err = done.stderr.splitlines()
+    assert [line for line in err if line.startswith("  │ ")] == [f"  │ tick {i}" for i in range(1, 13)]
+    assert err.index("  │ tick 12") < err.index("→ ok")
+    assert result["output"] == "".join(f"tick {i}\n" for i in range(1, 13))
+    assert done.stdout == "ticked\n"
+
+
+def test_without_verbose_stderr_has_no_live_lines(tree: Path, tmp_path: Path) -> None:
+    with ScriptedServer() as server:
+        done = headless(server, tree, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert not any(line.startswith("  │") for line in done.stderr.splitlines())

@@ -138,7 +138,7 @@ def test_a_signal_to_the_main_process_leaves_no_process_behind(tree: Path, tmp_p
         server.enqueue(tool_calls_reply([("c", "execute_command", {"command": command})]), text_reply("x"))
         main = launch_headless(server, tree, tmp_path, "--yes", "-p", "run it")
         try:
-            assert wait_for(lambda: len(sleepers_under(main.pid)) == 2)
+            assert wait_for(lambda: len(sleepers_under(main.pid)) == 2, timeout_s=30)  # start-up on a loaded box
             everything = tree_pids(main.pid)
             main.send_signal(sig)
             started = time.monotonic()
