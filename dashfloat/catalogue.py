@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Final
 
 READ_FILE: Final = "read_file"
@@ -17,6 +18,10 @@ EDIT_TOOLS: Final = frozenset({WRITE_FILE, EDIT_FILE})
 READ_DEFAULT_OFFSET: Final = 1
 READ_DEFAULT_LIMIT: Final = 2000
 READ_MAX_LIMIT: Final = 10_000
+EXEC_TIMEOUT_DEFAULT_S: Final = 30.0
+"""execute_command's timeout when neither the call nor --exec-timeout names one."""
+EXEC_TIMEOUT_MAX_S: Final = 600.0
+"""The longest timeout a call may ask for (a real project's `make test`)."""
 
 
 def _string(description: str) -> dict[str, Any]:
@@ -71,10 +76,11 @@ TOOLS: Final[list[dict[str, Any]]] = [
     ),
     _tool(
         EXECUTE_COMMAND,
-        "Run a shell command line with sh -c semantics (30 s timeout, output capped at 32 KiB).",
+        "",  # filled in by tools_catalogue: the text names the real default timeout
         {
             "command": _string("The shell command line."),
             "cwd": {"type": "string", "description": "Directory to run in.", "default": "."},
+            "timeout": {"type": "number", "minimum": 1, "maximum": EXEC_TIMEOUT_MAX_S},
         },
         ["command"],
     ),
@@ -85,6 +91,23 @@ TOOLS: Final[list[dict[str, Any]]] = [
         [],
     ),
 ]
+
+
+def tools_catalogue(exec_timeout_s: float = EXEC_TIMEOUT_DEFAULT_S) -> list[dict[str, Any]]:
+    """The catalogue sent to the model, its execute_command text naming the default timeout in force."""
+    tools = copy.deepcopy(TOOLS)
+    for tool in tools:
+        function = tool["function"]
+        if function["name"] == EXECUTE_COMMAND:
+            function["description"] = (
+                f"Run a shell command line with sh -c semantics. It is killed after {exec_timeout_s:g} s unless "
+                f"`timeout` asks for longer (at most {EXEC_TIMEOUT_MAX_S:g} s): pass it for builds and test "
+                "suites. Output: the first 8 KiB and the last 24 KiB of stdout+stderr are kept."
+            )
+            function["parameters"]["properties"]["timeout"]["description"] = (
+                f"Seconds before the command is killed (default {exec_timeout_s:g}, maximum {EXEC_TIMEOUT_MAX_S:g})."
+            )
+    return tools
 
 
 SUMMARY_KEYS: Final = {

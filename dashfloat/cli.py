@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Final
 
 from dashfloat import __version__
+from dashfloat.catalogue import EXEC_TIMEOUT_DEFAULT_S, EXEC_TIMEOUT_MAX_S
 from dashfloat.terminal import hold_terminal
 
 EXIT_USAGE: Final = 2
@@ -52,9 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     policy.add_argument(
         "--exec-timeout",
         type=float,
-        default=30.0,
+        default=EXEC_TIMEOUT_DEFAULT_S,
         metavar="SECONDS",
-        help="execute_command timeout (default 30)",
+        help=f"execute_command timeout (default {EXEC_TIMEOUT_DEFAULT_S:g}; calls may ask {EXEC_TIMEOUT_MAX_S:g})",
     )
     model = parser.add_argument_group("model")
     model.add_argument("--provider", metavar="NAME", help="a provider named in config.toml")

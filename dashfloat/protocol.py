@@ -504,6 +504,8 @@ class StartStream(Message, frozen=True):
     idle_timeout_s: float = 60.0
     idle_timeout_from: str = ""
     """Where the idle timeout was set (named in the timeout's message); empty: the default."""
+    exec_timeout_s: float | None = None
+    """execute_command's default timeout in force, named in the catalogue's text (None: the catalogue's)."""
 
 
 class CancelStream(Message, frozen=True):

@@ -205,6 +205,7 @@ class AgentCore:
         self.approval: ApprovalMode = options.approval
         self.sandbox = options.sandbox
         self.idle_timeout_s = options.idle_timeout_s
+        self.exec_timeout_s = options.exec_timeout_s
         self.instructions = instructions
         self.journal = journal
         self.history: list[str] = []
@@ -517,6 +518,7 @@ class AgentCore:
                     provider=self.provider,
                     messages=messages,
                     idle_timeout_s=self.idle_timeout_s,
+                    exec_timeout_s=self.exec_timeout_s,
                 ),
             )
         )

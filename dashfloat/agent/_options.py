@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
+from dashfloat.catalogue import EXEC_TIMEOUT_DEFAULT_S
 from dashfloat.permissions import SourcedRule
 from dashfloat.protocol import ApprovalMode, ProviderConfig, SandboxState
 
@@ -14,7 +15,7 @@ class AgentOptions(msgspec.Struct, frozen=True):
     provider: ProviderConfig
     cwd: str
     approval: ApprovalMode = "ask"
-    exec_timeout_s: float = 30.0
+    exec_timeout_s: float = EXEC_TIMEOUT_DEFAULT_S
     sandbox: SandboxState = msgspec.field(default_factory=SandboxState)
     """The command sandbox detected at launch (``--sandbox``, ``--network``); shown on the status bar."""
     idle_timeout_s: float = 60.0

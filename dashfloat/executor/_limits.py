@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Final
 
+from dashfloat.catalogue import EXEC_TIMEOUT_DEFAULT_S
+
 EXEC_OUTPUT_MAX_BYTES: Final = 32 * 1024
 # The 32 KiB are split: the start of the output (what ran) and its end (the summary, the failure).
 EXEC_OUTPUT_HEAD_BYTES: Final = 8 * 1024
 EXEC_OUTPUT_TAIL_BYTES: Final = EXEC_OUTPUT_MAX_BYTES - EXEC_OUTPUT_HEAD_BYTES
-EXEC_TIMEOUT_S: Final = 30.0
+EXEC_TIMEOUT_S: Final = EXEC_TIMEOUT_DEFAULT_S
 # Live output of a running command (never the model's result): one chunk per interval at most, of at most
 # this many bytes (its newest); 10 a second is under the UI's 30 frames a second and reads as live.
 LIVE_CHUNK_MAX_BYTES: Final = 4 * 1024

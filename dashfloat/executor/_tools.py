@@ -71,7 +71,8 @@ def start_command(args: dict[str, Any], root: Root, exec_timeout_s: float) -> Co
     """Start a validated execute_command call (raises like the tools do)."""
     if "\0" in args["command"]:
         raise ToolError("command contains a NUL byte")
-    return Command(args["command"], command_cwd(args, root), exec_timeout_s)
+    timeout_s = args.get("timeout") or exec_timeout_s  # the call's own (bounded by validation), else the default
+    return Command(args["command"], command_cwd(args, root), float(timeout_s))
 
 
 def run_tool(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from dashfloat.catalogue import EDIT_FILE, TOOL_NAMES, TOOLS
@@ -13,6 +14,15 @@ def _check(tool: str, key: str, value: Any, schema: dict[str, Any]) -> str | Non
     kind = schema["type"]
     if kind == "string":
         return None if isinstance(value, str) else f"{tool}: {key} must be a string"
+    if kind == "number":
+        if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+            return f"{tool}: {key} must be a number"
+        low, high = schema.get("minimum"), schema.get("maximum")
+        if low is not None and value < low:
+            return f"{tool}: {key} must be >= {low:g}, got {value:g}"
+        if high is not None and value > high:
+            return f"{tool}: {key} must be <= {high:g}, got {value:g}"
+        return None
     if kind == "integer":
         # bool is an int subclass in Python but not a JSON integer.
         if not isinstance(value, int) or isinstance(value, bool):
@@ -42,7 +52,7 @@ def validate(name: Any, args: Any) -> dict[str, Any] | str:
         if key not in args:
             if key in schema["required"]:
                 return f"{name}: missing required parameter {key}"
-            normalized[key] = prop["default"]
+            normalized[key] = prop.get("default")  # None: the runtime's own default (execute_command's timeout)
             continue
         error = _check(name, key, args[key], prop)
         if error:

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from dashfloat.catalogue import TOOLS
+from dashfloat.catalogue import EXEC_TIMEOUT_DEFAULT_S, tools_catalogue
 from dashfloat.llm._limits import ANSWER_MAX_TOKENS_CAP, ANSWER_MAX_TOKENS_DEFAULT, ANSWER_WINDOW_FRACTION
 from dashfloat.protocol import ChatMessage, ProviderConfig
 
@@ -40,13 +40,21 @@ def answer_max_tokens(provider: ProviderConfig) -> int | None:
     return ANSWER_MAX_TOKENS_DEFAULT
 
 
-def request_body(provider: ProviderConfig, messages: list[ChatMessage], dropped: Collection[Optional]) -> bytes:
-    """The JSON body of one chat/completions request; ``dropped`` names fields this provider refused."""
+def request_body(
+    provider: ProviderConfig,
+    messages: list[ChatMessage],
+    dropped: Collection[Optional],
+    exec_timeout_s: float | None = None,
+) -> bytes:
+    """The JSON body of one chat/completions request; ``dropped`` names fields this provider refused.
+
+    ``exec_timeout_s`` is execute_command's default in force, which the catalogue's text names.
+    """
     payload: dict[str, Any] = {
         "model": provider.model,
         "messages": wire_messages(messages),
         "stream": True,
-        "tools": TOOLS,
+        "tools": tools_catalogue(exec_timeout_s or EXEC_TIMEOUT_DEFAULT_S),
     }
     max_tokens = answer_max_tokens(provider)
     if max_tokens is not None and "max_tokens" not in dropped:

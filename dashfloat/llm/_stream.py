@@ -183,7 +183,7 @@ class Stream:
         attempt = 1
         while True:
             dropped = self._memory.dropped.setdefault(base, set())
-            body = request_body(provider, self.start.messages, dropped)
+            body = request_body(provider, self.start.messages, dropped, self.start.exec_timeout_s)
             self._reset()
             try:
                 done = self._attempt(url, headers, body, dropped)

@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from dashfloat.catalogue import READ_DEFAULT_LIMIT, READ_MAX_LIMIT
+from dashfloat.catalogue import EXEC_TIMEOUT_MAX_S, READ_DEFAULT_LIMIT, READ_MAX_LIMIT
 from dashfloat.executor import run_tool, validate
 
 
 def test_defaults_are_filled_in() -> None:
     assert validate("read_file", {"path": "a"}) == {"path": "a", "offset": 1, "limit": READ_DEFAULT_LIMIT}
     assert validate("list_directory", {}) == {"path": "."}
-    assert validate("execute_command", {"command": "true"}) == {"command": "true", "cwd": "."}
+    assert validate("execute_command", {"command": "true"}) == {"command": "true", "cwd": ".", "timeout": None}
 
 
 @pytest.mark.parametrize(
@@ -54,3 +54,15 @@ def test_bad_arguments_execute_nothing(tmp_path: Any) -> None:
     assert result["ok"] is False
     assert "unknown parameter" in result["error"]
     assert not marker.exists()
+
+
+def test_the_timeout_is_a_number_between_1_and_the_maximum() -> None:
+    ok = validate("execute_command", {"command": "true", "timeout": 120.5})
+    assert isinstance(ok, dict) and ok["timeout"] == 120.5
+    assert isinstance(validate("execute_command", {"command": "t", "timeout": EXEC_TIMEOUT_MAX_S}), dict)
+    assert validate("execute_command", {"command": "t", "timeout": EXEC_TIMEOUT_MAX_S + 0.5}) == (
+        "execute_command: timeout must be <= 600, got 600.5"
+    )
+    assert validate("execute_command", {"command": "t", "timeout": 0}) == "execute_command: timeout must be >= 1, got 0"
+    assert validate("execute_command", {"command": "t", "timeout": True}) == "execute_command: timeout must be a number"
+    assert validate("execute_command", {"command": "t", "timeout": "60"}) == "execute_command: timeout must be a number"

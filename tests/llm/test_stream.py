@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dashfloat.catalogue import TOOLS
+from dashfloat.catalogue import tools_catalogue
 from dashfloat.protocol import ContentDelta, ReasoningDelta, StreamStatus, Usage
 from dashfloat.testing.sse_server import Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
 from tests.llm.conftest import TEST_KEY, TEST_KEY_ENV, Llm
@@ -42,7 +42,7 @@ def test_text_stream_request_shape_and_usage(llm: Llm, server: ScriptedServer) -
     assert body["messages"] == [{"role": "user", "content": "hi"}]
     assert body["stream"] is True
     assert body["stream_options"] == {"include_usage": True}
-    assert body["tools"] == json.loads(json.dumps(TOOLS))
+    assert body["tools"] == json.loads(json.dumps(tools_catalogue()))
     assert "tool_choice" not in body and "parallel_tool_calls" not in body
 
 
