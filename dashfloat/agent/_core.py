@@ -728,7 +728,11 @@ class AgentCore:
         else:
             found = undo.prompt_turn(prompt, len(prompts))
             if found is None:
-                self._refuse_restore(f"no prompt {prompt} to rewind to: this session has {len(prompts)}")
+                count = len(prompts)
+                if prompt < 0:
+                    self._refuse_restore(f"cannot go back {-prompt} turns: this session has {count}")
+                else:
+                    self._refuse_restore(f"no prompt {prompt} to rewind to: this session has {count}")
                 return
             first = found
         elsewhere = undo.other_cwds(self.undo_log, first, self.cwd)

@@ -12,6 +12,7 @@ from dashfloat.protocol import (
     Cancel,
     ConfirmRequested,
     DecideConfirmation,
+    PromptRestored,
     RestoreEnded,
     RewindTo,
     SystemEntry,
@@ -28,8 +29,16 @@ _CONFLICT_NAME: Final = "restore conflicting file"
 class RestoreDriver:
     """Asks the agent for one undo or rewind and answers its confirmations as the flags say."""
 
-    def __init__(self, link: AgentProcess, rewind_turns: int | None, apply: bool, err: TextIO = sys.stderr):
+    def __init__(
+        self,
+        link: AgentProcess,
+        rewind_turns: int | None,
+        apply: bool,
+        out: TextIO = sys.stdout,
+        err: TextIO = sys.stderr,
+    ):
         self.link = link
+        self.out = out
         self.rewind_turns = rewind_turns
         self.apply = apply
         self.err = err
@@ -77,6 +86,10 @@ class RestoreDriver:
                     return None
                 self._write("\n".join(lines))
                 self.link.send(DecideConfirmation(ref=ref, decision="approve" if self.apply else "reject"))
+            case PromptRestored(text=text):
+                # the rewound prompt, for a script to edit and resend (the TUI puts it into the input)
+                self.out.write(text if text.endswith("\n") else text + "\n")
+                self.out.flush()
             case RestoreEnded(outcome=outcome):
                 if outcome == "declined" and not self.apply and self.interrupts == 0:
                     self._write("nothing was applied: add --yes to apply it")

@@ -205,9 +205,12 @@ def test_headless_rewind_goes_back_n_turns(work: Path, tmp_path: Path) -> None:
             )
             args = ["-p", f"prompt {n}", "--yes"] + (["--continue"] if n > 1 else [])
             assert cli(server, work, tmp_path, *args).returncode == 0
+        too_far = cli(server, work, tmp_path, "--rewind", "4", "--yes")
+        assert too_far.returncode == 1 and "cannot go back 4 turns: this session has 3" in too_far.stderr
         done = cli(server, work, tmp_path, "--rewind", "2", "--yes")
         assert done.returncode == 0, done.stderr
         assert "rewind to just before prompt 2 (“prompt 2”)" in done.stderr
+        assert done.stdout == "prompt 2\n"  # the prompt given back, for a script to resend
         assert sorted(p.name for p in work.iterdir()) == ["f1.txt"]
         (session,) = (state_dir(tmp_path) / "sessions").glob("*.jsonl")
         loaded = session_log.load(session)
