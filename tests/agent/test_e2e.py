@@ -118,7 +118,7 @@ def test_cancel_while_streaming_keeps_partial_content(tree: Path) -> None:
         started = time.monotonic()
         link.send(Cancel())
         collect(link, turn_over, into=got)
-        assert time.monotonic() - started < 2.0  # generous for CI; the benchmark measures the real figure
+        assert time.monotonic() - started < 10.0  # far below the 20 s pause; the benchmark measures the real figure
         assert outcome(got) == "cancelled"
         assert server.disconnected.wait(2.0)
         link.send(SubmitPrompt(text="again"))
