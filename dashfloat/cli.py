@@ -51,6 +51,18 @@ def build_parser() -> argparse.ArgumentParser:
     policy.add_argument("-y", "--yes", action="store_true", help="same as --approve all")
     policy.add_argument("--cwd", metavar="DIR", help="working directory the tools are confined to (default: .)")
     policy.add_argument(
+        "--sandbox",
+        choices=("workspace-write", "read-only", "off"),
+        default=None,
+        metavar="MODE",
+        help="confine commands: workspace-write (default), read-only, off",
+    )
+    policy.add_argument(
+        "--network",
+        action="store_true",
+        help="network for unasked commands too (approved ones always have it)",
+    )
+    policy.add_argument(
         "--exec-timeout",
         type=float,
         default=EXEC_TIMEOUT_DEFAULT_S,

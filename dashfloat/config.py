@@ -17,12 +17,14 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from dashfloat.protocol import ProviderConfig, ToolCallMode
+from dashfloat.protocol import ProviderConfig, SandboxMode, ToolCallMode
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENAI_DEFAULT_MODEL = "gpt-4o-mini"
 """Used only when the endpoint is OpenAI's own and no model was given anywhere."""
 DEFAULT_IDLE_TIMEOUT_S = 60.0
+DEFAULT_SANDBOX_MODE: SandboxMode = "workspace-write"
+"""Commands run in the sandbox's workspace-write mode unless ``--sandbox`` or ``[sandbox] mode`` says otherwise."""
 KEY_ENV = "OPENAI_API_KEY"
 
 
@@ -63,12 +65,23 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True):
     """Run the read-only allowlist (ls, cat, rg, git status, ...) without asking (docs/permissions.md)."""
 
 
+class SandboxSettings(msgspec.Struct, forbid_unknown_fields=True):
+    """The ``[sandbox]`` table (docs/tools.md "The command sandbox")."""
+
+    mode: SandboxMode = DEFAULT_SANDBOX_MODE
+    network: bool = False
+    """Give the network to commands that run without a keypress too (as ``--network``)."""
+    deny_read: list[str] = []
+    """Paths hidden from sandboxed commands, on top of the built-in credential stores (``~`` is $HOME)."""
+
+
 class ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
     """The whole config.toml."""
 
     default_provider: str | None = None
     providers: dict[str, ProviderEntry] = {}
     settings: Settings = msgspec.field(default_factory=Settings)
+    sandbox: SandboxSettings = msgspec.field(default_factory=SandboxSettings)
 
 
 def config_path(env: Mapping[str, str]) -> Path:
@@ -239,3 +252,9 @@ def read_only_commands(env: Mapping[str, str]) -> bool:
     """Whether read-only commands run unasked: ``[settings] read_only_commands``, default true."""
     config = load_config(env)
     return config.settings.read_only_commands if config else True
+
+
+def sandbox_settings(env: Mapping[str, str]) -> SandboxSettings:
+    """The ``[sandbox]`` table, or its defaults when there is no config file."""
+    config = load_config(env)
+    return config.sandbox if config else SandboxSettings()

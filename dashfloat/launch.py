@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Final
 
 from dashfloat.agent import AgentOptions
-from dashfloat.config import ConfigError, ProviderFlags, idle_timeout_s, read_only_commands, resolve_provider
+from dashfloat.config import (
+    ConfigError,
+    ProviderFlags,
+    idle_timeout_s,
+    read_only_commands,
+    resolve_provider,
+    sandbox_settings,
+)
+from dashfloat.executor import detect_sandbox
 from dashfloat.permission_files import load_rules, user_permissions_path
 from dashfloat.protocol import ApprovalMode
 from dashfloat.sessions.log import SessionError, find_session, list_sessions
@@ -41,6 +49,7 @@ def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> Launc
         idle_timeout = idle_timeout_s(env)
         rules = load_rules(env, cwd)
         read_only = read_only_commands(env)
+        sandbox_config = sandbox_settings(env)
     except ConfigError as exc:
         raise LaunchError(str(exc)) from exc
     state = state_dir(env)
@@ -60,11 +69,15 @@ def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> Launc
     restoring = bool(getattr(args, "undo", False)) or getattr(args, "rewind", None) is not None
     # --yes applies an undo/rewind; it does not widen what tools may do (none run in that mode anyway)
     approval: ApprovalMode = "all" if args.yes and not restoring else args.approve
+    sandbox = detect_sandbox(
+        args.sandbox or sandbox_config.mode, args.network or sandbox_config.network, sandbox_config.deny_read, env
+    )
     options = AgentOptions(
         provider=provider,
         cwd=cwd,
         approval=approval,
         exec_timeout_s=args.exec_timeout,
+        sandbox=sandbox,
         idle_timeout_s=idle_timeout,
         state_dir=str(state),
         resume_id=args.resume or "",

@@ -93,6 +93,8 @@ class SandboxState(msgspec.Struct, frozen=True, omit_defaults=True):
     """``--network``: commands that run without a keypress may use the network too."""
     unavailable: str = ""
     """Why this machine cannot sandbox (then ``mode`` is ``off`` and commands run unconfined)."""
+    deny_read: list[str] = []
+    """Absolute paths hidden from sandboxed commands (credential stores, config ``[sandbox] deny_read``)."""
 
 
 class FunctionCall(msgspec.Struct, frozen=True):

@@ -18,5 +18,5 @@ def agent_process_main(conn: Connection, options_json: bytes, log_path: str, clo
     die_with_parent()
     set_name(AGENT_PROCESS_NAME)
     options = msgspec.json.decode(options_json, type=AgentOptions)
-    workers = ForkWorkers(options.cwd, options.exec_timeout_s, log_path, held_fds=[conn.fileno()])
+    workers = ForkWorkers(options.cwd, options.exec_timeout_s, log_path, [conn.fileno()], options.sandbox)
     serve(conn, options, workers)

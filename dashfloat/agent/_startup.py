@@ -50,6 +50,10 @@ def build_core(options: AgentOptions) -> AgentCore:
         core.outbox.append(("ui", SystemEntry(text=APPROVE_ALL_WARNING, level="warning")))
     elif options.approval == "plan":
         core.outbox.append(("ui", SystemEntry(text=PLAN_NOTICE)))
+    if options.sandbox.unavailable:
+        # Said once here, on the status bar, and in every command confirmation: never a silent claim.
+        text = f"commands are NOT sandboxed: {options.sandbox.unavailable}; they run with your full permissions"
+        core.outbox.append(("ui", SystemEntry(text=text, level="warning")))
     if instructions.files:
         names = ", ".join(str(path) for path in instructions.files)
         core.outbox.append(("ui", SystemEntry(text=f"project instructions loaded from {names}")))

@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from dashfloat.channel import Channel, PeerDied
 from dashfloat.procutil import FORK, become_child, set_name, stop_process
-from dashfloat.protocol import ExecutorToAgent, LlmToAgent, Shutdown
+from dashfloat.protocol import ExecutorToAgent, LlmToAgent, SandboxState, Shutdown
 
 STOP_GRACE_S: Final = 0.3
 AGENT_PROCESS_NAME: Final = "dashfloat-agent"
@@ -58,9 +58,17 @@ def _worker_entry(
 class ForkWorkers:
     """The runtime's ``Workers``: forks fresh LLM and executor processes for the agent."""
 
-    def __init__(self, root: str, exec_timeout_s: float, log_path: str, held_fds: list[int]) -> None:
+    def __init__(
+        self,
+        root: str,
+        exec_timeout_s: float,
+        log_path: str,
+        held_fds: list[int],
+        sandbox: SandboxState | None = None,
+    ) -> None:
         self.root = root
         self.exec_timeout_s = exec_timeout_s
+        self.sandbox = sandbox if sandbox is not None else SandboxState()
         self.log_path = log_path
         self.held_fds = list(held_fds)
         self._live: list[ForkedWorker] = []
@@ -99,4 +107,5 @@ class ForkWorkers:
             EXECUTOR_PROCESS_NAME,
             self.root,
             self.exec_timeout_s,
+            self.sandbox,
         )

@@ -14,6 +14,7 @@ from dashfloat.executor._limits import (
     READ_MAX_LINES,
     READ_STREAM_THRESHOLD_BYTES,
 )
+from dashfloat.executor._sandbox import detect as detect_sandbox
 from dashfloat.executor._serve import serve
 from dashfloat.executor._tools import PREVIEW_MAX_LINE_CHARS, Preview, preview, run_tool
 from dashfloat.executor._validate import validate
@@ -37,6 +38,7 @@ __all__ = [
     "PathEscape",
     "Preview",
     "ToolError",
+    "detect_sandbox",
     "digest_of",
     "locate",
     "preview",

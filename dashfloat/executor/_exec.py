@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import math
 import os
 import select
 import signal
@@ -13,7 +14,8 @@ from typing import Any
 
 from dashfloat import procutil
 from dashfloat.executor._capture import HeadTail, LiveTail
-from dashfloat.executor._limits import EXEC_READ_CHUNK_BYTES, REAP_TIMEOUT_S
+from dashfloat.executor._limits import EXEC_DRAIN_AFTER_EXIT_S, EXEC_READ_CHUNK_BYTES, REAP_TIMEOUT_S
+from dashfloat.executor._sandbox import Wrap, sandbox_started
 
 # Without a pidfd (non-Linux) the shell's exit is noticed by polling this often.
 _EXIT_POLL_S = 0.05
@@ -22,20 +24,45 @@ _EXIT_POLL_S = 0.05
 class Command:
     """One running command line; ``pump`` advances it, ``result`` is set once it is over."""
 
-    def __init__(self, command: str, cwd: str, timeout_s: float) -> None:
+    def __init__(self, command: str, cwd: str, timeout_s: float, wrap: Wrap | None = None) -> None:
         self.timeout_s = timeout_s
+        argv = ["/bin/sh", "-c", command]
+        pass_fds: tuple[int, ...] = ()
+        # bwrap writes JSON status documents here; no "exit-code" one means the sandbox never started.
+        self._status: int | None = None
+        status_w = -1
+        if wrap is not None:
+            self._status, status_w = os.pipe()
+            try:
+                argv = wrap.argv(command, cwd, status_w)
+            except BaseException:
+                os.close(self._status)
+                os.close(status_w)
+                raise
+            pass_fds = (wrap.root_fd, status_w)
         # start_new_session: the command leads its own group, so one killpg reaches every descendant
-        # that did not escape with its own setsid. No preexec_fn: nothing per-thread is inherited.
-        self._proc = subprocess.Popen(
-            ["/bin/sh", "-c", command],
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            close_fds=True,
-        )
+        # that did not escape with its own setsid (in the sandbox, its PID namespace reaches those too).
+        # No preexec_fn: nothing per-thread is inherited.
+        try:
+            self._proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=pass_fds,
+            )
+        except BaseException:
+            if self._status is not None:
+                os.close(self._status)
+            raise
+        finally:
+            if status_w >= 0:
+                os.close(status_w)
         self.pgid = self._proc.pid
+        self._drain_deadline = math.inf
         self._deadline = time.monotonic() + timeout_s
         assert self._proc.stdout is not None
         self._out: int | None = self._proc.stdout.fileno()
@@ -49,6 +76,7 @@ class Command:
         self.live: LiveTail | None = None
         """Set by whoever shows the output while it runs (the serving executor); None: nobody is watching."""
         self._returncode: int | None = None
+        self._drained_note = ""
         self.result: dict[str, Any] | None = None
 
     def pump(self, wake_fd: int | None = None) -> bool:
@@ -66,13 +94,16 @@ class Command:
         live_wait = self.live.wait_s(time.monotonic()) if self.live is not None else None
         if live_wait is not None:
             wait = min(wait, live_wait)  # held output goes out on time even when the command falls silent
+        wait = max(0.0, min(wait, self._drain_deadline - time.monotonic()))
         ready, _, _ = select.select(fds, [], [], wait)
         if self._out is not None and self._out in ready:
             self._read()  # one read per wake-up, so a flood cannot starve the wake fd or the deadline
         if self._returncode is None:
             self._check_exit()
+        if self._returncode is not None and self._out is not None and time.monotonic() >= self._drain_deadline:
+            self._kill_pipe_holders()
         if self._returncode is not None and self._out is None:
-            self._finish(self._exit_result())
+            self._finish(self._sandbox_failure() or self._exit_result())
         elif time.monotonic() >= self._deadline:
             self._timed_out()
         return wake_fd is not None and wake_fd in ready
@@ -117,6 +148,41 @@ class Command:
             return
         procutil.kill_group(self.pgid)  # on exit too: `sleep 300 &` dies with its shell
         self._returncode = self._proc.wait()
+        # A descendant that left the group may still hold the pipe: it gets a short drain, then is killed.
+        self._drain_deadline = time.monotonic() + EXEC_DRAIN_AFTER_EXIT_S
+
+    def _kill_pipe_holders(self) -> None:
+        """Kill every other process holding our output pipe (found by inode in /proc), then stop reading."""
+        assert self._out is not None
+        pipe = f"pipe:[{os.fstat(self._out).st_ino}]"
+        killed = 0
+        with contextlib.suppress(OSError):
+            for pid in (int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()):
+                with contextlib.suppress(OSError):
+                    fd_dir = f"/proc/{pid}/fd"
+                    if any(_readlink(os.path.join(fd_dir, fd)) == pipe for fd in os.listdir(fd_dir)):
+                        os.kill(pid, signal.SIGKILL)
+                        killed += 1
+        self._close_out()
+        self._drained_note = (
+            f"\n[{killed} background process(es) kept the output open after the shell exited; "
+            f"killed after {EXEC_DRAIN_AFTER_EXIT_S:g}s]"
+        )
+
+    def _sandbox_failure(self) -> dict[str, Any] | None:
+        """The error result of a sandbox that never started (bwrap wrote no exit-code), else None."""
+        if self._status is None:
+            return None
+        status = b""
+        with contextlib.suppress(OSError):
+            os.set_blocking(self._status, False)
+            status = os.read(self._status, EXEC_READ_CHUNK_BYTES)
+        os.close(self._status)
+        self._status = None
+        if self._returncode == 0 or sandbox_started(status):
+            return None
+        why = self._captured.text().strip() or f"bwrap exited with status {self._returncode}"
+        return {"ok": False, "error": f"the sandbox did not start, so the command did not run: {why}"}
 
     def _kill(self) -> None:
         if self._returncode is None:
@@ -155,7 +221,11 @@ class Command:
 
     def _output(self) -> dict[str, Any]:
         captured = self._captured
-        return {"output": captured.text(), "truncated": captured.truncated, "total_bytes": captured.total}
+        return {
+            "output": captured.text() + self._drained_note,
+            "truncated": captured.truncated,
+            "total_bytes": captured.total,
+        }
 
     def _close_out(self) -> None:
         if self._out is not None:
@@ -168,9 +238,19 @@ class Command:
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
+        if self._status is not None:
+            os.close(self._status)
+            self._status = None
         self.result = result
 
 
-def run_command(command: str, cwd: str, timeout_s: float) -> dict[str, Any]:
+def _readlink(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
+
+
+def run_command(command: str, cwd: str, timeout_s: float, wrap: Wrap | None = None) -> dict[str, Any]:
     """Run to completion in-process (tests, standalone mode)."""
-    return Command(command, cwd, timeout_s).run_to_end()
+    return Command(command, cwd, timeout_s, wrap).run_to_end()

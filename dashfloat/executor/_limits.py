@@ -24,6 +24,9 @@ PREVIEW_MAX_LINES: Final = 50
 # edit_file stops counting ambiguous matches here (a one-byte search in 8 MiB would count millions).
 LOCATE_MAX_COUNT: Final = 1000
 
+# After the shell exits, a descendant still holding the output pipe gets this long, then is killed: the
+# result arrives promptly instead of at the timeout (in the sandbox the PID namespace has killed it already).
+EXEC_DRAIN_AFTER_EXIT_S: Final = 0.5
 # How long a killed command's shell may take to be reaped; SIGKILL makes this effectively instant.
 REAP_TIMEOUT_S: Final = 1.0
 # One os.read of command output; large reads keep a gigabyte flood cheap to drain.

@@ -18,6 +18,7 @@ from dashfloat.executor._checkpoints import run_checkpointed
 from dashfloat.executor._errors import error_result
 from dashfloat.executor._exec import Command
 from dashfloat.executor._restore import apply_restore, preview_restore
+from dashfloat.executor._sandbox import Sandbox
 from dashfloat.executor._tools import failure_message, preview, start_command
 from dashfloat.executor._validate import validate
 from dashfloat.executor.path_policy import Root
@@ -33,6 +34,7 @@ from dashfloat.protocol import (
     RestoreApplied,
     RestorePreviewed,
     RunTool,
+    SandboxState,
     Shutdown,
     ToolFinished,
 )
@@ -49,9 +51,10 @@ class _Stop(Exception):
 class _Server:
     """One agent's executor: a single thread that selects over the pipe and the running command."""
 
-    def __init__(self, channel: Channel[AgentToExecutor], root: Root, exec_timeout_s: float) -> None:
+    def __init__(self, channel: Channel[AgentToExecutor], root: Root, exec_timeout_s: float, sandbox: Sandbox) -> None:
         self.channel = channel
         self.root = root  # fixed at start: the fd is held until the process exits
+        self.sandbox = sandbox
         self.exec_timeout_s = exec_timeout_s
         self.running: tuple[str, Command] | None = None
         self.before_command: _changes.Snapshot | str | None = None
@@ -95,7 +98,7 @@ class _Server:
             case None:
                 pass
             case PreviewTool(call_id=call_id, name=name, args=args):
-                p = preview(name, args, self.root)
+                p = preview(name, args, self.root, self.sandbox.state)
                 self.send(PreviewReady(call_id=call_id, lines=p.lines, digest=p.digest, error=p.error))
             case RunTool():
                 if self.running is None:
@@ -138,7 +141,7 @@ class _Server:
         # What the command changes is told by comparing the workspace before and after it (bounded).
         self.before_command = _changes.snapshot(self.root) if message.checkpoint_store else None
         try:
-            command = start_command(valid, self.root, self.exec_timeout_s)
+            command = start_command(valid, self.root, self.exec_timeout_s, self.sandbox, message.sandbox)
         except Exception as exc:
             self.send(ToolFinished(message.call_id, error_result(failure_message(exc, message.name, valid))))
             return
@@ -166,9 +169,11 @@ class _Server:
         self.send(ToolFinished(call_id, result, changes=changes))
 
 
-def serve(conn: Connection, root: str, exec_timeout_s: float) -> None:
+def serve(conn: Connection, root: str, exec_timeout_s: float, sandbox: SandboxState | None = None) -> None:
     """The executor process main loop; returns on Shutdown or when the agent's end of the pipe closes."""
     procutil.die_with_parent(signal.SIGTERM)
-    server = _Server(Channel(conn, AgentToExecutor, "agent->executor"), Root(root), exec_timeout_s)
+    state = sandbox if sandbox is not None else SandboxState()
+    channel: Channel[AgentToExecutor] = Channel(conn, AgentToExecutor, "agent->executor")
+    server = _Server(channel, Root(root), exec_timeout_s, Sandbox.for_session(state, os.environ))
     signal.signal(signal.SIGTERM, server.on_sigterm)
     server.run()

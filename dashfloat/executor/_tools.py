@@ -15,8 +15,10 @@ from dashfloat.executor import _files
 from dashfloat.executor._errors import ToolError, error_result, os_message
 from dashfloat.executor._exec import Command
 from dashfloat.executor._limits import EDIT_MAX_FILE_BYTES, EXEC_TIMEOUT_S, PREVIEW_MAX_LINES
+from dashfloat.executor._sandbox import Sandbox, describe
 from dashfloat.executor._validate import validate
 from dashfloat.executor.path_policy import PathError, Root
+from dashfloat.protocol import SandboxPolicy, SandboxState
 
 # A preview line longer than this is cut: a one-line minified file must not flood the confirmation.
 PREVIEW_MAX_LINE_CHARS = 400
@@ -67,12 +69,25 @@ def command_cwd(args: dict[str, Any], root: Root) -> str:
     return root.real(rel)
 
 
-def start_command(args: dict[str, Any], root: Root, exec_timeout_s: float) -> Command:
-    """Start a validated execute_command call (raises like the tools do)."""
+def start_command(
+    args: dict[str, Any],
+    root: Root,
+    exec_timeout_s: float,
+    sandbox: Sandbox | None = None,
+    policy: SandboxPolicy | None = None,
+) -> Command:
+    """Start a validated execute_command call (raises like the tools do); no ``sandbox``: unconfined."""
     if "\0" in args["command"]:
         raise ToolError("command contains a NUL byte")
+    cwd = command_cwd(args, root)
+    wrap = None if sandbox is None else sandbox.wrap(policy or SandboxPolicy(), root.fd, root.path)
     timeout_s = args.get("timeout") or exec_timeout_s  # the call's own (bounded by validation), else the default
-    return Command(args["command"], command_cwd(args, root), float(timeout_s))
+    try:
+        return Command(args["command"], cwd, float(timeout_s), wrap)
+    except OSError as exc:
+        if wrap is None:
+            raise
+        raise ToolError(f"the sandbox did not start, so the command did not run: {exc}") from exc
 
 
 def run_tool(
@@ -81,20 +96,31 @@ def run_tool(
     root: Root | str,
     exec_timeout_s: float = EXEC_TIMEOUT_S,
     expect_digest: str | None = None,
+    sandbox: Sandbox | None = None,
+    policy: SandboxPolicy | None = None,
 ) -> dict[str, Any]:
-    """Validate and execute one call to completion; every failure is an error result, never a raise."""
+    """Validate and execute one call to completion; every failure is an error result, never a raise.
+
+    Commands run unconfined unless a ``sandbox`` is given (the executor process always gives one).
+    """
     valid = validate(name, args)
     if isinstance(valid, str):
         return error_result(valid)
     try:
         with as_root(root) as fixed:
-            return _run_valid(name, valid, fixed, exec_timeout_s, expect_digest)
+            return _run_valid(name, valid, fixed, exec_timeout_s, expect_digest, sandbox, policy)
     except Exception as exc:  # a failure is a result, never an exception across the process boundary
         return error_result(failure_message(exc, name, valid))
 
 
 def _run_valid(
-    name: str, valid: dict[str, Any], root: Root, exec_timeout_s: float, expect_digest: str | None
+    name: str,
+    valid: dict[str, Any],
+    root: Root,
+    exec_timeout_s: float,
+    expect_digest: str | None,
+    sandbox: Sandbox | None,
+    policy: SandboxPolicy | None,
 ) -> dict[str, Any]:
     if name == READ_FILE:
         return _files.read_file(root, valid["path"], valid["offset"], valid["limit"])
@@ -105,7 +131,7 @@ def _run_valid(
     if name == LIST_DIRECTORY:
         return _files.list_directory(root, valid["path"])
     if name == EXECUTE_COMMAND:
-        return start_command(valid, root, exec_timeout_s).run_to_end()
+        return start_command(valid, root, exec_timeout_s, sandbox, policy).run_to_end()
     raise AssertionError(f"validated tool {name!r} has no runner")
 
 
@@ -143,19 +169,19 @@ def diff_lines(plan: _files.PlannedWrite) -> list[str]:
     return _window(diff)
 
 
-def preview(name: str, args: Any, root: Root | str) -> Preview:
+def preview(name: str, args: Any, root: Root | str, sandbox: SandboxState | None = None) -> Preview:
     """The confirmation preview of a call, built with the same planning code its execution uses."""
     valid = validate(name, args)
     if isinstance(valid, str):
         return Preview([], error=valid)
     try:
         with as_root(root) as fixed:
-            return _preview_valid(name, valid, fixed)
+            return _preview_valid(name, valid, fixed, sandbox)
     except Exception as exc:
         return Preview([], error=failure_message(exc, name, valid))
 
 
-def _preview_valid(name: str, valid: dict[str, Any], root: Root) -> Preview:
+def _preview_valid(name: str, valid: dict[str, Any], root: Root, sandbox: SandboxState | None) -> Preview:
     if name == WRITE_FILE:
         plan = _files.plan_write(root, valid["path"], valid["content"])
         return Preview(diff_lines(plan), digest=plan.digest)
@@ -166,7 +192,10 @@ def _preview_valid(name: str, valid: dict[str, Any], root: Root) -> Preview:
         if "\0" in valid["command"]:
             raise ToolError("command contains a NUL byte")
         first, *rest = valid["command"].splitlines() or [""]
-        return Preview([*_window([f"$ {first}", *(f"  {line}" for line in rest)]), f"in {command_cwd(valid, root)}"])
+        # A confirmation is a keypress: the line says what the command will run in if approved.
+        where = f"in {command_cwd(valid, root)}"
+        confinement = describe(sandbox or SandboxState(), None)
+        return Preview([*_window([f"$ {first}", *(f"  {line}" for line in rest)]), where, confinement])
     if name in (READ_FILE, LIST_DIRECTORY):
         root.locate(valid["path"])
         return Preview([f"{name} {valid['path']}"])

@@ -326,7 +326,7 @@ def context_text(state: UiState) -> str:
 
 
 def render_status(state: UiState, now: float, width: int, home: str | None) -> Row:
-    """The status bar: phase, spinner and elapsed; model; context; cwd; approval mode."""
+    """The status bar: phase, spinner and elapsed; model; context; approval mode; sandbox; cwd."""
     phase = "confirming" if state.confirm is not None else state.phase
     word = PHASE_WORDS[phase]
     phase_style = {"idle": "class:status.idle", "confirming": "class:tool"}.get(phase, "class:accent")
@@ -338,6 +338,8 @@ def render_status(state: UiState, now: float, width: int, home: str | None) -> R
         head = f"{frame} {word} {format_elapsed(elapsed)}"
     approval = f"approve: {state.approval}" + (f" +{state.rules} rule{'s' * (state.rules != 1)}" if state.rules else "")
     optional = [state.model or "…", context_text(state), approval, "<cwd>"]
+    if state.sandbox:
+        optional.insert(3, state.sandbox)
     sep = " · "
     while True:
         fixed = head + "".join(sep + s for s in optional if s != "<cwd>")

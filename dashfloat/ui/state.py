@@ -21,6 +21,7 @@ from dashfloat.protocol import (
     ReasoningReceived,
     RestoreEnded,
     ResultStatus,
+    SandboxState,
     SessionInfo,
     SessionsListed,
     SessionStarted,
@@ -207,6 +208,8 @@ class UiState:
     cwd: str = ""
     approval: ApprovalMode = "ask"
     rules: int = 0
+    sandbox: str = ""
+    """The status bar's sandbox segment (``sandbox_label``); empty until the agent is ready."""
     context_window: int | None = None
     context_tokens: int | None = None
     history: tuple[str, ...] = ()
@@ -294,6 +297,13 @@ def take_outbox(state: UiState) -> tuple[UiState, tuple[Entry, ...]]:
     return dataclasses.replace(state, outbox=()), state.outbox
 
 
+def sandbox_label(sandbox: SandboxState) -> str:
+    """What the status bar says about commands: the sandbox mode, or that they are not confined."""
+    if sandbox.unavailable:
+        return "NOT sandboxed"
+    return f"sandbox: {sandbox.mode}" + (" +net" if sandbox.network and sandbox.mode != "off" else "")
+
+
 def reduce(state: UiState, event: Event) -> UiState:
     """The state after ``event`` (an agent message or a UI-internal event)."""
     match event:
@@ -305,6 +315,7 @@ def reduce(state: UiState, event: Event) -> UiState:
                 cwd=event.cwd,
                 approval=event.approval,
                 rules=event.rules,
+                sandbox=sandbox_label(event.sandbox),
                 context_window=event.context_window,
                 history=tuple(event.history[-HISTORY_MAX_ENTRIES:]),
                 ready=True,

@@ -57,7 +57,12 @@ def test_long_preview_lines_are_cut(root: Path) -> None:
 def test_command_preview(root: Path) -> None:
     (root / "sub").mkdir()
     p = preview("execute_command", {"command": "make test", "cwd": "sub"}, str(root))
-    assert p.lines == ["$ make test", f"in {os.path.realpath(root)}/sub"] and p.digest is None
+    assert p.lines == [
+        "$ make test",
+        f"in {os.path.realpath(root)}/sub",
+        "not sandboxed (--sandbox off): runs with your full permissions",  # no sandbox given: run_tool's default
+    ]
+    assert p.digest is None
     assert str(preview("execute_command", {"command": "ls", "cwd": "/"}, str(root)).error).startswith("path escapes")
 
 

