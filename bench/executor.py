@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import shutil
 import statistics
 import subprocess
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from bench.common import Figure
 from dashfloat.channel import Channel
-from dashfloat.executor import run_command, serve
+from dashfloat.executor import detect_sandbox, run_command, serve
 from dashfloat.protocol import (
     MSGPACK_ENCODER,
     CancelTool,
@@ -22,6 +23,7 @@ from dashfloat.protocol import (
     CommandStarted,
     ExecutorToAgent,
     RunTool,
+    SandboxState,
     Shutdown,
     ToolFinished,
 )
@@ -34,11 +36,11 @@ Agent = Channel[ExecutorToAgent]
 
 
 @contextmanager
-def _executor(root: Path) -> Iterator[tuple[Agent, int]]:
-    """A real executor process on a real pipe, as the runtime starts it."""
+def _executor(root: Path, sandbox: SandboxState | None = None) -> Iterator[tuple[Agent, int]]:
+    """A real executor process on a real pipe, as the runtime starts it (no sandbox unless given)."""
     ctx = multiprocessing.get_context("fork")
     ours, theirs = ctx.Pipe()
-    proc = ctx.Process(target=serve, args=(theirs, str(root), _REPLY_TIMEOUT_S), daemon=True)
+    proc = ctx.Process(target=serve, args=(theirs, str(root), _REPLY_TIMEOUT_S, sandbox), daemon=True)
     proc.start()
     theirs.close()
     assert proc.pid is not None
@@ -91,6 +93,33 @@ def _round_trip(root: Path, quick: bool) -> Figure:
         baseline_samples=baseline,
         target="≤ 20 ms",
         met=median <= 20,
+    )
+
+
+def _sandbox_cost(root: Path, quick: bool) -> Figure:
+    """`true` through serve in the default workspace-write sandbox vs. the same executor with --sandbox off."""
+    state = detect_sandbox("workspace-write", False, [], os.environ)
+    if state.unavailable:
+        raise RuntimeError(f"this machine cannot sandbox: {state.unavailable}")
+    samples, baseline = [], []
+    with _executor(root, state) as (boxed, _), _executor(root, SandboxState(mode="off")) as (bare, _):
+        for i in range(20 if quick else 200):  # interleaved, so load drifts hit both alike
+            for channel, into in ((boxed, samples), (bare, baseline)):
+                start = time.perf_counter()
+                channel.send(RunTool(f"s{i}", "execute_command", {"command": "true"}))
+                if _finished(channel).result.get("exit_code") != 0:
+                    raise RuntimeError("`true` failed")
+                into.append((time.perf_counter() - start) * 1000)
+    added = statistics.median(samples) - statistics.median(baseline)
+    return Figure(
+        name="execute_command `true` in the workspace-write sandbox (bwrap), through serve",
+        unit="ms",
+        samples=samples,
+        baseline_name="the same through serve with --sandbox off",
+        baseline_samples=baseline,
+        target="≤ 20 ms added at the median",
+        met=added <= 20,
+        note=f"median added by the sandbox: {added:.1f} ms",
     )
 
 
@@ -250,6 +279,7 @@ def run(quick: bool) -> list[Figure]:
     try:
         return [
             _round_trip(root, quick),
+            _sandbox_cost(root, quick),
             _cancel(root, quick),
             *_flood(root, quick),
             *_live_output(root, quick),
