@@ -129,6 +129,9 @@ class AgentShell:
         reason = reason or self.llm.exit_reason()
         self.llm.channel.close()
         self.llm = self.workers.start_llm()
+        # Mid-stream the core reports it as the stream's failure; otherwise it is said here, once.
+        if self.core.waiting != "stream" and not self.core.shutting_down:
+            self._announce_restart("the model stream process", reason)
         self._guard(self.core.on_llm_died, reason)
 
     def _executor_died(self, reason: str = "") -> None:
@@ -138,7 +141,14 @@ class AgentShell:
             kill_group(pgid)  # commands it ran die with it: no orphans
         self.pgids.clear()
         self.executor = self.workers.start_executor()
+        # With a call or a restore in flight the core reports it in that call's result; otherwise here, once.
+        if self.core.waiting not in ("preview", "tool", "restore") and not self.core.shutting_down:
+            self._announce_restart("the executor process", reason)
         self._guard(self.core.on_executor_died, reason)
+
+    def _announce_restart(self, what: str, reason: str) -> None:
+        text = f"{what} died ({reason}); a fresh one was started"
+        self.core.outbox.append(("ui", SystemEntry(text=text, level="warning")))
 
     def _from_ui(self) -> None:
         while not self.ui_gone and self.ui.poll():

@@ -17,6 +17,7 @@ import pytest
 from dashfloat.agent import EXECUTOR_PROCESS_NAME, LLM_PROCESS_NAME
 from dashfloat.protocol import (
     AgentReady,
+    Cancel,
     ClearSession,
     PhaseChanged,
     SubmitPrompt,
@@ -77,6 +78,41 @@ def test_executor_death_mid_call_is_an_error_result_and_a_fresh_executor_serves_
         assert results[0] == {"ok": False, "error": "executor crashed: killed by SIGKILL"}
         assert results[1]["ok"] is True and results[1]["content"] == "hello\n"  # the fresh executor
         assert_no_dangling(server.requests[1]["messages"])
+
+
+def restart_notices(messages: list[Any], what: str) -> list[SystemEntry]:
+    return [m for m in messages if isinstance(m, SystemEntry) and m.text.startswith(f"{what} died")]
+
+
+def test_llm_death_while_a_command_runs_is_announced_once(tree: Path) -> None:
+    with ScriptedServer() as server, agent_tree(server, tree, approval="all") as link:
+        server.enqueue(tool_calls_reply([("c", "execute_command", {"command": "sleep 302"})]), text_reply("ok"))
+        link.send(SubmitPrompt(text="run"))
+        got = collect(link, lambda m: isinstance(m, PhaseChanged) and m.phase == "running")
+        llm = one_named(link.pid or 0, LLM_PROCESS_NAME)
+        llm.send_signal(signal.SIGKILL)
+        collect(link, lambda m: bool(restart_notices([m], "the model stream process")), into=got)
+        assert one_named(link.pid or 0, LLM_PROCESS_NAME).pid != llm.pid
+        link.send(Cancel())
+        collect(link, turn_over, into=got)
+        [notice] = restart_notices(got, "the model stream process")
+        assert "SIGKILL" in notice.text and notice.level == "warning"
+
+
+def test_executor_death_while_the_model_streams_is_announced_once(tree: Path) -> None:
+    with ScriptedServer() as server, agent_tree(server, tree) as link:
+        chunk = {"choices": [{"index": 0, "delta": {"content": "thinking"}, "finish_reason": None}]}
+        server.enqueue(Reply(body=[sse_event(chunk), Pause(30)]))
+        link.send(SubmitPrompt(text="one"))
+        got = collect(link, lambda m: isinstance(m, TokenReceived))
+        executor = one_named(link.pid or 0, EXECUTOR_PROCESS_NAME)
+        executor.send_signal(signal.SIGKILL)
+        collect(link, lambda m: bool(restart_notices([m], "the executor process")), into=got)
+        assert one_named(link.pid or 0, EXECUTOR_PROCESS_NAME).pid != executor.pid
+        link.send(Cancel())
+        collect(link, turn_over, into=got)
+        [notice] = restart_notices(got, "the executor process")
+        assert "SIGKILL" in notice.text
 
 
 def test_agent_death_shows_a_system_entry_and_the_next_prompt_continues_the_conversation(
