@@ -258,3 +258,13 @@ def sandbox_settings(env: Mapping[str, str]) -> SandboxSettings:
     """The ``[sandbox]`` table, or its defaults when there is no config file."""
     config = load_config(env)
     return config.sandbox if config else SandboxSettings()
+
+
+def idle_timeout_from(env: Mapping[str, str]) -> str:
+    """Which setting the idle timeout came from, as a person would change it (empty: the default)."""
+    if env.get("DASHFLOAT_IDLE_TIMEOUT_S"):
+        return "DASHFLOAT_IDLE_TIMEOUT_S (set in the environment)"
+    config = load_config(env)
+    if config and config.settings.idle_timeout_s != DEFAULT_IDLE_TIMEOUT_S:
+        return f"settings.idle_timeout_s in {config_path(env)}"
+    return ""

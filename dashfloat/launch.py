@@ -13,6 +13,7 @@ from dashfloat.agent import AgentOptions
 from dashfloat.config import (
     ConfigError,
     ProviderFlags,
+    idle_timeout_from,
     idle_timeout_s,
     read_only_commands,
     resolve_provider,
@@ -50,6 +51,7 @@ def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> Launc
         rules = load_rules(env, cwd)
         read_only = read_only_commands(env)
         sandbox_config = sandbox_settings(env)
+        idle_from = idle_timeout_from(env)
     except ConfigError as exc:
         raise LaunchError(str(exc)) from exc
     state = state_dir(env)
@@ -79,6 +81,7 @@ def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> Launc
         exec_timeout_s=args.exec_timeout,
         sandbox=sandbox,
         idle_timeout_s=idle_timeout,
+        idle_timeout_from=idle_from,
         state_dir=str(state),
         resume_id=args.resume or "",
         continue_latest=args.continue_latest or (restoring and not args.resume),

@@ -11,6 +11,7 @@ from dashfloat.config import (
     OPENAI_DEFAULT_MODEL,
     ConfigError,
     ProviderFlags,
+    idle_timeout_from,
     idle_timeout_s,
     resolve_provider,
 )
@@ -178,3 +179,9 @@ def test_bad_answer_bound_or_tool_call_mode_names_the_field(tmp_path: Path) -> N
     )
     mode = error_of(tmp_path, base + 'tool_calls = "sometimes"\n')
     assert "providers.local.tool_calls" in mode and mode.endswith("(use one of: native, text, auto)")
+
+
+def test_the_idle_timeout_source_is_named_as_a_person_would_change_it(tmp_path: Path) -> None:
+    assert idle_timeout_from(env_with(tmp_path, GOOD)) == f"settings.idle_timeout_s in {tmp_path}/dashfloat/config.toml"
+    assert idle_timeout_from(env_with(tmp_path, GOOD, DASHFLOAT_IDLE_TIMEOUT_S="9")).startswith("DASHFLOAT_IDLE")
+    assert idle_timeout_from(env_with(tmp_path, '[providers.a]\nbase_url = "http://x/v1"\n')) == ""

@@ -206,6 +206,7 @@ class AgentCore:
         self.sandbox = options.sandbox
         self.idle_timeout_s = options.idle_timeout_s
         self.exec_timeout_s = options.exec_timeout_s
+        self.idle_timeout_from = options.idle_timeout_from
         self.instructions = instructions
         self.journal = journal
         self.history: list[str] = []
@@ -519,6 +520,7 @@ class AgentCore:
                     messages=messages,
                     idle_timeout_s=self.idle_timeout_s,
                     exec_timeout_s=self.exec_timeout_s,
+                    idle_timeout_from=self.idle_timeout_from,
                 ),
             )
         )

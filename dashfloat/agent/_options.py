@@ -19,6 +19,8 @@ class AgentOptions(msgspec.Struct, frozen=True):
     sandbox: SandboxState = msgspec.field(default_factory=SandboxState)
     """The command sandbox detected at launch (``--sandbox``, ``--network``); shown on the status bar."""
     idle_timeout_s: float = 60.0
+    idle_timeout_from: str = ""
+    """The setting the idle timeout came from (named when a stream times out); empty: the default."""
     state_dir: str = ""
     """Where sessions and history live; empty disables persistence (tests, --no-session)."""
     resume_id: str = ""

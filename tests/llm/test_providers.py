@@ -23,6 +23,7 @@ from dashfloat.llm._limits import (
 from dashfloat.protocol import ChatMessage, FunctionCall, StreamStatus, ToolCallRecord
 from dashfloat.testing.sse_server import (
     Drop,
+    Pause,
     Reply,
     ScriptedServer,
     gzip_reply,
@@ -83,6 +84,15 @@ def test_an_answer_closed_before_any_byte_says_so_in_plain_words(llm: Llm, serve
     assert "IncompleteRead" not in failed.message and "Connection broken" not in failed.message
     server.enqueue(*[Reply(body=[]) for _ in range(3)])
     assert "closed the connection before answering" in llm.run(server.base_url).failed.message
+
+
+def test_the_idle_timeout_message_names_the_setting_it_came_from(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(Reply(body=[Pause(3)]), Reply(body=[Pause(3)]))
+    from_env = llm.run(server.base_url, idle_timeout_s=0.3, idle_timeout_from="DASHFLOAT_IDLE_TIMEOUT_S").failed
+    assert from_env.kind == "idle_timeout" and from_env.message.endswith("raise DASHFLOAT_IDLE_TIMEOUT_S.")
+    assert "config.toml" not in from_env.message
+    default = llm.run(server.base_url, idle_timeout_s=0.3).failed
+    assert "settings.idle_timeout_s in config.toml (or DASHFLOAT_IDLE_TIMEOUT_S)" in default.message
 
 
 # ---------------------------------------------------------------- 2. a bound on every answer
