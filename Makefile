@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test run compile lint typecheck pytest bench bench-quick clean
+.PHONY: test run install compile lint typecheck pytest bench bench-quick clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,8 +31,23 @@ test: lint typecheck pytest
 compile: $(STAMP)
 	$(BIN)/python -m compileall -q dashfloat
 
+# The demo runs in a scratch copy of this checkout, so `fix` and `tour` edit the copy, never DashFloat's own files.
+# ARGS passes flags through (e.g. make run ARGS=--yes).
 run: compile
-	$(BIN)/dashfloat
+	@scratch=$$(mktemp -d "$${TMPDIR:-/tmp}/dashfloat-demo.XXXXXX") && trap 'rm -rf "$$scratch"' EXIT && \
+	  { git archive --format=tar HEAD 2>/dev/null | tar -x -C "$$scratch" || \
+	    cp -R README.md Makefile pyproject.toml dashfloat docs tests "$$scratch"/; } && \
+	  echo "DashFloat works in a scratch copy of this checkout: $$scratch (removed at exit)" && \
+	  (cd "$$scratch" && "$(CURDIR)/$(BIN)/dashfloat" $(ARGS)); status=$$?; \
+	  echo; echo "To use DashFloat on your own project: run 'make install' here (links dashfloat into ~/.local/bin)"; \
+	  echo "or 'pipx install .', then run 'dashfloat' in your project's directory."; exit $$status
+
+# Puts the `dashfloat` of this checkout's .venv on PATH (~/.local/bin); `pipx install .` is the other way.
+install: compile
+	mkdir -p "$(HOME)/.local/bin"
+	ln -sf "$(CURDIR)/$(BIN)/dashfloat" "$(HOME)/.local/bin/dashfloat"
+	@case ":$$PATH:" in *":$(HOME)/.local/bin:"*) echo "dashfloat is on PATH: run it in your project's directory";; \
+	  *) echo "add $(HOME)/.local/bin to PATH (e.g. in ~/.profile), then run dashfloat in your project";; esac
 
 bench: compile
 	$(BIN)/python -m bench.run
