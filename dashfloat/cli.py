@@ -88,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--rewind", type=int, metavar="N", help="go back N turns: files and conversation (preview; --yes applies)"
     )
     parser.add_argument("--no-color", action="store_true", help="no colours (also when NO_COLOR is set)")
+    parser.add_argument(
+        "--no-notify", action="store_true", help="no bell or desktop notification when a key or a long turn waits"
+    )
     return parser
 
 
@@ -164,6 +167,7 @@ def _launch(
         json_mode=args.json,
         undo_request=restore,
         verbose=args.verbose,
+        notify=not args.no_notify,
         no_color=args.no_color or "NO_COLOR" in os.environ,
         on_stop=launch.stop,
         restore_terminal=restore_terminal,

@@ -21,6 +21,7 @@ def run(
     json_mode: bool = False,
     undo_request: tuple[int | None, bool] | None = None,
     verbose: bool = False,
+    notify: bool = True,
     no_color: bool = False,
     on_stop: Callable[[], None] = lambda: None,
     restore_terminal: Callable[[], None] = lambda: None,
@@ -51,7 +52,11 @@ def run(
         from dashfloat.ui import UiOptions, run_tui
 
         ui_options = UiOptions(
-            no_color=no_color, approval=options.approval, model=options.provider.model, cwd=options.cwd
+            no_color=no_color,
+            approval=options.approval,
+            model=options.provider.model,
+            cwd=options.cwd,
+            notify=notify,
         )
         return run_tui(link, ui_options)
     finally:

@@ -6,7 +6,7 @@ import asyncio
 import dataclasses
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -24,9 +24,20 @@ from prompt_toolkit.layout.dimension import Dimension
 from prompt_toolkit.layout.menus import CompletionsMenu
 from prompt_toolkit.output import ColorDepth, Output
 
-from dashfloat.protocol import AgentToUi, ApprovalMode, Cancel, Decision, RewindTo, SubmitPrompt, UiToAgent
+from dashfloat.protocol import (
+    AgentToUi,
+    ApprovalMode,
+    Cancel,
+    ConfirmRequested,
+    Decision,
+    RewindTo,
+    SubmitPrompt,
+    TurnEnded,
+    UiToAgent,
+)
 from dashfloat.ui import _commands as commands
 from dashfloat.ui._history import HistoryCursor
+from dashfloat.ui._notify import NOTIFY_LONG_TURN_S, notification
 from dashfloat.ui._text import Row, sanitize
 from dashfloat.ui._theme import Theme
 from dashfloat.ui.render import PROMPT_MARK, render_entry, render_live, render_status, to_formatted
@@ -86,6 +97,10 @@ class UiOptions:
     home: str | None = field(default_factory=lambda: os.environ.get("HOME"))
     """The home directory, to shorten the cwd to ``~/...`` ($HOME: the UI reads no files)."""
     theme: Theme = field(default_factory=Theme)
+    notify: bool = True
+    """The bell (and OSC 9/777) when a confirmation waits or a long turn ends (--no-notify: off)."""
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    """Which notification escapes the terminal understands is read from here."""
 
 
 class TuiShell:
@@ -102,6 +117,7 @@ class TuiShell:
     ) -> None:
         self.link = link
         self.options = options
+        self._turn_started: float | None = None
         self.clock = clock
         self.state: UiState = initial(clock(), model=options.model, cwd=options.cwd, approval=options.approval)
         self.pending: tuple[Entry, ...] = ()
@@ -168,6 +184,7 @@ class TuiShell:
         messages = self.link.receive()
         for message in messages:
             self._apply(message)
+            self._notify(message)
         if self.state.input_restore is not None:
             # a rewind gave the prompt back: into the input, to edit and resend
             self._set_text(self.state.input_restore)
@@ -210,6 +227,19 @@ class TuiShell:
         # Also called by the tick and before a decision key: Buffer.reset() does not fire on_text_changed.
         if (self.buffer.text == "") != self.state.input_empty:
             self._apply(InputChanged(empty=self.buffer.text == ""))
+
+    def _notify(self, message: object) -> None:
+        """The bell (and OSC 9/777) when a confirmation waits, or a long turn is over."""
+        text = None
+        if isinstance(message, ConfirmRequested):
+            text = f"DashFloat: {message.name} waits for your key"
+        elif isinstance(message, TurnEnded) and self._turn_started is not None:
+            if self.clock() - self._turn_started >= NOTIFY_LONG_TURN_S:
+                text = f"DashFloat: turn {message.outcome}"
+            self._turn_started = None
+        if text is not None and self.options.notify and self.app.is_running:
+            self.app.output.write_raw(notification(text, self.options.env))
+            self.app.output.flush()
 
     def _apply(self, event: Event) -> None:
         self.state = reduce(self.state, event)
@@ -401,6 +431,13 @@ class TuiShell:
             if start:
                 self.buffer.delete_before_cursor(-start)
 
+        # ---- daily habits (issue 17), kept together
+        @kb.add("c-z")
+        def _(event: KeyPressEvent) -> None:
+            # Suspend like any shell program (the agent and its workers stop with us; `fg` continues all).
+            # prompt_toolkit erases the live region first and draws it again on SIGCONT.
+            event.app.suspend_to_background()
+
         def decision(key: str, value: Decision) -> None:
             @kb.add(key, filter=confirming)
             def _(event: KeyPressEvent) -> None:
@@ -456,6 +493,7 @@ class TuiShell:
                     self._apply(Hint("busy — Esc cancels; your text is kept"))
                     return
                 self._apply(Submitted(parsed.text))
+                self._turn_started = self.clock()
                 self.link.send(SubmitPrompt(text=parsed.text))
             case commands.Send():
                 self._apply(Submitted(text))

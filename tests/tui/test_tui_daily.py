@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 
 from dashfloat.testing.sse_server import ScriptedServer, text_reply, tool_calls_reply
 from dashfloat.ui.state import LIVE_OUTPUT_MAX_LINES
-from tests.e2e import dashfloat_argv
+from tests.e2e import dashfloat_argv, wait_for
 from tests.pty_harness import Terminal
 
 
@@ -59,5 +60,58 @@ def test_a_running_command_shows_its_newest_lines_live(
         assert term.wait_for("ticked"), term.text()
         assert term.wait_for("Idle", visible_only=True)
         assert "⋯ running" not in term.visible() and "    stopped" in term.lines()
+    finally:
+        term.close()
+
+
+def test_ctrl_z_suspends_to_the_shell_and_fg_comes_back(
+    tree: Path, isolated_env: dict[str, str], server: ScriptedServer
+) -> None:
+    server.enqueue(text_reply("first answer"), text_reply("answer after fg"))
+    env = {**isolated_env, "PS1": "sh$ "}
+    term = Terminal(["bash", "--norc", "--noprofile", "-i"], env, cols=100, rows=30)
+    try:
+        assert term.wait_for("sh$"), term.text()
+        term.send(shlex.join(dashfloat_argv(server, tree)) + "\r")
+        assert term.wait_for("Idle", visible_only=True, timeout_s=20), term.text()
+        term.send("hello\r")
+        assert term.wait_for("first answer"), term.text()
+        term.send("\x1a")
+        assert term.wait_for("Stopped"), term.text()  # the shell took the terminal back
+        term.send("fg\r")
+        assert term.wait_for("Idle", visible_only=True), term.text()
+        term.send("again\r")
+        assert term.wait_for("answer after fg"), term.text()
+        assert [m.get("content") for m in server.requests[1]["messages"][1:]] == [
+            "hello",
+            "first answer",
+            "again",  # no ^Z character reached the model
+        ]
+        term.send("\x04")
+        assert wait_for(lambda: term.pump() and term.text().rstrip().endswith("sh$"), timeout_s=20), term.text()
+    finally:
+        term.close()
+
+
+@pytest.mark.parametrize("flags", [(), ("--no-notify",)])
+def test_a_waiting_confirmation_rings_and_notifies_unless_turned_off(
+    tree: Path, isolated_env: dict[str, str], server: ScriptedServer, flags: tuple[str, ...]
+) -> None:
+    server.enqueue(
+        tool_calls_reply([("w1", "write_file", {"path": "new.txt", "content": "x\n"})]), text_reply("written")
+    )
+    env = {k: v for k, v in isolated_env.items() if k not in ("TMUX", "VTE_VERSION", "WT_SESSION")}
+    term = launch(server, tree, {**env, "TERM_PROGRAM": "iTerm.app"}, *flags)
+    try:
+        before = len(term.raw)
+        term.send("write it\r")
+        assert term.wait_for("approve", visible_only=True), term.text()
+        term.settle()
+        after = bytes(term.raw[before:])
+        expected = b"\x07\x1b]9;DashFloat: write_file waits for your key\x07"
+        if flags:
+            assert b"\x07" not in after and b"\x1b]9;" not in after
+        else:
+            assert after.count(expected) == 1, after[-400:]
     finally:
         term.close()
