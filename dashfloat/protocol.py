@@ -286,6 +286,12 @@ class ListSessions(Message, frozen=True):
     """/sessions: replies SessionsListed."""
 
 
+class RunUserCommand(Message, frozen=True):
+    """!command: run the user's own shell command (no confirmation); its output joins the next prompt."""
+
+    command: str
+
+
 class ResumeSession(Message, frozen=True):
     """/resume ID: load a saved session (replies SessionStarted and the replayed transcript)."""
 
@@ -336,6 +342,7 @@ UiToAgent = (
     | ListPrompts
     | RewindTo
     | Shutdown
+    | RunUserCommand
 )
 
 # ---------------------------------------------------------------- Agent -> UI (display contract)

@@ -16,7 +16,7 @@ from dashfloat.agent._options import AgentOptions
 from dashfloat.agent._prompt import system_message
 from dashfloat.agent._restore import RestoreFlow
 from dashfloat.agent._summary import result_excerpt, result_status
-from dashfloat.catalogue import EDIT_TOOLS, MUTATING_TOOLS
+from dashfloat.catalogue import EDIT_TOOLS, EXECUTE_COMMAND, MUTATING_TOOLS
 from dashfloat.permissions import SourcedRule, call_scope, read_only_command, verdict
 from dashfloat.protocol import (
     AgentReady,
@@ -55,6 +55,7 @@ from dashfloat.protocol import (
     ResumeSession,
     RewindTo,
     RunTool,
+    RunUserCommand,
     SandboxPolicy,
     SavePermission,
     SessionInfo,
@@ -90,7 +91,7 @@ CONTEXT_WARNING_FRACTIONS: Final = (0.80, 0.95)
 
 Dest = Literal["ui", "llm", "executor"]
 Outcome = Literal["completed", "failed", "cancelled", "stopped", "limit"]
-Waiting = Literal["nothing", "stream", "preview", "confirm", "tool", "restore"]
+Waiting = Literal["nothing", "stream", "preview", "confirm", "tool", "restore", "user_command"]
 
 APPROVE_ALL_WARNING: Final = (
     "approve: all — every edit, write and command now runs without asking (deny rules still apply)"
@@ -226,6 +227,9 @@ class AgentCore:
         self.request_id = 0
         self.confirm_ref = 0
         self.undo_log = undo.UndoLog()
+        self.user_commands_run = 0
+        self.pending_context: list[str] = []
+        """Outputs of !commands, sent to the model with the next prompt."""
         self._reset_turn()
 
     # ------------------------------------------------------------ plumbing
@@ -233,6 +237,8 @@ class AgentCore:
     def _reset_turn(self) -> None:
         self.phase: Phase = "idle"
         self.waiting: Waiting = "nothing"
+        self.user_command: tuple[str, str] | None = None
+        """The running !command: (call id, command line)."""
         self.episodes = 0
         self.partial: list[str] = []
         self.calls: list[AssembledCall] = []
@@ -321,6 +327,8 @@ class AgentCore:
         match message:
             case SubmitPrompt(text=text):
                 self._submit(text)
+            case RunUserCommand(command=command):
+                self._run_user_command(command)
             case DecideConfirmation(ref=ref, decision=decision):
                 self._decide(ref, decision)
             case Cancel():
@@ -349,6 +357,7 @@ class AgentCore:
             case ClearSession():
                 if self._busy("/clear"):
                     return
+                self.pending_context = []
                 self.journal.new_session()
                 self.conversation = []
                 self.turn_usage = []
@@ -405,8 +414,37 @@ class AgentCore:
         if not self.history or self.history[-1] != text:
             self.history.append(text)
         self._reset_turn()
-        self._record(ChatMessage(role="user", content=text))
+        context, self.pending_context = self.pending_context, []
+        self._record(ChatMessage(role="user", content="\n\n".join([*context, text])))
         self._start_stream()
+
+    def _run_user_command(self, command: str) -> None:
+        """!command: the user's own command through the executor (same sandbox and cwd), no confirmation."""
+        if self._busy("a !command"):
+            return
+        self.user_commands_run += 1
+        call_id = f"user-command-{self.user_commands_run}"
+        self.user_command = (call_id, command)
+        self.waiting = "user_command"
+        self._set_phase("running")
+        self._ui(ToolCallShown(id=call_id, name=EXECUTE_COMMAND, args={"command": command}))
+        # Typed by a person: the network as for a command approved with a key.
+        policy = SandboxPolicy(mode="workspace-write", network=True)
+        args = {"command": command}
+        run = RunTool(call_id=call_id, name=EXECUTE_COMMAND, args=args, sandbox=policy)
+        self.outbox.append(("executor", run))
+
+    def _user_command_done(self, result: dict[str, Any]) -> None:
+        assert self.user_command is not None
+        call_id, command = self.user_command
+        self.user_command = None
+        self.waiting = "nothing"
+        self._show_result(call_id, EXECUTE_COMMAND, result)
+        output = str(result.get("output", result.get("error", "")))
+        status = f"exit code {result['exit_code']}" if "exit_code" in result else result_status(result)
+        self.pending_context.append(f"I ran `{command}` myself ({status}); its output:\n```\n{output.rstrip()}\n```")
+        self._ui(SystemEntry(text="the command's output goes to the model with your next prompt"))
+        self._set_phase("idle")
 
     def usage_report(self) -> str:
         """/usage: tokens of this session by turn."""
@@ -846,6 +884,10 @@ class AgentCore:
                         scope=scope.text() if scope is not None else "",
                     )
                 )
+            case ToolFinished(call_id=call_id, result=result) if (
+                self.waiting == "user_command" and self.user_command and call_id == self.user_command[0]
+            ):
+                self._user_command_done(result)
             case ToolFinished(call_id=call_id, result=result):
                 if self.waiting == "tool" and call_id == self._current().id:
                     self._keep_changes(message)
@@ -859,8 +901,9 @@ class AgentCore:
                 if self.restore is not None and self.waiting == "restore":
                     self._restore_step(self.restore.on_executor(message))
             case CommandOutput(call_id=call_id, text=text, skipped_bytes=skipped):
-                if self.waiting == "tool" and call_id == self._current().id:  # late chunks of a finished call go
-                    self._ui(ToolOutputShown(id=call_id, text=text, skipped_bytes=skipped))
+                running = self.user_command[0] if self.user_command else None
+                if call_id == running or (self.waiting == "tool" and call_id == self._current().id):
+                    self._ui(ToolOutputShown(id=call_id, text=text, skipped_bytes=skipped))  # late chunks go
             case _:
                 assert_never(message)
 
@@ -912,6 +955,9 @@ class AgentCore:
             case "restore":
                 if self.restore is not None:
                     self._restore_step(self.restore.cancel())
+            case "user_command":
+                if self.user_command is not None:
+                    self.outbox.append(("executor", CancelTool(call_id=self.user_command[0])))
             case "nothing":
                 if self.phase != "idle":
                     self._end_turn("cancelled")
@@ -931,6 +977,8 @@ class AgentCore:
             self._advance()
         elif self.waiting == "restore" and self.restore is not None:
             self._restore_step(self.restore.executor_died(reason))
+        elif self.waiting == "user_command":
+            self._user_command_done({"ok": False, "error": f"executor crashed: {reason}"})
 
     def on_internal_error(self, error: str) -> None:
         """A bug of ours: say so, leave a valid conversation, go idle, stay up."""

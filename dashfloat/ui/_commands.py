@@ -19,6 +19,7 @@ from dashfloat.protocol import (
     RemovePermission,
     ResumeSession,
     RewindTo,
+    RunUserCommand,
     SavePermission,
     SetApproval,
     SetModel,
@@ -81,12 +82,22 @@ def help_text() -> str:
     """The /help listing, one command a line."""
     width = max(len(f"{n} {a}".strip()) for n, (a, _) in COMMANDS.items())
     lines = [f"{f'{n} {a}'.strip().ljust(width)}  {d}" for n, (a, d) in COMMANDS.items()]
-    return "\n".join([*lines, "(start a prompt with // to send a literal leading /)"])
+    return "\n".join(
+        [
+            *lines,
+            "!COMMAND".ljust(width) + "  run a shell command yourself; its output goes with your next prompt",
+            "(start a prompt with // to send a literal leading /)",
+        ]
+    )
 
 
 def parse(text: str) -> Parsed:
     """What submitting ``text`` means: a prompt, or one of the slash commands."""
     stripped = text.strip()
+    if stripped.startswith("!"):
+        # !command: the user's own shell command, run by the executor; its output joins the next prompt
+        command = stripped[1:].strip()
+        return Send(RunUserCommand(command=command)) if command else Invalid("usage: !COMMAND (e.g. !git status)")
     if not stripped.startswith("/"):
         return Prompt(text)
     if stripped.startswith("//"):

@@ -115,3 +115,23 @@ def test_a_waiting_confirmation_rings_and_notifies_unless_turned_off(
             assert after.count(expected) == 1, after[-400:]
     finally:
         term.close()
+
+
+def test_bang_runs_the_users_command_and_its_output_joins_the_next_prompt(
+    tree: Path, isolated_env: dict[str, str], server: ScriptedServer
+) -> None:
+    server.enqueue(text_reply("I see a.txt"))
+    term = launch(server, tree, isolated_env)  # approval "ask": the user's own command needs no key
+    try:
+        term.send("!ls\r")
+        assert term.wait_for("⚙ execute_command ls"), term.text()
+        assert term.wait_for("    a.txt"), term.text()
+        assert term.wait_for("goes to the model with your next prompt"), term.text()
+        assert not server.requests  # nothing went to the model yet
+        term.send("what files are here?\r")
+        assert term.wait_for("I see a.txt"), term.text()
+        [user] = [m for m in server.requests[0]["messages"] if m["role"] == "user"]
+        assert user["content"].startswith("I ran `ls` myself (exit code 0)")
+        assert "a.txt" in user["content"] and user["content"].endswith("what files are here?")
+    finally:
+        term.close()
