@@ -40,6 +40,12 @@ DEFAULT_DENY_READ: Final = (
     "~/.config/gh",
     "~/.password-store",
     "~/.local/share/keyrings",
+    # Container engines' sockets: a unix socket on a read-only mount still accepts connect(), and these
+    # are root-equivalent, so "no network" would mean little without hiding them.
+    "/var/run/docker.sock",
+    "/run/docker.sock",
+    "/run/podman/podman.sock",
+    "/run/containerd/containerd.sock",
 )
 
 

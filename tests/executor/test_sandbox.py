@@ -118,6 +118,27 @@ def test_denied_paths_are_hidden_and_the_rest_stays_readable(root: Path, fixed: 
 
 def test_default_denies_name_the_common_credential_stores() -> None:
     assert {"~/.ssh", "~/.aws", "~/.gnupg", "~/.netrc", "~/.git-credentials"} <= set(DEFAULT_DENY_READ)
+    assert {"/var/run/docker.sock", "/run/docker.sock"} <= set(DEFAULT_DENY_READ)
+
+
+def test_a_denied_unix_socket_cannot_be_connected_to(root: Path, fixed: Root) -> None:
+    # A unix socket on the read-only / still accepts connect(): a denied one is covered by /dev/null.
+    base = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    path = base / "engine.sock"
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind(str(path))
+        server.listen(1)
+        server.setblocking(False)
+        code = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({str(path)!r}); print('connected')"
+        command = f'{sys.executable} -c "{code}"'
+        assert "connected" in run(fixed, command, session())["output"]  # the gap the deny closes
+        assert accepted(server)
+        result = run(fixed, command, session(deny=[str(path)]))
+        assert "connected" not in result["output"] and not accepted(server)
+    finally:
+        server.close()
+        shutil.rmtree(base)
 
 
 def test_home_credential_stores_are_denied_by_default(root: Path, fixed: Root, tmp_path: Path) -> None:
