@@ -1,0 +1,89 @@
+"""Session files written before tool results were typed still resume, and the model sees the same bytes.
+
+``fixtures/session-format1.jsonl`` was written by a real agent tree (scripted SSE server, real executor)
+on 2026-12-03, before the change: three turns using all five tools, with an approval, a rejection, a
+reject-and-stop, a failed read, a path escape, bad arguments, a non-zero exit, a signal, a timeout and a
+command cancelled while it ran.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from dashfloat.protocol import ResumeSession, SubmitPrompt, ToolResultShown
+from dashfloat.testing.sse_server import ScriptedServer, text_reply
+from tests.e2e import agent_tree, collect, turn_over
+
+FIXTURE = Path(__file__).parent / "fixtures" / "session-format1.jsonl"
+SESSION_ID = "20261203-121545-23617f"
+
+# What the user saw for each call when it ran: its status word and its excerpt (captured before the change).
+EXCERPTS = {
+    "call_ls": "a.txt  12\ncaf\\xe9.txt  1\nleak  11\nsrc/  4096",
+    "call_read": "hello\n[truncated: showing lines 1-1 of 2 lines, 12 bytes; at most 2000 lines / 65536 bytes per call;"
+    " continue with offset=2]",
+    "call_missing": "file not found: nope.txt",
+    "call_escape": "path escapes the working directory: leak (through a symlink)",
+    "call_write": "",
+    "call_edit": "",
+    "call_reject": "",
+    "call_exit": "out\nerr",
+    "call_ok": "fine",
+    "call_signal": "",
+    "call_timeout": "timed out after 1s\nbefore",
+    "call_badargs": "read_file: offset must be >= 1, got 0",
+    "call_cancel": "started",
+    "call_stop": "",
+    "call_after": "",
+}
+STATUSES = {
+    "call_ls": "ok",
+    "call_read": "ok",
+    "call_missing": "error",
+    "call_escape": "error",
+    "call_write": "ok",
+    "call_edit": "ok",
+    "call_reject": "rejected",
+    "call_exit": "error",
+    "call_ok": "ok",
+    "call_signal": "error",
+    "call_timeout": "error",
+    "call_badargs": "error",
+    "call_cancel": "cancelled",
+    "call_stop": "rejected",
+    "call_after": "rejected",
+}
+
+
+def written_results() -> dict[str, str]:
+    """The tool messages' content exactly as the file holds it (what the model saw when they ran)."""
+    results = {}
+    for line in FIXTURE.read_text().splitlines():
+        entry = json.loads(line)
+        if entry["kind"] == "message" and entry["message"]["role"] == "tool":
+            results[entry["message"]["tool_call_id"]] = entry["message"]["content"]
+    return results
+
+
+def test_a_session_written_by_the_old_format_resumes_with_the_same_model_facing_bytes(tmp_path: Path) -> None:
+    tree, sessions = tmp_path / "proj", tmp_path / "state" / "sessions"
+    tree.mkdir()
+    sessions.mkdir(parents=True)
+    shutil.copy(FIXTURE, sessions / FIXTURE.name.replace("session-format1", SESSION_ID))
+    with ScriptedServer() as server, agent_tree(server, tree, state_dir=tmp_path / "state") as link:
+        server.enqueue(text_reply("resumed"))
+        link.send(ResumeSession(session_id=SESSION_ID))
+        replayed: list[Any] = collect(link, turn_over)
+        rows = [m for m in replayed if isinstance(m, ToolResultShown)]
+        assert {m.id: m.status for m in rows} == STATUSES
+        assert {m.id: m.output for m in rows} == EXCERPTS
+        link.send(SubmitPrompt(text="go on"))
+        collect(link, turn_over)
+        [body] = server.requests
+    sent = {m["tool_call_id"]: m["content"] for m in body["messages"] if m["role"] == "tool"}
+    assert sent == written_results()
+    roles = [m["role"] for m in body["messages"]]
+    assert roles.count("user") == 4 and roles[-1] == "user"
