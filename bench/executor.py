@@ -19,12 +19,15 @@ from dashfloat.executor import detect_sandbox, run_command, serve
 from dashfloat.protocol import (
     MSGPACK_ENCODER,
     CancelTool,
+    CommandExited,
     CommandOutput,
     CommandStarted,
     ExecutorToAgent,
+    ReadFileResult,
     RunTool,
     SandboxState,
     Shutdown,
+    ToolCancelled,
     ToolFinished,
 )
 
@@ -78,7 +81,8 @@ def _round_trip(root: Path, quick: bool) -> Figure:
         for i in range(20 if quick else 200):
             start = time.perf_counter()
             channel.send(RunTool(f"t{i}", "execute_command", {"command": "true"}))
-            if _finished(channel).result["exit_code"] != 0:
+            exited = _finished(channel).result
+            if not isinstance(exited, CommandExited) or exited.exit_code != 0:
                 raise RuntimeError("`true` failed")
             samples.append((time.perf_counter() - start) * 1000)
             start = time.perf_counter()
@@ -132,7 +136,7 @@ def _cancel(root: Path, quick: bool) -> Figure:
                 raise RuntimeError("no CommandStarted")
             start = time.perf_counter()
             channel.send(CancelTool(f"c{i}"))
-            if _finished(channel).result.get("cancelled") is not True:
+            if not isinstance(_finished(channel).result, ToolCancelled):
                 raise RuntimeError("not cancelled")
             samples.append((time.perf_counter() - start) * 1000)
     return Figure(
@@ -155,8 +159,8 @@ def _flood(root: Path, quick: bool) -> list[Figure]:
         result = _finished(channel).result
         seconds = time.perf_counter() - start
         peak = _peak_rss_mib(pid)
-    if result.get("total_bytes") != size:
-        raise RuntimeError(f"flood not fully drained: {result.get('total_bytes')}")
+    if not isinstance(result, CommandExited) or result.output.total_bytes != size:
+        raise RuntimeError(f"flood not fully drained: {result}")
     start = time.perf_counter()
     subprocess.run(["/bin/sh", "-c", f"{command} | cat > /dev/null"], check=True)
     pipe_s = time.perf_counter() - start
@@ -254,7 +258,7 @@ def _sparse_read(root: Path, quick: bool) -> list[Figure]:
             channel.send(RunTool(f"r{i}", "read_file", {"path": "sparse.bin", "offset": 1002}))
             result = _finished(channel).result
             samples.append(time.perf_counter() - start)
-            if result.get("content") != "tail 1\ntail 2\n":
+            if not isinstance(result, ReadFileResult) or result.content != "tail 1\ntail 2\n":
                 raise RuntimeError(f"wrong window: {result}")
         peak = _peak_rss_mib(pid)
     note = "1 GiB sparse file: 1 000 lines, a 1 GiB line of zeros, then the 2-line window read"

@@ -11,24 +11,27 @@ from pathlib import Path
 import msgspec
 
 from bench.common import Figure
-from dashfloat.protocol import ChatMessage, FunctionCall, ToolCallRecord
+from dashfloat.protocol import ChatMessage, ConversationEntry, FunctionCall, ReadFileResult, ToolCallRecord, ToolReply
 from dashfloat.sessions.log import SessionWriter, new_header
 
 RESUME_MESSAGES = 2000
 TOOL_RESULT_BYTES = 1024  # a typical bounded tool result; the log's bulk
 
 
-def _conversation(n: int) -> list[ChatMessage]:
+def _conversation(n: int) -> list[ConversationEntry]:
     """A realistic turn mix: prompt, assistant call, tool result, answer; ends on a dangling call."""
-    out: list[ChatMessage] = []
-    result = '{"ok":true,"content":"' + "x" * TOOL_RESULT_BYTES + '"}'
+    out: list[ConversationEntry] = []
+    content = "x" * TOOL_RESULT_BYTES
+    result = ReadFileResult(
+        "src/app.py", content, offset=1, lines=1, total_lines=1, total_bytes=len(content), truncated=False
+    )
     i = 0
     while len(out) < n - 1:
         call = ToolCallRecord(id=f"call_{i}", function=FunctionCall("read_file", '{"path":"src/app.py"}'))
         out += [
             ChatMessage(role="user", content=f"prompt {i}: look at src/app.py and fix the bug"),
             ChatMessage(role="assistant", content="Reading the file.", tool_calls=[call]),
-            ChatMessage(role="tool", content=result, tool_call_id=call.id),
+            ToolReply(call_id=call.id, name="read_file", result=result),
             ChatMessage(role="assistant", content="The bug is on line 12; here is the fix. " * 5),
         ]
         i += 1

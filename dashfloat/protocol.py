@@ -8,7 +8,7 @@ events are nouns or past tense. Long work is keyed by an id and always ends in o
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 import msgspec
 
@@ -230,6 +230,170 @@ class SessionInfo(msgspec.Struct, frozen=True):
     title: str
 
 
+# ---------------------------------------------------------------- tool results (docs/tools.md)
+#
+# One Struct per outcome, produced by the executor (or the agent, for calls it never ran), carried in
+# ToolFinished, kept in the conversation and the session log as is. ``result_json`` is the only place
+# that turns one into the JSON object the model reads.
+
+EntryType = Literal["file", "dir", "symlink", "other"]
+
+
+class ToolResultBase(msgspec.Struct, frozen=True, tag_field="type", omit_defaults=True):
+    """Base of every tool result."""
+
+
+class ReadFileResult(ToolResultBase, frozen=True, tag="read_file"):
+    """read_file: a window of a text file; ``truncated`` when more exists past it (see ``content``'s marker)."""
+
+    path: str
+    content: str
+    offset: int
+    lines: int
+    total_lines: int | None
+    total_bytes: int
+    truncated: bool
+
+
+class WriteFileResult(ToolResultBase, frozen=True, tag="write_file"):
+    """write_file: ``bytes`` written to ``path``; ``created`` when nothing was there."""
+
+    path: str
+    bytes: int
+    created: bool
+
+
+class EditFileResult(ToolResultBase, frozen=True, tag="edit_file"):
+    """edit_file: the match started at ``line``; ``bytes`` is the file's new size."""
+
+    path: str
+    line: int
+    bytes: int
+
+
+class DirectoryEntry(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One list_directory entry; ``escaped`` when the name was not UTF-8 (shown with \\xNN escapes)."""
+
+    name: str
+    type: EntryType
+    size: int
+    escaped: bool = False
+
+
+class ListDirectoryResult(ToolResultBase, frozen=True, tag="list_directory"):
+    """list_directory: the sorted head of the entries; ``total`` counts them all."""
+
+    path: str
+    entries: list[DirectoryEntry]
+    total: int
+    truncated: bool
+
+
+class CapturedOutput(msgspec.Struct, frozen=True):
+    """What a command printed (stdout and stderr combined): the kept text and the total it produced."""
+
+    output: str
+    truncated: bool
+    total_bytes: int
+
+
+class CommandExited(ToolResultBase, frozen=True, tag="execute_command"):
+    """execute_command ran to its end; ``signal`` names the signal that killed the shell, if one did."""
+
+    exit_code: int
+    output: CapturedOutput
+    signal: str | None = None
+
+
+class CommandTimedOut(ToolResultBase, frozen=True, tag="timed_out"):
+    """execute_command was killed at ``timeout_s``; ``exit_code`` when the shell had exited already."""
+
+    timeout_s: float
+    output: CapturedOutput
+    exit_code: int | None = None
+
+    @property
+    def error(self) -> str:
+        """The model-facing error message."""
+        return f"timed out after {self.timeout_s:g}s"
+
+
+class ToolFailed(ToolResultBase, frozen=True, tag="failed"):
+    """The call failed or was never run; ``error`` says why, for the model."""
+
+    error: str
+
+
+class ToolRejected(ToolResultBase, frozen=True, tag="rejected"):
+    """The user declined the confirmation."""
+
+
+class ToolCancelled(ToolResultBase, frozen=True, tag="cancelled"):
+    """Cancelled by the user (Esc) or never answered; a running command's output so far, if it ran."""
+
+    output: CapturedOutput | None = None
+
+
+ToolResult = (
+    ReadFileResult
+    | WriteFileResult
+    | EditFileResult
+    | ListDirectoryResult
+    | CommandExited
+    | CommandTimedOut
+    | ToolFailed
+    | ToolRejected
+    | ToolCancelled
+)
+
+
+class ToolReply(msgspec.Struct, frozen=True):
+    """A conversation entry: the result of tool call ``call_id`` (sent as a ``role: "tool"`` message)."""
+
+    call_id: str
+    name: str
+    result: ToolResult
+
+
+ConversationEntry = ChatMessage | ToolReply
+
+
+def _command_output(output: CapturedOutput) -> dict[str, object]:
+    return {"output": output.output, "truncated": output.truncated, "total_bytes": output.total_bytes}
+
+
+def result_object(result: ToolResult) -> dict[str, object]:
+    """The seed's JSON object for ``result`` (docs/tools.md), key order included."""
+    match result:
+        case ReadFileResult() | WriteFileResult() | EditFileResult() | ListDirectoryResult():
+            fields = msgspec.to_builtins(result)
+            del fields["type"]  # the union's tag is ours, not the model's
+            return {"ok": True, **fields}
+        case CommandExited(exit_code=code, output=output, signal=signal):
+            exited: dict[str, object] = {"ok": code == 0, "exit_code": code, **_command_output(output)}
+            if signal is not None:
+                exited["signal"] = signal
+            return exited
+        case CommandTimedOut(output=output, exit_code=code):
+            timed_out = {"ok": False, "error": result.error, **_command_output(output)}
+            if code is not None:
+                timed_out["exit_code"] = code
+            return timed_out
+        case ToolFailed(error=error):
+            return {"ok": False, "error": error}
+        case ToolRejected():
+            return {"ok": False, "rejected": True}
+        case ToolCancelled(output=output):
+            return {"ok": False, "cancelled": True, **(_command_output(output) if output is not None else {})}
+        case _:
+            assert_never(result)
+
+
+def result_json(result: ToolResult) -> str:
+    """The ``content`` of the ``role: "tool"`` message for ``result``: exactly what the model reads."""
+    return _RESULT_ENCODER.encode(result_object(result)).decode()
+
+
 # ---------------------------------------------------------------- UI -> Agent
 
 
@@ -406,7 +570,6 @@ class ToolResultShown(Message, frozen=True):
 
     id: str
     name: str
-    ok: bool
     status: ResultStatus
     output: str
 
@@ -600,7 +763,7 @@ class RunTool(Message, frozen=True):
 
 
 class CancelTool(Message, frozen=True):
-    """Kill call ``call_id`` if it runs; its ToolFinished then carries cancelled=true."""
+    """Kill call ``call_id`` if it runs; its ToolFinished then carries ToolCancelled."""
 
     call_id: str
 
@@ -652,10 +815,10 @@ class CommandOutput(Message, frozen=True):
 
 
 class ToolFinished(Message, frozen=True):
-    """The structured result of ``call_id``: the JSON object the model sees (docs/tools.md)."""
+    """The typed result of ``call_id`` (the model reads it as ``result_json(result)``)."""
 
     call_id: str
-    result: dict[str, Any]
+    result: ToolResult
     checkpoint: Checkpoint | None = None
     """A write/edit that landed: how to take it back."""
     changes: CommandChanges | None = None
@@ -702,4 +865,5 @@ def json_decoder(union: Any) -> msgspec.json.Decoder[Any]:
 
 
 MSGPACK_ENCODER = msgspec.msgpack.Encoder()
+_RESULT_ENCODER = msgspec.json.Encoder()
 JSON_ENCODER = msgspec.json.Encoder()

@@ -1,6 +1,6 @@
 """The Agent Manager process: the conversation, the tool loop, confirmations, cancellation."""
 
-from dashfloat.agent._core import MAX_EPISODES_PER_TURN, AgentCore, Journal, MemoryJournal
+from dashfloat.agent._core import MAX_EPISODES_PER_TURN, AgentCore, Journal, MemoryJournal, provider_message
 from dashfloat.agent._main import agent_process_main
 from dashfloat.agent._options import AgentOptions
 from dashfloat.agent._process import AgentShell, Worker, Workers, serve
@@ -22,6 +22,7 @@ __all__ = [
     "Worker",
     "Workers",
     "agent_process_main",
+    "provider_message",
     "result_excerpt",
     "result_status",
     "serve",

@@ -31,6 +31,7 @@ from dashfloat.protocol import (
     CommandStarted,
     ConfirmRequested,
     ContentDelta,
+    ConversationEntry,
     DecideConfirmation,
     ExecutorToAgent,
     FunctionCall,
@@ -75,8 +76,13 @@ from dashfloat.protocol import (
     TokenReceived,
     ToolCallRecord,
     ToolCallShown,
+    ToolCancelled,
+    ToolFailed,
     ToolFinished,
     ToolOutputShown,
+    ToolRejected,
+    ToolReply,
+    ToolResult,
     ToolResultShown,
     TurnEnded,
     UiToAgent,
@@ -84,6 +90,7 @@ from dashfloat.protocol import (
     Usage,
     UsageShown,
     UserPromptShown,
+    result_json,
 )
 
 MAX_EPISODES_PER_TURN: Final = 50
@@ -97,8 +104,8 @@ APPROVE_ALL_WARNING: Final = (
     "approve: all — every edit, write and command now runs without asking (deny rules still apply)"
 )
 PLAN_NOTICE: Final = "approve: plan — nothing changes: edits, writes and commands are refused; read-only commands run"
-REJECTED: Final[dict[str, Any]] = {"ok": False, "rejected": True}
-CANCELLED: Final[dict[str, Any]] = {"ok": False, "cancelled": True}
+REJECTED: Final = ToolRejected()
+CANCELLED: Final = ToolCancelled()
 PLAN_REFUSAL: Final = (
     "not run: plan mode — nothing may change. Read, search and plan; describe the changes you would make and "
     "wait for the user to leave plan mode (/approve ask)"
@@ -111,7 +118,7 @@ class Journal(Protocol):
     @property
     def session_id(self) -> str: ...
 
-    def record(self, message: ChatMessage) -> None: ...
+    def record(self, entry: ConversationEntry) -> None: ...
 
     def record_usage(self, turn: int, usage: Usage) -> None: ...
 
@@ -123,7 +130,7 @@ class Journal(Protocol):
 
     def list_sessions(self) -> list[SessionInfo]: ...
 
-    def resume(self, session_id: str) -> tuple[list[ChatMessage], list[Usage], list[str]]: ...
+    def resume(self, session_id: str) -> tuple[list[ConversationEntry], list[Usage], list[str]]: ...
 
     @property
     def checkpoint_store(self) -> str: ...
@@ -144,11 +151,11 @@ class MemoryJournal:
 
     def __init__(self) -> None:
         self.session_id = ""
-        self.messages: list[ChatMessage] = []
+        self.messages: list[ConversationEntry] = []
         self.saved_rules: list[SourcedRule] = []
 
-    def record(self, message: ChatMessage) -> None:
-        self.messages.append(message)
+    def record(self, entry: ConversationEntry) -> None:
+        self.messages.append(entry)
 
     def record_usage(self, turn: int, usage: Usage) -> None:
         pass
@@ -165,7 +172,7 @@ class MemoryJournal:
     def list_sessions(self) -> list[SessionInfo]:
         return []
 
-    def resume(self, session_id: str) -> tuple[list[ChatMessage], list[Usage], list[str]]:
+    def resume(self, session_id: str) -> tuple[list[ConversationEntry], list[Usage], list[str]]:
         raise LookupError("sessions are not saved in this run")
 
     @property
@@ -193,6 +200,16 @@ def _canonical(call: AssembledCall) -> ToolCallRecord:
     return ToolCallRecord(id=call.id, function=FunctionCall(name=call.name or "unknown", arguments=arguments))
 
 
+def tool_message(reply: ToolReply) -> ChatMessage:
+    """The ``role: "tool"`` message the provider gets for ``reply``: the one place a result becomes JSON."""
+    return ChatMessage(role="tool", tool_call_id=reply.call_id, content=result_json(reply.result))
+
+
+def provider_message(entry: ConversationEntry) -> ChatMessage:
+    """A conversation entry as the provider's chat message."""
+    return tool_message(entry) if isinstance(entry, ToolReply) else entry
+
+
 def _compact(tokens: int) -> str:
     return f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
 
@@ -211,7 +228,7 @@ class AgentCore:
         self.instructions = instructions
         self.journal = journal
         self.history: list[str] = []
-        self.conversation: list[ChatMessage] = []
+        self.conversation: list[ConversationEntry] = []
         self.outbox: list[tuple[Dest, Message]] = []
         self.session_rules: list[SourcedRule] = []
         """Grants made with "always allow" in this session: revoked by /approve ask, /clear, /permissions."""
@@ -244,7 +261,7 @@ class AgentCore:
         self.calls: list[AssembledCall] = []
         self.next_call = 0
         self.preview_digest: str | None = None
-        self.stop_result: dict[str, Any] | None = None
+        self.stop_result: ToolResult | None = None
         self.stop_outcome: Outcome = "completed"
         self.last_usage: Usage | None = None
         self.restore: RestoreFlow | None = None
@@ -257,9 +274,9 @@ class AgentCore:
             self.phase = phase
             self._ui(PhaseChanged(phase=phase))
 
-    def _record(self, message: ChatMessage) -> None:
-        self.journal.record(message)
-        self.conversation.append(message)
+    def _record(self, entry: ConversationEntry) -> None:
+        self.journal.record(entry)
+        self.conversation.append(entry)
         warning = self.journal.take_warning()
         if warning:
             self._ui(SystemEntry(text=warning, level="error"))
@@ -280,7 +297,7 @@ class AgentCore:
             rules=len(self.session_rules) + len(self.saved_rules),
         )
 
-    def load(self, conversation: list[ChatMessage], usage: list[Usage], replay: bool = True) -> None:
+    def load(self, conversation: list[ConversationEntry], usage: list[Usage], replay: bool = True) -> None:
         """Adopt a resumed conversation and replay it to the UI with the live vocabulary."""
         self.conversation = list(conversation)
         self.turn_usage = list(usage)
@@ -291,15 +308,15 @@ class AgentCore:
         self._ui(SessionStarted(session_id=self.journal.session_id, resumed=True))
         if not replay:
             return
-        names: dict[str, str] = {}
         for message in conversation:
-            if message.role == "user" and message.content is not None:
+            if isinstance(message, ToolReply):
+                self._show_result(message.call_id, message.name, message.result)
+            elif message.role == "user" and message.content is not None:
                 self._ui(UserPromptShown(text=message.content))
             elif message.role == "assistant":
                 if message.content:
                     self._ui(TokenReceived(text=message.content))
                 for record in message.tool_calls or []:
-                    names[record.id] = record.function.name
                     try:
                         args = msgspec.json.decode(record.function.arguments)
                     except msgspec.DecodeError:
@@ -311,14 +328,6 @@ class AgentCore:
                             args=args if isinstance(args, dict) else {},
                         )
                     )
-            elif message.role == "tool" and message.tool_call_id is not None:
-                try:
-                    result = msgspec.json.decode(message.content or "{}")
-                except msgspec.DecodeError:
-                    result = {"ok": False, "error": "unreadable result"}
-                if not isinstance(result, dict):
-                    result = {"ok": False, "error": "unreadable result"}
-                self._show_result(message.tool_call_id, names.get(message.tool_call_id, "?"), result)
         self._ui(PhaseChanged(phase="idle"))
 
     # ------------------------------------------------------------ UI -> agent
@@ -548,7 +557,7 @@ class AgentCore:
         self.last_usage = None
         self.waiting = "stream"
         self._set_phase("streaming")
-        messages = [system_message(self.cwd, self.instructions), *self.conversation]
+        messages = [system_message(self.cwd, self.instructions), *map(provider_message, self.conversation)]
         self.outbox.append(
             (
                 "llm",
@@ -586,7 +595,7 @@ class AgentCore:
     def _unique_ids(self, calls: list[AssembledCall]) -> list[AssembledCall]:
         """Call ids unique in the whole conversation: a provider without ids gets synthesized ones
         (``call_0_0``) that would repeat in every episode, and a repeated id confuses providers."""
-        seen = {r.id for m in self.conversation for r in m.tool_calls or []}
+        seen = {r.id for m in self.conversation if isinstance(m, ChatMessage) for r in m.tool_calls or []}
         unique: list[AssembledCall] = []
         for call in calls:
             if call.id in seen:
@@ -623,7 +632,7 @@ class AgentCore:
             self._stop(CANCELLED, "cancelled")
             self._ui(SystemEntry(text="cancelled"))
         else:
-            self._stop({"ok": False, "error": f"not run: the stream failed ({kind})"}, "failed")
+            self._stop(ToolFailed(error=f"not run: the stream failed ({kind})"), "failed")
             self._ui(SystemEntry(text=text, level="error"))
         self._begin_calls(calls)
 
@@ -636,7 +645,7 @@ class AgentCore:
             )
         )
 
-    def _stop(self, result: dict[str, Any], outcome: Outcome) -> None:
+    def _stop(self, result: ToolResult, outcome: Outcome) -> None:
         if self.stop_result is None:
             self.stop_result = result
             self.stop_outcome = outcome
@@ -659,7 +668,7 @@ class AgentCore:
             if self.stop_result is not None:
                 self._finish_call(self.stop_result)
             elif call.error is not None:
-                self._finish_call({"ok": False, "error": call.error})
+                self._finish_call(ToolFailed(error=call.error))
             elif call.name not in MUTATING_TOOLS:
                 self._run(None, by_keypress=False)
                 return
@@ -670,12 +679,12 @@ class AgentCore:
                 if permit == "deny":
                     assert rule is not None
                     error = f"denied by the rule {rule.rule.text()} ({rule.source}): do not retry it; ask the user"
-                    self._finish_call({"ok": False, "error": error})
+                    self._finish_call(ToolFailed(error=error))
                 elif safe_line is not None:
                     self._run(None, by_keypress=False, args={**args, "command": safe_line}, read_only=True)
                     return
                 elif self.approval == "plan":
-                    self._finish_call({"ok": False, "error": PLAN_REFUSAL})
+                    self._finish_call(ToolFailed(error=PLAN_REFUSAL))
                 elif permit == "allow" or self._auto_approved(call.name):
                     self._run(None, by_keypress=False)
                     return
@@ -725,7 +734,7 @@ class AgentCore:
 
     def prompts(self) -> list[str]:
         """The user prompts of the conversation, oldest first (prompt N is turn N)."""
-        return [m.content or "" for m in self.conversation if m.role == "user"]
+        return [m.content or "" for m in self.conversation if isinstance(m, ChatMessage) and m.role == "user"]
 
     def _keep_changes(self, finished: ToolFinished) -> None:
         """A landed write/edit's checkpoint and a command's changes become part of the session log."""
@@ -820,23 +829,20 @@ class AgentCore:
         """The conversation up to (not including) prompt ``kept + 1``: the next request carries that prefix."""
         prompts = 0
         for index, message in enumerate(self.conversation):
-            if message.role == "user":
+            if isinstance(message, ChatMessage) and message.role == "user":
                 prompts += 1
                 if prompts > kept:
                     self.conversation = self.conversation[:index]
                     break
         self.turn_usage = self.turn_usage[:kept]
 
-    def _show_result(self, call_id: str, name: str, result: dict[str, Any]) -> None:
-        status = result_status(result)
-        self._ui(
-            ToolResultShown(id=call_id, name=name, ok=status == "ok", status=status, output=result_excerpt(result))
-        )
+    def _show_result(self, call_id: str, name: str, result: ToolResult) -> None:
+        self._ui(ToolResultShown(id=call_id, name=name, status=result_status(result), output=result_excerpt(result)))
 
-    def _finish_call(self, result: dict[str, Any]) -> None:
+    def _finish_call(self, result: ToolResult) -> None:
         call = self._current()
         self.waiting = "nothing"
-        self._record(ChatMessage(role="tool", tool_call_id=call.id, content=msgspec.json.encode(result).decode()))
+        self._record(ToolReply(call_id=call.id, name=call.name, result=result))
         self._show_result(call.id, call.name, result)
         self.next_call += 1
 
@@ -865,7 +871,7 @@ class AgentCore:
                 if self.waiting != "preview" or call_id != self._current().id:
                     return
                 if message.error is not None:
-                    self._finish_call({"ok": False, "error": message.error})
+                    self._finish_call(ToolFailed(error=message.error))
                     self._advance()
                     return
                 call = self._current()
@@ -894,7 +900,7 @@ class AgentCore:
                     self._finish_call(result)
                     self._advance()
                 elif not call_id:
-                    self._ui(SystemEntry(text=str(result.get("error", result)), level="error"))
+                    self._ui(SystemEntry(text=result_excerpt(result), level="error"))
             case CommandStarted():
                 pass  # the process shell keeps the process group to kill if the executor dies
             case RestorePreviewed() | RestoreApplied():
@@ -973,7 +979,7 @@ class AgentCore:
     def on_executor_died(self, reason: str) -> None:
         """The executor died; a fresh one is already running. In-flight work becomes an error result."""
         if self.waiting in ("preview", "tool"):  # a pending confirmation's digest stays valid for the fresh one
-            self._finish_call({"ok": False, "error": f"executor crashed: {reason}"})
+            self._finish_call(ToolFailed(error=f"executor crashed: {reason}"))
             self._advance()
         elif self.waiting == "restore" and self.restore is not None:
             self._restore_step(self.restore.executor_died(reason))
@@ -985,18 +991,17 @@ class AgentCore:
         self._ui(SystemEntry(text=f"internal error in the agent: {error}", level="error"))
         if self.waiting == "stream":
             self.outbox.append(("llm", CancelStream(request_id=self.request_id)))
-        self._answer_dangling({"ok": False, "error": "not run: internal error in the agent"})
+        self._answer_dangling(ToolFailed(error="not run: internal error in the agent"))
         self._end_turn("failed")
 
-    def _answer_dangling(self, result: dict[str, Any]) -> None:
+    def _answer_dangling(self, result: ToolResult) -> None:
         """Give every call of the last assistant message that has no result yet ``result``."""
-        answered = {m.tool_call_id for m in self.conversation if m.role == "tool"}
+        answered = {m.call_id for m in self.conversation if isinstance(m, ToolReply)}
         for message in reversed(self.conversation):
-            if message.role == "assistant":
+            if isinstance(message, ChatMessage) and message.role == "assistant":
                 for record in message.tool_calls or []:
                     if record.id not in answered:
-                        content = msgspec.json.encode(result).decode()
-                        self._record(ChatMessage(role="tool", tool_call_id=record.id, content=content))
+                        self._record(ToolReply(call_id=record.id, name=record.function.name, result=result))
                         self._show_result(record.id, record.function.name, result)
                 return
 

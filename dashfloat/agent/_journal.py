@@ -10,7 +10,7 @@ from dashfloat import __version__
 from dashfloat.agent import undo
 from dashfloat.permission_files import save_user_rules
 from dashfloat.permissions import SourcedRule
-from dashfloat.protocol import ChatMessage, ProviderConfig, SessionInfo, Usage
+from dashfloat.protocol import ConversationEntry, ProviderConfig, SessionInfo, Usage
 from dashfloat.sessions import log as session_log
 from dashfloat.sessions.history import append_history
 from dashfloat.sessions.state import SESSIONS_DIRNAME, ensure_private_dir
@@ -56,9 +56,9 @@ class SessionJournal:
             self.session_id = header.id
         return self.writer
 
-    def record(self, message: ChatMessage) -> None:
+    def record(self, entry: ConversationEntry) -> None:
         try:
-            self._writer().append(message)
+            self._writer().append(entry)
         except (session_log.SessionError, OSError) as exc:
             self._failed(exc)
 
@@ -132,7 +132,7 @@ class SessionJournal:
         """Rewrite the user's rule file (/permissions remove and save)."""
         save_user_rules(Path(path), rules)
 
-    def resume(self, session_id: str) -> tuple[list[ChatMessage], list[Usage], list[str]]:
+    def resume(self, session_id: str) -> tuple[list[ConversationEntry], list[Usage], list[str]]:
         try:
             loaded = self.open(session_log.find_session(self.sessions_dir, session_id))
         except session_log.SessionError as exc:

@@ -2,48 +2,71 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final, assert_never
 
-from dashfloat.protocol import ResultStatus
+from dashfloat.protocol import (
+    CommandExited,
+    CommandTimedOut,
+    EditFileResult,
+    ListDirectoryResult,
+    ReadFileResult,
+    ResultStatus,
+    ToolCancelled,
+    ToolFailed,
+    ToolRejected,
+    ToolResult,
+    WriteFileResult,
+)
 
 RESULT_EXCERPT_MAX_LINES: Final = 30
 RESULT_EXCERPT_MAX_LINE_CHARS: Final = 500
 
 
-def result_status(result: dict[str, Any]) -> ResultStatus:
-    """The outcome word of a structured result."""
-    if result.get("rejected"):
-        return "rejected"
-    if result.get("cancelled"):
-        return "cancelled"
-    return "ok" if result.get("ok") else "error"
+def result_status(result: ToolResult) -> ResultStatus:
+    """The outcome word of a result: which member it is (and, for a command, its exit code)."""
+    match result:
+        case ReadFileResult() | WriteFileResult() | EditFileResult() | ListDirectoryResult():
+            return "ok"
+        case CommandExited(exit_code=code):
+            return "ok" if code == 0 else "error"
+        case CommandTimedOut() | ToolFailed():
+            return "error"
+        case ToolRejected():
+            return "rejected"
+        case ToolCancelled():
+            return "cancelled"
+        case _:
+            assert_never(result)
 
 
-def _body(result: dict[str, Any]) -> str:
-    if isinstance(result.get("content"), str):
-        return str(result["content"])
-    if isinstance(result.get("entries"), list):
-        rows = []
-        for entry in result["entries"]:
-            if isinstance(entry, dict):
-                suffix = "/" if entry.get("type") == "dir" else ""
-                rows.append(f"{entry.get('name', '?')}{suffix}  {entry.get('size', '')}".rstrip())
-        return "\n".join(rows)
-    if isinstance(result.get("output"), str):
-        return str(result["output"])
-    return ""
+def _text(result: ToolResult) -> str:
+    """What the tool produced, errors leading with their message."""
+    match result:
+        case ReadFileResult(content=content):
+            return content
+        case ListDirectoryResult(entries=entries):
+            return "\n".join(f"{e.name}{'/' if e.type == 'dir' else ''}  {e.size}" for e in entries)
+        case CommandExited(output=output):
+            return output.output
+        case CommandTimedOut(error=error, output=output):
+            return f"{error}\n{output.output}" if output.output else error
+        case ToolFailed(error=error):
+            return error
+        case ToolCancelled(output=output):
+            return output.output if output is not None else ""
+        case WriteFileResult() | EditFileResult() | ToolRejected():
+            return ""
+        case _:
+            assert_never(result)
 
 
-def result_excerpt(result: dict[str, Any]) -> str:
+def result_excerpt(result: ToolResult) -> str:
     """At most 30 lines of what the tool produced, verbatim, the marker included; errors lead with their message.
 
     The marker counts as one of the 30, so the UI's own 30-line guard never cuts an excerpt (it once cut the
     marker and said `… 1 more lines`).
     """
-    text = _body(result)
-    if result_status(result) == "error" and result.get("error"):
-        text = f"{result['error']}\n{text}" if text else str(result["error"])
-    lines = text.splitlines()
+    lines = _text(result).splitlines()
     if len(lines) <= RESULT_EXCERPT_MAX_LINES:
         return "\n".join(line[:RESULT_EXCERPT_MAX_LINE_CHARS] for line in lines)
     kept = RESULT_EXCERPT_MAX_LINES - 1

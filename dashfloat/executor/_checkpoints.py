@@ -28,7 +28,7 @@ from dashfloat.executor._limits import CHECKPOINT_FILE_MAX_BYTES, CHECKPOINT_STO
 from dashfloat.executor._tools import as_root, run_tool
 from dashfloat.executor._validate import validate
 from dashfloat.executor.path_policy import PathError, Root
-from dashfloat.protocol import Checkpoint
+from dashfloat.protocol import Checkpoint, EditFileResult, ToolResult, WriteFileResult
 
 OBJECTS_DIRNAME = "objects"
 _DIGEST_RE = re.compile(r"[0-9a-f]{64}")
@@ -337,7 +337,7 @@ def take_pre_image(root: Root, path: str, store: CheckpointStore, background: bo
 class Checkpointed:
     """A file tool's result, plus how to take it back when it was a mutation that landed."""
 
-    result: dict[str, Any]
+    result: ToolResult
     checkpoint: Checkpoint | None = None
     notice: str = ""
 
@@ -370,6 +370,6 @@ def _run_checkpointed(
         result = run_tool(name, args, root, exec_timeout_s, expect)
     finally:
         pre.finish()  # the object is on disk before the result that names it leaves the executor
-    if not result.get("ok"):
+    if not isinstance(result, WriteFileResult | EditFileResult):
         return Checkpointed(result, notice=pre.notice)
     return Checkpointed(result, pre.checkpoint(), pre.notice)

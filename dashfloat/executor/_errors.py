@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dashfloat.protocol import ToolFailed
 
 
 class ToolError(Exception):
     """A call that cannot be carried out; ``str(exc)`` is the model-facing message."""
 
 
-def error_result(message: str) -> dict[str, Any]:
+def error_result(message: str) -> ToolFailed:
     """The seed's error shape."""
-    return {"ok": False, "error": message}
+    return ToolFailed(error=message)
 
 
 def os_message(exc: OSError, path: str) -> str:

@@ -10,12 +10,14 @@ import select
 import signal
 import subprocess
 import time
-from typing import Any
 
 from dashfloat import procutil
 from dashfloat.executor._capture import HeadTail, LiveTail
 from dashfloat.executor._limits import EXEC_DRAIN_AFTER_EXIT_S, EXEC_READ_CHUNK_BYTES, REAP_TIMEOUT_S
 from dashfloat.executor._sandbox import Wrap, sandbox_started
+from dashfloat.protocol import CapturedOutput, CommandExited, CommandTimedOut, ToolCancelled, ToolFailed
+
+CommandResult = CommandExited | CommandTimedOut | ToolCancelled | ToolFailed
 
 # Without a pidfd (non-Linux) the shell's exit is noticed by polling this often.
 _EXIT_POLL_S = 0.05
@@ -77,7 +79,7 @@ class Command:
         """Set by whoever shows the output while it runs (the serving executor); None: nobody is watching."""
         self._returncode: int | None = None
         self._drained_note = ""
-        self.result: dict[str, Any] | None = None
+        self.result: CommandResult | None = None
 
     def pump(self, wake_fd: int | None = None) -> bool:
         """Wait for output, the shell's exit or the deadline; True when ``wake_fd`` became readable."""
@@ -112,7 +114,7 @@ class Command:
         """The live chunk due now (text, bytes skipped before it), if any."""
         return self.live.take(time.monotonic()) if self.live is not None and self.result is None else None
 
-    def run_to_end(self) -> dict[str, Any]:
+    def run_to_end(self) -> CommandResult:
         """Pump until the result is set (tests, standalone mode); on any exception the group is killed first."""
         try:
             while self.result is None:
@@ -126,7 +128,7 @@ class Command:
         """Kill the group now; the result says cancelled (a finished command is left as it is)."""
         if self.result is None:
             self._kill()
-            self._finish({"ok": False, "cancelled": True, **self._output()})
+            self._finish(ToolCancelled(output=self._output()))
 
     def _read(self) -> None:
         assert self._out is not None
@@ -169,7 +171,7 @@ class Command:
             f"killed after {EXEC_DRAIN_AFTER_EXIT_S:g}s]"
         )
 
-    def _sandbox_failure(self) -> dict[str, Any] | None:
+    def _sandbox_failure(self) -> ToolFailed | None:
         """The error result of a sandbox that never started (bwrap wrote no exit-code), else None."""
         if self._status is None:
             return None
@@ -182,7 +184,7 @@ class Command:
         if self._returncode == 0 or sandbox_started(status):
             return None
         why = self._captured.text().strip() or f"bwrap exited with status {self._returncode}"
-        return {"ok": False, "error": f"the sandbox did not start, so the command did not run: {why}"}
+        return ToolFailed(error=f"the sandbox did not start, so the command did not run: {why}")
 
     def _kill(self) -> None:
         if self._returncode is None:
@@ -194,38 +196,24 @@ class Command:
     def _timed_out(self) -> None:
         exited = self._returncode is not None
         self._kill()
-        result: dict[str, Any] = {
-            "ok": False,
-            "error": f"timed out after {self.timeout_s:g}s",
-            **self._output(),
-        }
-        if exited:
-            # The shell had exited; a descendant that left the group kept the output pipe open.
-            result["exit_code"] = self._exit_code()
-        self._finish(result)
+        # exited: the shell had exited; a descendant that left the group kept the output pipe open.
+        self._finish(CommandTimedOut(self.timeout_s, self._output(), self._exit_code() if exited else None))
 
     def _exit_code(self) -> int:
         rc = self._returncode
         assert rc is not None
         return rc if rc >= 0 else 128 - rc  # shell convention for "killed by signal N"
 
-    def _exit_result(self) -> dict[str, Any]:
-        result: dict[str, Any] = {
-            "ok": self._returncode == 0,
-            "exit_code": self._exit_code(),
-            **self._output(),
-        }
-        if self._returncode is not None and self._returncode < 0:
-            result["signal"] = signal.Signals(-self._returncode).name
-        return result
+    def _exit_result(self) -> CommandExited:
+        rc = self._returncode
+        killed_by = signal.Signals(-rc).name if rc is not None and rc < 0 else None
+        return CommandExited(self._exit_code(), self._output(), killed_by)
 
-    def _output(self) -> dict[str, Any]:
+    def _output(self) -> CapturedOutput:
         captured = self._captured
-        return {
-            "output": captured.text() + self._drained_note,
-            "truncated": captured.truncated,
-            "total_bytes": captured.total,
-        }
+        return CapturedOutput(
+            output=captured.text() + self._drained_note, truncated=captured.truncated, total_bytes=captured.total
+        )
 
     def _close_out(self) -> None:
         if self._out is not None:
@@ -233,7 +221,7 @@ class Command:
             self._proc.stdout.close()
             self._out = None
 
-    def _finish(self, result: dict[str, Any]) -> None:
+    def _finish(self, result: CommandResult) -> None:
         self._close_out()
         if self._pidfd is not None:
             os.close(self._pidfd)
@@ -251,6 +239,6 @@ def _readlink(path: str) -> str:
         return ""
 
 
-def run_command(command: str, cwd: str, timeout_s: float, wrap: Wrap | None = None) -> dict[str, Any]:
+def run_command(command: str, cwd: str, timeout_s: float, wrap: Wrap | None = None) -> CommandResult:
     """Run to completion in-process (tests, standalone mode)."""
     return Command(command, cwd, timeout_s, wrap).run_to_end()

@@ -10,7 +10,7 @@ import os
 import secrets
 import stat
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO
 
 from dashfloat.executor._errors import ToolError
 from dashfloat.executor._limits import (
@@ -24,6 +24,14 @@ from dashfloat.executor._limits import (
     TEMP_NAME_BASE_MAX_BYTES,
 )
 from dashfloat.executor.path_policy import BadPath, Root
+from dashfloat.protocol import (
+    DirectoryEntry,
+    EditFileResult,
+    EntryType,
+    ListDirectoryResult,
+    ReadFileResult,
+    WriteFileResult,
+)
 
 ABSENT_DIGEST = "absent"
 _HASH_CHUNK_BYTES = 1024 * 1024
@@ -167,7 +175,7 @@ def _decode_text(data: bytes, cut: bool, path: str) -> str:
         raise ToolError(f"binary file (not UTF-8 text at byte {exc.start} of the window): {path}") from exc
 
 
-def read_file(root: Root, path: str, offset: int, limit: int) -> dict[str, Any]:
+def read_file(root: Root, path: str, offset: int, limit: int) -> ReadFileResult:
     """A 1-based line window of a text file, capped at READ_MAX_LINES lines and READ_MAX_BYTES bytes."""
     fd = _open_regular(root, root.locate(path), path)
     with os.fdopen(fd, "rb") as f:
@@ -201,16 +209,15 @@ def read_file(root: Root, path: str, offset: int, limit: int) -> dict[str, Any]:
         content += ("" if content.endswith("\n") or not content else "\n") + _read_marker(
             offset, lines, cut, total_lines, size
         )
-    return {
-        "ok": True,
-        "path": path,
-        "content": content,
-        "offset": offset,
-        "lines": lines,
-        "total_lines": total_lines,
-        "total_bytes": size,
-        "truncated": truncated,
-    }
+    return ReadFileResult(
+        path=path,
+        content=content,
+        offset=offset,
+        lines=lines,
+        total_lines=total_lines,
+        total_bytes=size,
+        truncated=truncated,
+    )
 
 
 def _read_marker(offset: int, lines: int, cut: bool, total_lines: int | None, size: int) -> str:
@@ -270,14 +277,14 @@ def plan_write(root: Root, path: str, content: str) -> PlannedWrite:
     return PlannedWrite(rel, old, st.st_size, new, stat.S_IMODE(st.st_mode), digest)
 
 
-def write_file(root: Root, path: str, content: str, expect_digest: str | None) -> dict[str, Any]:
+def write_file(root: Root, path: str, content: str, expect_digest: str | None) -> WriteFileResult:
     """Create or replace a file atomically, creating parent directories; an existing mode is kept."""
     rel, st = _write_target(root, path)
     data = _encode(content, "content")
     _check_digest(root, rel, expect_digest)
     mode = None if st is None else stat.S_IMODE(st.st_mode)
     atomic_write(root, rel, data, mode)
-    return {"ok": True, "path": path, "bytes": len(data), "created": mode is None}
+    return WriteFileResult(path=path, bytes=len(data), created=mode is None)
 
 
 # ---------------------------------------------------------------- edit_file
@@ -324,18 +331,18 @@ def plan_edit(root: Root, path: str, search_block: str, replace_block: str) -> P
 
 def edit_file(
     root: Root, path: str, search_block: str, replace_block: str, expect_digest: str | None
-) -> dict[str, Any]:
+) -> EditFileResult:
     """Replace the unique exact match of search_block, atomically; the file's mode is kept."""
     plan = plan_edit(root, path, search_block, replace_block)
     _check_digest(root, plan.rel, expect_digest, plan.old)
     atomic_write(root, plan.rel, plan.new, plan.mode)
-    return {"ok": True, "path": path, "line": plan.line, "bytes": len(plan.new)}
+    return EditFileResult(path=path, line=plan.line, bytes=len(plan.new))
 
 
 # ---------------------------------------------------------------- list_directory
 
 
-def _entry_type(mode: int) -> str:
+def _entry_type(mode: int) -> EntryType:
     if stat.S_ISLNK(mode):
         return "symlink"
     if stat.S_ISDIR(mode):
@@ -345,7 +352,7 @@ def _entry_type(mode: int) -> str:
     return "other"
 
 
-def list_directory(root: Root, path: str) -> dict[str, Any]:
+def list_directory(root: Root, path: str) -> ListDirectoryResult:
     """Sorted entries with type and size; at most LIST_MAX_ENTRIES are statted."""
     rel = root.locate(path)
     try:
@@ -355,25 +362,17 @@ def list_directory(root: Root, path: str) -> dict[str, Any]:
     try:
         # bytes names (surrogateescape round trip): nothing undecodable is skipped
         names = sorted(os.fsencode(name) for name in os.listdir(fd))
-        entries: list[dict[str, Any]] = []
+        entries: list[DirectoryEntry] = []
         for name in names[:LIST_MAX_ENTRIES]:
             try:
                 st = os.stat(name, dir_fd=fd, follow_symlinks=False)
             except FileNotFoundError:
                 continue  # removed while we listed
-            entry: dict[str, Any] = {"name": "", "type": _entry_type(st.st_mode), "size": st.st_size}
             try:
-                entry["name"] = name.decode("utf-8")
+                shown, escaped = name.decode("utf-8"), False
             except UnicodeDecodeError:
-                entry["name"] = name.decode("utf-8", "backslashreplace")
-                entry["escaped"] = True
-            entries.append(entry)
+                shown, escaped = name.decode("utf-8", "backslashreplace"), True
+            entries.append(DirectoryEntry(name=shown, type=_entry_type(st.st_mode), size=st.st_size, escaped=escaped))
     finally:
         os.close(fd)
-    return {
-        "ok": True,
-        "path": path,
-        "entries": entries,
-        "total": len(names),
-        "truncated": len(names) > LIST_MAX_ENTRIES,
-    }
+    return ListDirectoryResult(path=path, entries=entries, total=len(names), truncated=len(names) > LIST_MAX_ENTRIES)

@@ -7,7 +7,7 @@ import os
 import signal
 import types
 from multiprocessing.connection import Connection
-from typing import Any, assert_never
+from typing import assert_never
 
 from dashfloat import procutil
 from dashfloat.catalogue import EXECUTE_COMMAND
@@ -160,7 +160,7 @@ class _Server:
         assert self.running is not None
         call_id, command = self.running
         self.running = None
-        result: dict[str, Any] | None = command.result
+        result = command.result
         assert result is not None
         changes = None
         if self.before_command is not None:

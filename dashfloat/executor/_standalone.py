@@ -13,6 +13,7 @@ import msgspec
 from dashfloat.executor._errors import error_result
 from dashfloat.executor._limits import EXEC_TIMEOUT_S, STANDALONE_LINE_MAX_BYTES
 from dashfloat.executor._tools import run_tool
+from dashfloat.protocol import ToolResult, result_json
 
 _DESCRIPTION = """\
 Run DashFloat tool calls directly, without confirmation: the executor's debugging entry point.
@@ -40,8 +41,9 @@ class Request(msgspec.Struct, forbid_unknown_fields=True):
 _ENCODER = msgspec.json.Encoder()
 
 
-def _reply(request_id: str | None, result: dict[str, Any]) -> bytes:
-    return _ENCODER.encode({"id": request_id, "result": result}) + b"\n"
+def _reply(request_id: str | None, result: ToolResult) -> bytes:
+    # The result is spliced in as the model would read it, so this prints exactly that JSON.
+    return b'{"id":' + _ENCODER.encode(request_id) + b',"result":' + result_json(result).encode() + b"}\n"
 
 
 def handle_line(line: bytes, root: str, exec_timeout_s: float) -> bytes:

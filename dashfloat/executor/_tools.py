@@ -18,7 +18,7 @@ from dashfloat.executor._limits import EDIT_MAX_FILE_BYTES, EXEC_TIMEOUT_S, PREV
 from dashfloat.executor._sandbox import Sandbox, describe
 from dashfloat.executor._validate import validate
 from dashfloat.executor.path_policy import PathError, Root
-from dashfloat.protocol import SandboxPolicy, SandboxState
+from dashfloat.protocol import SandboxPolicy, SandboxState, ToolResult
 
 # A preview line longer than this is cut: a one-line minified file must not flood the confirmation.
 PREVIEW_MAX_LINE_CHARS = 400
@@ -98,7 +98,7 @@ def run_tool(
     expect_digest: str | None = None,
     sandbox: Sandbox | None = None,
     policy: SandboxPolicy | None = None,
-) -> dict[str, Any]:
+) -> ToolResult:
     """Validate and execute one call to completion; every failure is an error result, never a raise.
 
     Commands run unconfined unless a ``sandbox`` is given (the executor process always gives one).
@@ -121,7 +121,7 @@ def _run_valid(
     expect_digest: str | None,
     sandbox: Sandbox | None,
     policy: SandboxPolicy | None,
-) -> dict[str, Any]:
+) -> ToolResult:
     if name == READ_FILE:
         return _files.read_file(root, valid["path"], valid["offset"], valid["limit"])
     if name == WRITE_FILE:

@@ -6,8 +6,9 @@ Public API (pure library code: no processes, no protocol sending, no printing):
 - ``SessionWriter.create(dir, header)`` / ``SessionWriter.open_existing(path) -> (writer, loaded)``;
   ``writer.append(msg)``, ``append_many(msgs)``, ``append_usage(turn, usage)`` return only once the
   line is fsynced; ``writer.path``, ``writer.close()`` (also a context manager).
-- ``load(path) -> LoadedSession``: header, repaired messages, usage records, repair notices.
-- ``repair_conversation(messages) -> (messages, notices)``: the tool-call repair rules on their own.
+- ``load(path) -> LoadedSession``: header, repaired conversation entries, usage records, repair notices.
+  An older file (tool results as JSON text, format < 3) is read into typed results; appending rewrites it.
+- ``repair_conversation(entries) -> (entries, notices)``: the tool-call repair rules on their own.
 - ``list_sessions(dir)``, ``find_session(dir, id_or_prefix)``, ``newest_for_cwd(dir, cwd)``.
 - ``writer.append_record(record)``: a checkpoint, a command's changes, an undo or a rewind (fsynced).
 - ``SessionError``: every refusal, one line naming the file.
@@ -19,7 +20,7 @@ import contextlib
 import os
 import re
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,15 +29,36 @@ from typing import Self, assert_never
 
 import msgspec
 
-from dashfloat.protocol import ChatMessage, Checkpoint, CommandChanges, SessionInfo, Usage
+from dashfloat.protocol import (
+    CapturedOutput,
+    ChatMessage,
+    Checkpoint,
+    CommandChanges,
+    CommandExited,
+    CommandTimedOut,
+    ConversationEntry,
+    EditFileResult,
+    ListDirectoryResult,
+    ReadFileResult,
+    SessionInfo,
+    ToolCancelled,
+    ToolFailed,
+    ToolRejected,
+    ToolReply,
+    ToolResult,
+    Usage,
+    WriteFileResult,
+    result_json,
+)
 from dashfloat.sessions.state import ensure_private_dir
 
-FORMAT_VERSION = 2  # 2: checkpoint, command, undone and rewind lines
+# 2: checkpoint, command, undone and rewind lines; 3: tool results are typed ``tool_result`` lines
+# (before 3 they were JSON text in ``tool`` messages, read back by _text_result)
+FORMAT_VERSION = 3
 SESSION_SUFFIX = ".jsonl"
 HEADER_MAX_BYTES = 16 * 1024  # a first line longer than this is not a header: junk is rejected unread
 TITLE_MAX_CHARS = 60
 NOTICE_MAX_ITEMS = 5  # ids / line numbers named in one notice before "and N more"
-CANCELLED_RESULT = '{"ok":false,"cancelled":true}'
 
 _ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -65,6 +87,12 @@ class _MessageLine(_Line, frozen=True, tag="message"):
     """One conversation message, in the order it came into existence."""
 
     message: ChatMessage
+
+
+class _ReplyLine(_Line, frozen=True, tag="tool_result"):
+    """One tool call's typed result (format 2)."""
+
+    reply: ToolReply
 
 
 class UsageRecord(_Line, frozen=True, tag="usage"):
@@ -107,10 +135,10 @@ class RewindRecord(_Line, frozen=True, tag="rewind"):
 
 ChangeRecord = CheckpointRecord | CommandRecord
 UndoRecord = CheckpointRecord | CommandRecord | UndoneRecord | RewindRecord
-_Entry = ChatMessage | UsageRecord
+_Entry = ConversationEntry | UsageRecord
 _ENCODER = msgspec.json.Encoder()
 _BODY_DECODER = msgspec.json.Decoder(
-    _MessageLine | UsageRecord | CheckpointRecord | CommandRecord | UndoneRecord | RewindRecord
+    _MessageLine | _ReplyLine | UsageRecord | CheckpointRecord | CommandRecord | UndoneRecord | RewindRecord
 )
 _HEADER_DECODER = msgspec.json.Decoder(SessionHeader)
 
@@ -121,7 +149,7 @@ class LoadedSession:
 
     path: Path
     header: SessionHeader
-    messages: list[ChatMessage]
+    messages: list[ConversationEntry]
     usage: list[UsageRecord]
     notices: list[str] = field(default_factory=list)
     changes: list[ChangeRecord] = field(default_factory=list)
@@ -158,6 +186,10 @@ def new_header(
 
 def _encode(line: _Line) -> bytes:
     return _ENCODER.encode(line) + b"\n"
+
+
+def _entry_line(entry: ConversationEntry) -> bytes:
+    return _encode(_ReplyLine(entry) if isinstance(entry, ToolReply) else _MessageLine(entry))
 
 
 def _fsync_dir(path: Path) -> None:
@@ -212,13 +244,13 @@ class SessionWriter:
             os.fsync(fd)  # make the truncation itself durable
         return writer, loaded
 
-    def append(self, message: ChatMessage) -> None:
-        """Append one message; it is on disk when this returns."""
-        self._write(_encode(_MessageLine(message)))
+    def append(self, entry: ConversationEntry) -> None:
+        """Append one message or tool result; it is on disk when this returns."""
+        self._write(_entry_line(entry))
 
-    def append_many(self, messages: Iterable[ChatMessage]) -> None:
-        """Append several messages with a single write and a single fsync."""
-        data = b"".join(_encode(_MessageLine(m)) for m in messages)
+    def append_many(self, entries: Iterable[ConversationEntry]) -> None:
+        """Append several entries with a single write and a single fsync."""
+        data = b"".join(_entry_line(e) for e in entries)
         if data:
             self._write(data)
 
@@ -269,7 +301,7 @@ def _rewrite(path: Path, loaded: LoadedSession) -> None:
     """Replace ``path`` atomically with the repaired session (header, messages, usage records)."""
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     lines = [_encode(loaded.header)]
-    lines += [_encode(_MessageLine(m)) for m in loaded.messages]
+    lines += [_entry_line(m) for m in loaded.messages]
     lines += [_encode(u) for u in loaded.usage]
     lines += [_encode(r) for r in loaded.changes]  # live ones only: undone and rewound ones are applied
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
@@ -298,8 +330,8 @@ def load(path: Path) -> LoadedSession:
 class _Parsed:
     loaded: LoadedSession
     tail_start: int | None  # offset of a dropped last line
-    needs_rewrite: bool  # repairs not expressible as "truncate the tail, append results"
-    appended_repairs: list[ChatMessage]
+    needs_rewrite: bool  # repairs not expressible as "truncate the tail, append results", or an older format
+    appended_repairs: list[ConversationEntry]
 
 
 def _read_header(path: Path, first: bytes) -> SessionHeader:
@@ -346,6 +378,8 @@ def _parse(path: Path) -> _Parsed:
         lines.pop()  # the empty piece after the final newline
     entries: list[_Entry] = []
     changes: list[ChangeRecord] = []
+    names: dict[str, str] = {}  # call id -> tool name, for results saved as text (format < 3)
+    unreadable: list[str] = []
     corrupt: list[int] = []
     notices: list[str] = []
     tail_start: int | None = None
@@ -370,8 +404,16 @@ def _parse(path: Path) -> _Parsed:
             corrupt.append(number)
             continue
         match decoded:
-            case _MessageLine():
-                entries.append(decoded.message)
+            case _MessageLine(message=message) if message.role == "tool":
+                reply = _text_reply(message, names)
+                if isinstance(reply.result, ToolFailed) and reply.result.error.startswith(_UNREADABLE):
+                    unreadable.append(reply.call_id)
+                entries.append(reply)
+            case _MessageLine(message=message):
+                names.update((call.id, call.function.name) for call in message.tool_calls or [])
+                entries.append(message)
+            case _ReplyLine(reply=reply):
+                entries.append(reply)
             case UsageRecord():
                 entries.append(decoded)
             case CheckpointRecord() | CommandRecord():
@@ -385,12 +427,16 @@ def _parse(path: Path) -> _Parsed:
                 assert_never(decoded)
     if corrupt:
         notices.append(f"{path.name}: skipped {_count(len(corrupt), 'unreadable line')}: {_names(corrupt)}")
+    if unreadable:
+        notices.append(
+            f"{path.name}: {_count(len(unreadable), 'saved tool result')} not understood: {_names(unreadable)}"
+        )
     repaired, repair_notices, appended = _repair(entries)
     notices += [f"{path.name}: {n}" for n in repair_notices]
     loaded = LoadedSession(
         path=path,
         header=header,
-        messages=[e for e in repaired if isinstance(e, ChatMessage)],
+        messages=[e for e in repaired if not isinstance(e, UsageRecord)],
         usage=[e for e in repaired if isinstance(e, UsageRecord)],
         notices=notices,
         changes=changes,
@@ -415,20 +461,20 @@ def _truncate_to_turns(entries: list[_Entry], kept: int) -> list[_Entry]:
     return entries
 
 
-def repair_conversation(messages: Sequence[ChatMessage]) -> tuple[list[ChatMessage], list[str]]:
-    """Make ``messages`` valid for any provider: every tool call answered, no orphan tool results."""
-    repaired, notices, _ = _repair(list(messages))
-    return [m for m in repaired if isinstance(m, ChatMessage)], notices
+def repair_conversation(entries: Sequence[ConversationEntry]) -> tuple[list[ConversationEntry], list[str]]:
+    """Make ``entries`` valid for any provider: every tool call answered, no orphan tool results."""
+    repaired, notices, _ = _repair(list(entries))
+    return [e for e in repaired if not isinstance(e, UsageRecord)], notices
 
 
-def _cancelled(call_id: str) -> ChatMessage:
-    return ChatMessage(role="tool", content=CANCELLED_RESULT, tool_call_id=call_id)
+def _cancelled(call: tuple[str, str]) -> ToolReply:
+    return ToolReply(call_id=call[0], name=call[1], result=ToolCancelled())
 
 
-def _repair(entries: list[_Entry]) -> tuple[list[_Entry], list[str], list[ChatMessage] | None]:
+def _repair(entries: list[_Entry]) -> tuple[list[_Entry], list[str], list[ConversationEntry] | None]:
     """The repaired entries, notices, and the synthesized suffix when the repair only appends (else None)."""
     out: list[_Entry] = []
-    pending: list[str] = []  # call ids of the latest assistant message still without a result
+    pending: list[tuple[str, str]] = []  # (id, name) of the latest assistant's calls still without a result
     synthesized: list[str] = []
     orphans: list[str] = []
     in_place = True
@@ -436,23 +482,24 @@ def _repair(entries: list[_Entry]) -> tuple[list[_Entry], list[str], list[ChatMe
         if isinstance(entry, UsageRecord):
             out.append(entry)
             continue
-        if entry.role == "tool":
-            if entry.tool_call_id in pending:
-                pending.remove(entry.tool_call_id)
+        if isinstance(entry, ToolReply):
+            answered = next((call for call in pending if call[0] == entry.call_id), None)
+            if answered is not None:
+                pending.remove(answered)
                 out.append(entry)
             else:
-                orphans.append(entry.tool_call_id or "(no id)")
+                orphans.append(entry.call_id or "(no id)")
                 in_place = False
             continue
         if pending:
             # Results missing before a later message: insert them where the provider expects them.
-            out += [_cancelled(i) for i in pending]
-            synthesized += pending
+            out += [_cancelled(c) for c in pending]
+            synthesized += [c[0] for c in pending]
             in_place = False
-        pending = [c.id for c in entry.tool_calls or []]
+        pending = [(c.id, c.function.name) for c in entry.tool_calls or []]
         out.append(entry)
-    tail = [_cancelled(i) for i in pending]
-    synthesized += pending
+    tail: list[ConversationEntry] = [_cancelled(c) for c in pending]
+    synthesized += [c[0] for c in pending]
     out += tail
     notices = []
     if synthesized:
@@ -460,6 +507,63 @@ def _repair(entries: list[_Entry]) -> tuple[list[_Entry], list[str], list[ChatMe
     if orphans:
         notices.append(f"dropped {_count(len(orphans), 'tool result')} matching no call: {_names(orphans)}")
     return out, notices, tail if in_place else None
+
+
+# ---------------------------------------------------------------- formats 1 and 2: results as JSON text
+
+_UNREADABLE = "unreadable saved result: "
+_TIMED_OUT = re.compile(r"timed out after (\S+)s")
+
+
+def _text_reply(message: ChatMessage, names: Mapping[str, str]) -> ToolReply:
+    """An older file's ``role: "tool"`` message as the typed result that produced its JSON."""
+    call_id = message.tool_call_id or ""
+    content = message.content or ""
+    result = _text_result(content)
+    if result is None or result_json(result) != content:  # anything not rebuilt byte for byte is kept as text
+        result = ToolFailed(error=_UNREADABLE + content)
+    return ToolReply(call_id=call_id, name=names.get(call_id, "?"), result=result)
+
+
+def _text_result(content: str) -> ToolResult | None:
+    """Which result member wrote ``content`` (formats < 3 named none): the one place keys are read back."""
+    try:
+        raw = msgspec.json.decode(content)
+        if not isinstance(raw, dict):
+            return None
+        fields = {k: v for k, v in raw.items() if k != "ok"}
+        output = msgspec.convert(fields, CapturedOutput) if "output" in fields else None
+        if raw.get("rejected") is True:
+            return ToolRejected()
+        if raw.get("cancelled") is True:
+            return ToolCancelled(output=output)
+        if output is not None and "error" in raw:
+            timed_out = _TIMED_OUT.fullmatch(raw["error"])
+            if timed_out is None:
+                return None
+            exit_code = msgspec.convert(raw.get("exit_code"), int | None)
+            return CommandTimedOut(timeout_s=float(timed_out[1]), output=output, exit_code=exit_code)
+        if output is not None:
+            signal = msgspec.convert(raw.get("signal"), str | None)
+            return CommandExited(exit_code=msgspec.convert(raw["exit_code"], int), output=output, signal=signal)
+        if "error" in raw:
+            return ToolFailed(error=msgspec.convert(raw["error"], str))
+        shape = next(
+            (s for key, s in _TEXT_SHAPES if key in fields),
+            None,
+        )
+        return None if shape is None else msgspec.convert(fields, shape)
+    except (msgspec.DecodeError, msgspec.ValidationError, KeyError, TypeError, ValueError):
+        return None
+
+
+# The key that only that tool's success result has.
+_TEXT_SHAPES: tuple[tuple[str, type[ToolResult]], ...] = (
+    ("content", ReadFileResult),
+    ("entries", ListDirectoryResult),
+    ("created", WriteFileResult),
+    ("line", EditFileResult),
+)
 
 
 def _count(n: int, noun: str) -> str:
@@ -492,9 +596,9 @@ def _mtime_ns(path: Path) -> int | None:
         return None
 
 
-def _title(messages: Sequence[ChatMessage]) -> str:
+def _title(messages: Sequence[ConversationEntry]) -> str:
     for m in messages:
-        if m.role == "user" and m.content:
+        if isinstance(m, ChatMessage) and m.role == "user" and m.content:
             text = " ".join(m.content.split())
             return text if len(text) <= TITLE_MAX_CHARS else text[: TITLE_MAX_CHARS - 1] + "…"
     return ""

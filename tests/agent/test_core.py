@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 import pytest
 
-from dashfloat.agent import MAX_EPISODES_PER_TURN, AgentCore, AgentOptions, MemoryJournal
+from dashfloat.agent import MAX_EPISODES_PER_TURN, AgentCore, AgentOptions, MemoryJournal, provider_message
 from dashfloat.protocol import (
     AssembledCall,
     Cancel,
@@ -17,11 +16,13 @@ from dashfloat.protocol import (
     ConfirmRequested,
     ContentDelta,
     DecideConfirmation,
+    ListDirectoryResult,
     Message,
     PhaseChanged,
     PreviewReady,
     PreviewTool,
     ProviderConfig,
+    ReadFileResult,
     RunTool,
     SandboxPolicy,
     SandboxState,
@@ -34,11 +35,14 @@ from dashfloat.protocol import (
     SystemEntry,
     TokenReceived,
     ToolCallShown,
+    ToolCancelled,
     ToolFinished,
     ToolResultShown,
     TurnEnded,
     Usage,
     UsageShown,
+    WriteFileResult,
+    result_json,
 )
 
 PROVIDER = ProviderConfig(name="test", base_url="http://127.0.0.1:9/v1", model="m", context_window=1000)
@@ -62,6 +66,15 @@ def call(call_id: str, name: str, **args: Any) -> AssembledCall:
 def done(core: AgentCore, content: str = "", calls: list[AssembledCall] | None = None, **kw: Any) -> None:
     kw.setdefault("finish_reason", "tool_calls" if calls else "stop")
     core.on_llm(StreamDone(request_id=core.request_id, content=content, tool_calls=calls or [], **kw))
+
+
+def read(content: str) -> ReadFileResult:
+    return ReadFileResult(path="x", content=content, offset=1, lines=1, total_lines=1, total_bytes=1, truncated=False)
+
+
+def sent(core: AgentCore) -> list[ChatMessage]:
+    """The conversation as the provider gets it (tool results as the model reads them)."""
+    return [provider_message(entry) for entry in core.conversation]
 
 
 def assert_no_dangling(conversation: list[ChatMessage]) -> None:
@@ -101,11 +114,13 @@ def test_read_only_calls_run_without_asking_and_results_follow_in_order() -> Non
     out = take(core)
     assert ToolCallShown(id="a", name="read_file", args={"path": "x"}) in out
     assert RunTool(call_id="a", name="read_file", args={"path": "x"}) in out
-    core.on_executor(ToolFinished(call_id="a", result={"ok": True, "content": "1\n2"}))
+    core.on_executor(ToolFinished(call_id="a", result=read("1\n2")))
     out = take(core)
-    assert ToolResultShown(id="a", name="read_file", ok=True, status="ok", output="1\n2") in out
+    assert ToolResultShown(id="a", name="read_file", status="ok", output="1\n2") in out
     assert RunTool(call_id="b", name="list_directory", args={}) in out
-    core.on_executor(ToolFinished(call_id="b", result={"ok": True, "entries": []}))
+    core.on_executor(
+        ToolFinished(call_id="b", result=ListDirectoryResult(path=".", entries=[], total=0, truncated=False))
+    )
     out = take(core)
     start = next(m for m in out if isinstance(m, StartStream))
     roles = [m.role for m in start.messages]
@@ -114,14 +129,14 @@ def test_read_only_calls_run_without_asking_and_results_follow_in_order() -> Non
     assert assistant.tool_calls is not None
     assert assistant.tool_calls[0].function.arguments == '{"path":"x"}'  # canonical re-encoding
     assert [m.tool_call_id for m in start.messages[3:]] == ["a", "b"]
-    assert msgspec.json.decode(start.messages[3].content or "") == {"ok": True, "content": "1\n2"}
+    assert start.messages[3].content == result_json(read("1\n2"))
 
 
 def test_only_the_final_episode_usage_is_forwarded() -> None:
     core = make_core()
     core.on_ui(SubmitPrompt(text="x"))
     done(core, "", [call("a", "read_file", path="x")], usage=Usage(100, 1, 101))
-    core.on_executor(ToolFinished(call_id="a", result={"ok": True, "content": ""}))
+    core.on_executor(ToolFinished(call_id="a", result=read("")))
     take(core)
     done(core, "fin", usage=Usage(200, 2, 202))
     usages = [m for m in take(core) if isinstance(m, UsageShown)]
@@ -188,9 +203,9 @@ def test_reject_goes_on_with_the_next_call() -> None:
     ask = confirm_flow(core)
     core.on_ui(DecideConfirmation(ref=ask.ref, decision="reject"))
     out = take(core)
-    assert ToolResultShown(id="w1", name="write_file", ok=False, status="rejected", output="") in out
+    assert ToolResultShown(id="w1", name="write_file", status="rejected", output="") in out
     assert any(isinstance(m, RunTool) and m.call_id == "w2" for m in out)
-    assert core.conversation[-1].content == '{"ok":false,"rejected":true}'
+    assert sent(core)[-1].content == '{"ok":false,"rejected":true}'
 
 
 def test_reject_and_stop_rejects_every_unresolved_call_and_ends_the_turn() -> None:
@@ -200,8 +215,8 @@ def test_reject_and_stop_rejects_every_unresolved_call_and_ends_the_turn() -> No
     out = take(core)
     assert not any(isinstance(m, RunTool | StartStream) for m in out)
     assert out[-2:] == [TurnEnded(outcome="stopped"), PhaseChanged(phase="idle")]
-    assert [m.content for m in core.conversation[-2:]] == ['{"ok":false,"rejected":true}'] * 2
-    assert_no_dangling(core.conversation)
+    assert [m.content for m in sent(core)[-2:]] == ['{"ok":false,"rejected":true}'] * 2
+    assert_no_dangling(sent(core))
 
 
 def test_stale_decision_is_ignored() -> None:
@@ -216,8 +231,8 @@ def test_approve_always_stops_asking_for_that_tool() -> None:
     ask = confirm_flow(core)
     core.on_ui(DecideConfirmation(ref=ask.ref, decision="approve_always"))
     take(core)
-    core.on_executor(ToolFinished(call_id="w1", result={"ok": True}))
-    core.on_executor(ToolFinished(call_id="w2", result={"ok": True, "content": ""}))
+    core.on_executor(ToolFinished(call_id="w1", result=WriteFileResult(path="a", bytes=1, created=True)))
+    core.on_executor(ToolFinished(call_id="w2", result=read("")))
     take(core)
     done(core, "", [call("w3", "write_file", path="g", content="y")])
     out = take(core)
@@ -250,7 +265,7 @@ def test_preview_error_becomes_the_result_without_asking() -> None:
     out = take(core)
     assert not any(isinstance(m, ConfirmRequested) for m in out)
     assert any(isinstance(m, StartStream) for m in out)
-    assert core.conversation[-1].content == '{"ok":false,"error":"search block not found"}'
+    assert sent(core)[-1].content == '{"ok":false,"error":"search block not found"}'
 
 
 def test_assembly_error_is_an_error_result_without_execution() -> None:
@@ -260,9 +275,9 @@ def test_assembly_error_is_an_error_result_without_execution() -> None:
     done(core, "", [bad])
     out = take(core)
     assert not any(isinstance(m, RunTool | PreviewTool) for m in out)
-    assert core.conversation[-2].tool_calls is not None
-    assert core.conversation[-2].tool_calls[0].function.arguments == "{}"
-    assert "not valid JSON" in (core.conversation[-1].content or "")
+    calls = sent(core)[-2].tool_calls
+    assert calls is not None and calls[0].function.arguments == "{}"
+    assert "not valid JSON" in (sent(core)[-1].content or "")
 
 
 def test_cancel_while_streaming_keeps_partial_content() -> None:
@@ -284,7 +299,7 @@ def test_cancel_while_confirming_is_reject_and_stop() -> None:
     core.on_ui(Cancel())
     out = take(core)
     assert TurnEnded(outcome="stopped") in out
-    assert_no_dangling(core.conversation)
+    assert_no_dangling(sent(core))
 
 
 def test_cancel_while_running_kills_and_cancels_the_rest() -> None:
@@ -294,11 +309,11 @@ def test_cancel_while_running_kills_and_cancels_the_rest() -> None:
     take(core)
     core.on_ui(Cancel())
     assert take(core) == [CancelTool(call_id="c1")]
-    core.on_executor(ToolFinished(call_id="c1", result={"ok": False, "cancelled": True}))
+    core.on_executor(ToolFinished(call_id="c1", result=ToolCancelled()))
     out = take(core)
     assert not any(isinstance(m, RunTool) for m in out)
     assert out[-2:] == [TurnEnded(outcome="cancelled"), PhaseChanged(phase="idle")]
-    assert [m.content for m in core.conversation[-2:]] == ['{"ok":false,"cancelled":true}'] * 2
+    assert [m.content for m in sent(core)[-2:]] == ['{"ok":false,"cancelled":true}'] * 2
 
 
 def test_stream_failure_after_calls_answers_every_call() -> None:
@@ -310,7 +325,7 @@ def test_stream_failure_after_calls_answers_every_call() -> None:
     assert SystemEntry(text="cut", level="error") in out
     assert TurnEnded(outcome="failed") in out
     assert not any(isinstance(m, RunTool | PreviewTool) for m in out)
-    assert_no_dangling(core.conversation)
+    assert_no_dangling(sent(core))
 
 
 def test_llm_death_mid_stream_is_a_stream_failure() -> None:
@@ -332,7 +347,7 @@ def test_executor_death_mid_call_is_an_error_result_and_the_loop_goes_on() -> No
     take(core)
     core.on_executor_died("killed by SIGKILL")
     out = take(core)
-    assert '"executor crashed: killed by SIGKILL"' in (core.conversation[-1].content or "")
+    assert '"executor crashed: killed by SIGKILL"' in (sent(core)[-1].content or "")
     assert any(isinstance(m, RunTool) and m.call_id == "b" for m in out)
 
 
@@ -366,12 +381,12 @@ def test_episode_limit_stops_the_turn() -> None:
     for n in range(MAX_EPISODES_PER_TURN):
         assert core.episodes == n + 1
         done(core, "", [call(f"c{n}", "read_file", path="x")])
-        core.on_executor(ToolFinished(call_id=f"c{n}", result={"ok": True, "content": ""}))
+        core.on_executor(ToolFinished(call_id=f"c{n}", result=read("")))
     out = take(core)
     starts = [m for m in out if isinstance(m, StartStream)]
     assert len(starts) == MAX_EPISODES_PER_TURN
     assert out[-2:] == [TurnEnded(outcome="limit"), PhaseChanged(phase="idle")]
-    assert_no_dangling(core.conversation)
+    assert_no_dangling(sent(core))
 
 
 def test_prompt_while_busy_is_refused_without_losing_the_turn() -> None:
@@ -381,7 +396,7 @@ def test_prompt_while_busy_is_refused_without_losing_the_turn() -> None:
     core.on_ui(SubmitPrompt(text="y"))
     out = take(core)
     assert len(out) == 1 and isinstance(out[0], SystemEntry)
-    assert [m.content for m in core.conversation] == ["x"]
+    assert [m.content for m in sent(core)] == ["x"]
 
 
 def test_context_warnings_at_80_and_95_percent_once_each() -> None:
@@ -414,16 +429,16 @@ def test_internal_error_leaves_a_valid_conversation() -> None:
     core.on_internal_error("boom")
     out = take(core)
     assert out[-1] == PhaseChanged(phase="idle")
-    assert_no_dangling(core.conversation)
+    assert_no_dangling(sent(core))
 
 
 def test_repeated_call_ids_across_episodes_are_made_unique() -> None:
     core = make_core()
     core.on_ui(SubmitPrompt(text="x"))
     done(core, "", [call("call_0_0", "read_file", path="a")])
-    core.on_executor(ToolFinished(call_id="call_0_0", result={"ok": True, "content": ""}))
+    core.on_executor(ToolFinished(call_id="call_0_0", result=read("")))
     done(core, "", [call("call_0_0", "read_file", path="b"), call("call_0_0", "read_file", path="c")])
-    ids = [r.id for m in core.conversation for r in m.tool_calls or []]
+    ids = [r.id for m in sent(core) for r in m.tool_calls or []]
     assert len(set(ids)) == 3 and ids[0] == "call_0_0"
     out = take(core)
     second = ids[1]

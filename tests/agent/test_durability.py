@@ -15,6 +15,7 @@ import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dashfloat.agent import provider_message
 from dashfloat.protocol import SubmitPrompt, ToolResultShown
 from dashfloat.sessions import log as session_log
 from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, text_reply, tool_calls_reply
@@ -58,7 +59,7 @@ def test_sigkill_of_the_agent_at_any_point_loses_nothing_that_was_sent_or_shown(
         assert requests == [] and not any(isinstance(m, ToolResultShown) for m in shown)
         return
     [path] = files
-    logged = as_dicts(session_log.load(path).messages)
+    logged = as_dicts([provider_message(m) for m in session_log.load(path).messages])
     # On the wire an assistant message always has content ("" beside tool calls: docs/decisions/0013).
     wire = [m if m["role"] != "assistant" or "content" in m else {**m, "content": ""} for m in logged]
     for body in requests:  # everything sent to the provider was durable first
@@ -105,7 +106,7 @@ def test_resume_of_a_torn_session_repairs_and_reports(tmp_path: Path) -> None:
         [path] = (tmp_path / "state" / "dashfloat" / "sessions").glob("*.jsonl")
         lines = path.read_bytes().splitlines(keepends=True)
         # drop the tool result and the answer, then tear the last line: a crash mid-turn
-        kept = [line for line in lines if b'"role":"tool"' not in line and b'"content":"done"' not in line]
+        kept = [line for line in lines if b'"kind":"tool_result"' not in line and b'"content":"done"' not in line]
         path.write_bytes(b"".join(kept) + b'{"kind":"message","mess')
         result = headless(server, tree, env, "--continue", "-p", "again")
         assert result.returncode == 0, result.stderr

@@ -1,32 +1,63 @@
-"""The outcome row's excerpt: at most 30 lines, verbatim, errors first."""
+"""The outcome row: the status is the result's member, the excerpt at most 30 lines, verbatim, errors first."""
 
 from __future__ import annotations
 
 from dashfloat.agent import RESULT_EXCERPT_MAX_LINES, result_excerpt, result_status
 from dashfloat.agent._summary import RESULT_EXCERPT_MAX_LINE_CHARS
+from dashfloat.protocol import (
+    CapturedOutput,
+    CommandExited,
+    CommandTimedOut,
+    DirectoryEntry,
+    EditFileResult,
+    ListDirectoryResult,
+    ReadFileResult,
+    ToolCancelled,
+    ToolFailed,
+    ToolRejected,
+    WriteFileResult,
+)
+
+
+def read(content: str) -> ReadFileResult:
+    return ReadFileResult(path="a", content=content, offset=1, lines=1, total_lines=1, total_bytes=1, truncated=False)
+
+
+def output(text: str) -> CapturedOutput:
+    return CapturedOutput(output=text, truncated=False, total_bytes=len(text))
 
 
 def test_the_excerpt_stops_at_30_lines_and_says_how_many_more() -> None:
     at_bound = "\n".join(f"l{i}" for i in range(RESULT_EXCERPT_MAX_LINES))
-    assert result_excerpt({"ok": True, "content": at_bound}) == at_bound
+    assert result_excerpt(read(at_bound)) == at_bound
     over = at_bound + "\nl30\nl31"
-    lines = result_excerpt({"ok": True, "output": over}).splitlines()
+    lines = result_excerpt(CommandExited(exit_code=0, output=output(over))).splitlines()
     assert len(lines) == RESULT_EXCERPT_MAX_LINES  # the marker is one of the 30
     assert lines[:-1] == at_bound.splitlines()[:-1] and lines[-1] == "… 3 more lines"
 
 
 def test_one_long_line_is_cut() -> None:
-    excerpt = result_excerpt({"ok": True, "content": "x" * (RESULT_EXCERPT_MAX_LINE_CHARS + 50)})
+    excerpt = result_excerpt(read("x" * (RESULT_EXCERPT_MAX_LINE_CHARS + 50)))
     assert excerpt == "x" * RESULT_EXCERPT_MAX_LINE_CHARS
 
 
 def test_errors_lead_and_statuses_are_named() -> None:
-    result = {"ok": False, "error": "timed out after 30s", "output": "partial"}
-    assert result_excerpt(result) == "timed out after 30s\npartial" and result_status(result) == "error"
-    assert result_status({"ok": False, "rejected": True}) == "rejected"
-    assert result_status({"ok": False, "cancelled": True}) == "cancelled"
-    entries = {
-        "ok": True,
-        "entries": [{"name": "src", "type": "dir", "size": 0}, {"name": "a", "type": "file", "size": 3}],
-    }
-    assert result_excerpt(entries) == "src/  0\na  3"
+    timed_out = CommandTimedOut(timeout_s=30, output=output("partial"))
+    assert result_excerpt(timed_out) == "timed out after 30s\npartial" and result_status(timed_out) == "error"
+    assert result_excerpt(CommandTimedOut(timeout_s=0.5, output=output(""))) == "timed out after 0.5s"
+    assert result_excerpt(ToolFailed(error="file not found: a")) == "file not found: a"
+    assert result_status(ToolRejected()) == "rejected" and result_excerpt(ToolRejected()) == ""
+    assert result_status(ToolCancelled()) == "cancelled"
+    assert result_excerpt(ToolCancelled(output=output("so far\n"))) == "so far"
+    entries = [DirectoryEntry(name="src", type="dir", size=0), DirectoryEntry(name="a", type="file", size=3)]
+    listing = ListDirectoryResult(path=".", entries=entries, total=2, truncated=False)
+    assert result_excerpt(listing) == "src/  0\na  3" and result_status(listing) == "ok"
+
+
+def test_a_command_is_ok_only_when_it_exits_zero() -> None:
+    assert result_status(CommandExited(exit_code=0, output=output("ok"))) == "ok"
+    assert result_status(CommandExited(exit_code=1, output=output("no"))) == "error"
+    assert result_status(CommandExited(exit_code=137, output=output(""), signal="SIGKILL")) == "error"
+    assert result_status(WriteFileResult(path="a", bytes=1, created=True)) == "ok"
+    assert result_status(EditFileResult(path="a", line=1, bytes=1)) == "ok"
+    assert result_excerpt(WriteFileResult(path="a", bytes=1, created=True)) == ""

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
+
+from dashfloat.executor import EXEC_TIMEOUT_S, run_tool
+from dashfloat.protocol import result_json
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -23,6 +28,14 @@ def root(tmp_path: Path) -> Path:
     (tmp_path / "root-evil").mkdir()
     (tmp_path / "root-evil" / "x.txt").write_text("evil\n")
     return tmp_path / "root"
+
+
+def run_json(
+    name: str, args: Any, root: str, exec_timeout_s: float = EXEC_TIMEOUT_S, expect_digest: str | None = None
+) -> dict[str, Any]:
+    """``run_tool``'s result as the model reads it: the documented JSON object (docs/tools.md)."""
+    decoded: dict[str, Any] = json.loads(result_json(run_tool(name, args, root, exec_timeout_s, expect_digest)))
+    return decoded
 
 
 def run_python(code: str, timeout_s: float = 50) -> str:

@@ -9,13 +9,13 @@ from pathlib import Path
 
 from dashfloat.executor import EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_S, run_tool
 from dashfloat.executor._limits import EXEC_DRAIN_AFTER_EXIT_S, EXEC_OUTPUT_HEAD_BYTES
-from tests.executor.conftest import PEAK_RSS_SNIPPET, gone, live_in_group, run_python
+from tests.executor.conftest import PEAK_RSS_SNIPPET, gone, live_in_group, run_json, run_python
 
 SHORT_TIMEOUT_S = 0.5
 
 
 def run(root: Path, command: str, cwd: str = ".", timeout_s: float = 10.0) -> dict[str, object]:
-    return run_tool("execute_command", {"command": command, "cwd": cwd}, str(root), timeout_s)
+    return run_json("execute_command", {"command": command, "cwd": cwd}, str(root), timeout_s)
 
 
 def test_shell_semantics(root: Path) -> None:
@@ -89,8 +89,8 @@ def test_flood_keeps_memory_bounded() -> None:
         PEAK_RSS_SNIPPET + "import tempfile\n"
         "from dashfloat.executor import run_tool\n"
         f"args = {{'command': 'head -c {flood} /dev/zero'}}\n"
-        "r = run_tool('execute_command', args, tempfile.gettempdir())\n"
-        "print(r['total_bytes'], len(r['output']), r['truncated'])\n"
+        "r = run_tool('execute_command', args, tempfile.gettempdir()).output\n"
+        "print(r.total_bytes, len(r.output), r.truncated)\n"
         "print(PEAK_RSS_KIB())\n"
     )
     summary, rss_kib = out.splitlines()

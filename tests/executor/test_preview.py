@@ -11,8 +11,8 @@ from dashfloat.executor import (
     PREVIEW_MAX_LINE_CHARS,
     PREVIEW_MAX_LINES,
     preview,
-    run_tool,
 )
+from tests.executor.conftest import run_json
 
 
 def test_new_file_is_all_plus_lines(root: Path) -> None:
@@ -72,11 +72,11 @@ def test_what_was_previewed_is_what_lands(root: Path) -> None:
     args = {"path": "f.py", "search_block": "v = 1", "replace_block": "v = 2"}
     digest = preview("edit_file", args, str(root)).digest
     target.write_text("v = 1\n# changed behind our back\n")
-    r = run_tool("edit_file", args, str(root), expect_digest=digest)
+    r = run_json("edit_file", args, str(root), expect_digest=digest)
     assert str(r["error"]).startswith("file changed since the preview")
     assert target.read_text() == "v = 1\n# changed behind our back\n"
     digest = preview("edit_file", args, str(root)).digest
-    assert run_tool("edit_file", args, str(root), expect_digest=digest)["ok"] is True
+    assert run_json("edit_file", args, str(root), expect_digest=digest)["ok"] is True
     assert target.read_text() == "v = 2\n# changed behind our back\n"
 
 
@@ -84,6 +84,6 @@ def test_write_digest_check_covers_creation(root: Path) -> None:
     args = {"path": "new.txt", "content": "mine"}
     digest = preview("write_file", args, str(root)).digest
     (root / "new.txt").write_text("someone else's")
-    r = run_tool("write_file", args, str(root), expect_digest=digest)
+    r = run_json("write_file", args, str(root), expect_digest=digest)
     assert str(r["error"]).startswith("file changed since the preview")
     assert (root / "new.txt").read_text() == "someone else's"

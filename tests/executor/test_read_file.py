@@ -11,13 +11,12 @@ from dashfloat.executor import (
     READ_MAX_BYTES,
     READ_MAX_LINES,
     READ_STREAM_THRESHOLD_BYTES,
-    run_tool,
 )
-from tests.executor.conftest import PEAK_RSS_SNIPPET, run_python
+from tests.executor.conftest import PEAK_RSS_SNIPPET, run_json, run_python
 
 
 def read(root: Path, path: str, **kw: int) -> dict[str, object]:
-    return run_tool("read_file", {"path": path, **kw}, str(root))
+    return run_json("read_file", {"path": path, **kw}, str(root))
 
 
 def test_window_of_a_small_file(root: Path) -> None:
@@ -117,7 +116,8 @@ def test_window_at_the_end_of_a_sparse_gigabyte_file_keeps_memory_flat(root: Pat
         PEAK_RSS_SNIPPET + "import msgspec\n"
         "from dashfloat.executor import run_tool\n"
         f"r = run_tool('read_file', {{'path': 'sparse.bin', 'offset': 1002}}, {str(root)!r})\n"
-        "print(msgspec.json.encode(r).decode())\n"
+        "from dashfloat.protocol import result_json\n"
+        "print(result_json(r))\n"
         "print(PEAK_RSS_KIB())\n"
     )
     result_line, rss_kib = out.splitlines()

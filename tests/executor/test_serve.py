@@ -17,14 +17,19 @@ from dashfloat.executor import serve
 from dashfloat.executor._limits import LIVE_CHUNK_MAX_BYTES
 from dashfloat.protocol import (
     CancelTool,
+    CommandExited,
     CommandOutput,
     CommandStarted,
     ExecutorToAgent,
     PreviewReady,
     PreviewTool,
+    ReadFileResult,
     RunTool,
     Shutdown,
+    ToolCancelled,
+    ToolFailed,
     ToolFinished,
+    WriteFileResult,
 )
 from tests.executor.conftest import gone, live_in_group
 
@@ -74,11 +79,11 @@ def test_preview_then_run_with_digest(agent: Agent, root: Path) -> None:
     ready = reply(channel)
     assert isinstance(ready, PreviewReady) and ready.lines == ["@@ -1 +1 @@", "-a", "+b"]
     channel.send(RunTool("c1", "write_file", args, expect_digest=ready.digest))
-    assert reply(channel) == ToolFinished("c1", {"ok": True, "path": "f.txt", "bytes": 2, "created": False})
+    assert reply(channel) == ToolFinished("c1", WriteFileResult(path="f.txt", bytes=2, created=False))
     channel.send(RunTool("c2", "write_file", {"path": "f.txt", "content": "c\n"}, expect_digest=ready.digest))
     finished = reply(channel)
-    assert isinstance(finished, ToolFinished)
-    assert str(finished.result["error"]).startswith("file changed since the preview")
+    assert isinstance(finished, ToolFinished) and isinstance(finished.result, ToolFailed)
+    assert finished.result.error.startswith("file changed since the preview")
 
 
 def test_command_started_then_finished(agent: Agent) -> None:
@@ -87,8 +92,9 @@ def test_command_started_then_finished(agent: Agent) -> None:
     started = reply(channel)
     assert isinstance(started, CommandStarted)
     finished = reply(channel)
-    assert isinstance(finished, ToolFinished) and finished.result["exit_code"] == 0
-    assert int(finished.result["output"]) == started.pgid  # the shell leads its own group
+    assert isinstance(finished, ToolFinished) and isinstance(finished.result, CommandExited)
+    assert finished.result.exit_code == 0
+    assert int(finished.result.output.output) == started.pgid  # the shell leads its own group
 
 
 def test_a_running_command_sends_its_output_live_bounded_and_rate_limited(agent: Agent, root: Path) -> None:
@@ -117,9 +123,12 @@ def test_bad_calls_are_results(agent: Agent) -> None:
     channel, _ = agent
     channel.send(RunTool("c1", "execute_command", {"command": "true", "cwd": ".."}))
     finished = reply(channel)
-    assert isinstance(finished, ToolFinished) and str(finished.result["error"]).startswith("path escapes")
+    assert isinstance(finished, ToolFinished) and isinstance(finished.result, ToolFailed)
+    assert finished.result.error.startswith("path escapes")
     channel.send(RunTool("c2", "nope", {}))
-    assert isinstance(finished := reply(channel), ToolFinished) and "unknown tool" in finished.result["error"]
+    finished = reply(channel)
+    assert isinstance(finished, ToolFinished) and isinstance(finished.result, ToolFailed)
+    assert "unknown tool" in finished.result.error
 
 
 def test_cancel_kills_the_group_and_answers(agent: Agent) -> None:
@@ -130,7 +139,7 @@ def test_cancel_kills_the_group_and_answers(agent: Agent) -> None:
     finished = reply(channel)
     latency_s = time.monotonic() - sent
     assert isinstance(finished, ToolFinished) and finished.call_id == "c1"
-    assert finished.result["ok"] is False and finished.result["cancelled"] is True
+    assert isinstance(finished.result, ToolCancelled)
     assert latency_s < REPLY_TIMEOUT_S  # the 100 ms figure is measured by bench/executor.py
     assert gone(pgid) and live_in_group(pgid) == []
 
@@ -145,8 +154,9 @@ def test_messages_during_a_command_are_served(agent: Agent, root: Path) -> None:
     channel.send(RunTool("c2", "read_file", {"path": "f.txt"}))  # queued behind the command
     channel.send(CancelTool("c1"))
     first, second = reply(channel), reply(channel)
-    assert isinstance(first, ToolFinished) and first.call_id == "c1" and first.result["cancelled"] is True
-    assert isinstance(second, ToolFinished) and second.call_id == "c2" and second.result["content"] == "x\n"
+    assert isinstance(first, ToolFinished) and first.call_id == "c1" and isinstance(first.result, ToolCancelled)
+    assert isinstance(second, ToolFinished) and second.call_id == "c2"
+    assert isinstance(second.result, ReadFileResult) and second.result.content == "x\n"
 
 
 def test_cancel_when_idle_is_ignored(agent: Agent) -> None:
@@ -161,7 +171,7 @@ def test_shutdown_mid_command_answers_and_exits(agent: Agent) -> None:
     pgid = start_sleeper(channel, "c1")
     channel.send(Shutdown())
     finished = reply(channel)
-    assert isinstance(finished, ToolFinished) and finished.result["cancelled"] is True
+    assert isinstance(finished, ToolFinished) and isinstance(finished.result, ToolCancelled)
     proc.join(REPLY_TIMEOUT_S)
     assert proc.exitcode == 0
     assert gone(pgid)
@@ -191,6 +201,7 @@ def test_undecodable_frame_is_answered_and_serving_goes_on(agent: Agent) -> None
     channel.conn.send_bytes(b"\xc1 not msgpack")
     finished = reply(channel)
     assert isinstance(finished, ToolFinished) and finished.call_id == ""
-    assert finished.result["error"].startswith("undecodable message on the agent->executor channel")
+    assert isinstance(finished.result, ToolFailed)
+    assert finished.result.error.startswith("undecodable message on the agent->executor channel")
     channel.send(PreviewTool("p1", "list_directory", {}))
     assert isinstance(reply(channel), PreviewReady)

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from dashfloat.catalogue import EXEC_TIMEOUT_MAX_S, READ_DEFAULT_LIMIT, READ_MAX_LIMIT
-from dashfloat.executor import run_tool, validate
+from dashfloat.executor import validate
+from tests.executor.conftest import run_json
 
 
 def test_defaults_are_filled_in() -> None:
@@ -50,7 +51,7 @@ def test_limit_range_edges_accepted() -> None:
 
 def test_bad_arguments_execute_nothing(tmp_path: Any) -> None:
     marker = tmp_path / "ran"
-    result = run_tool("execute_command", {"command": f"touch {marker}", "extra": 1}, str(tmp_path))
+    result = run_json("execute_command", {"command": f"touch {marker}", "extra": 1}, str(tmp_path))
     assert result["ok"] is False
     assert "unknown parameter" in result["error"]
     assert not marker.exists()

@@ -59,7 +59,7 @@ def test_a_turn_prints_prose_to_stdout_and_tool_rows_to_stderr() -> None:
     batches: list[Any] = [
         [PhaseChanged(phase="streaming"), TokenReceived(text="Looking.")],
         [ToolCallShown(id="c", name="read_file", args={"path": "a.txt"})],
-        [ToolResultShown(id="c", name="read_file", ok=False, status="error", output="file not found: a.txt\nmore")],
+        [ToolResultShown(id="c", name="read_file", status="error", output="file not found: a.txt\nmore")],
         [TokenReceived(text="Done."), TurnEnded(outcome="completed"), PhaseChanged(phase="idle")],
     ]
     code, out, err, sent = play(*batches)
@@ -120,7 +120,7 @@ def test_model_chosen_names_and_tool_output_cannot_write_control_sequences_to_st
     hostile = "read\u009b2J\x07\nX fake row"
     batches: list[Any] = [
         [PhaseChanged(phase="streaming"), ToolCallShown(id="c", name=hostile, args={"path": "a\x1b[2J"})],
-        [ToolResultShown(id="c", name=hostile, ok=True, status="ok", output="line\x1b]0;t\x07\ttab")],
+        [ToolResultShown(id="c", name=hostile, status="ok", output="line\x1b]0;t\x07\ttab")],
         [TurnEnded(outcome="completed"), PhaseChanged(phase="idle")],
     ]
     _, _, err, _ = play(*batches)

@@ -16,9 +16,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dashfloat
-from dashfloat.protocol import ChatMessage, FunctionCall, ToolCallRecord, Usage
+from dashfloat.protocol import (
+    ChatMessage,
+    ConversationEntry,
+    FunctionCall,
+    ToolCallRecord,
+    ToolCancelled,
+    ToolReply,
+    ToolResult,
+    Usage,
+    WriteFileResult,
+)
 from dashfloat.sessions.log import (
-    CANCELLED_RESULT,
     FORMAT_VERSION,
     HEADER_MAX_BYTES,
     NOTICE_MAX_ITEMS,
@@ -48,18 +57,21 @@ def assistant(text: str | None = None, *call_ids: str) -> ChatMessage:
     return ChatMessage(role="assistant", content=text, tool_calls=calls or None)
 
 
-def tool(call_id: str, content: str = '{"ok":true}') -> ChatMessage:
-    return ChatMessage(role="tool", content=content, tool_call_id=call_id)
+DONE = WriteFileResult(path="a", bytes=1, created=True)
+CANCELLED = ToolCancelled()
 
 
-def assert_valid_conversation(messages: list[ChatMessage]) -> None:
+def tool(call_id: str, result: ToolResult = DONE) -> ToolReply:
+    return ToolReply(call_id=call_id, name="read_file", result=result)
+
+
+def assert_valid_conversation(messages: list[ConversationEntry]) -> None:
     """What every provider requires: each call answered once, right after its assistant message."""
     pending: set[str] = set()
     for m in messages:
-        if m.role == "tool":
-            assert m.tool_call_id in pending, f"orphan or duplicate tool result {m.tool_call_id}"
-            pending.discard(m.tool_call_id)
-            json.loads(m.content or "")
+        if isinstance(m, ToolReply):
+            assert m.call_id in pending, f"orphan or duplicate tool result {m.call_id}"
+            pending.discard(m.call_id)
             continue
         assert not pending, f"unanswered calls {pending} before a {m.role} message"
         pending = {c.id for c in m.tool_calls or []}
@@ -117,7 +129,13 @@ def test_session_ids_sort_by_creation_time() -> None:
 
 def test_create_append_load_round_trip_with_private_permissions(sdir: Path) -> None:
     h = header()
-    messages = [user("hi"), assistant(None, "c1", "c2"), tool("c1"), tool("c2"), assistant("done")]
+    messages: list[ConversationEntry] = [
+        user("hi"),
+        assistant(None, "c1", "c2"),
+        tool("c1"),
+        tool("c2"),
+        assistant("done"),
+    ]
     with SessionWriter.create(sdir, h) as w:
         w.append(messages[0])
         w.append_many(messages[1:4])
@@ -133,7 +151,7 @@ def test_create_append_load_round_trip_with_private_permissions(sdir: Path) -> N
     assert [(u.turn, u.usage) for u in loaded.usage] == [(1, Usage(10, 5, 15))]
     assert loaded.notices == []
     kinds = [json.loads(line)["kind"] for line in path.read_text().splitlines()]
-    assert kinds == ["header", "message", "message", "message", "message", "usage", "message"]
+    assert kinds == ["header", "message", "message", "tool_result", "tool_result", "usage", "message"]
 
 
 def test_an_existing_wide_sessions_dir_is_tightened(sdir: Path) -> None:
@@ -253,8 +271,7 @@ def test_trailing_dangling_calls_get_cancelled_results_in_call_order(sdir: Path)
     with SessionWriter.create(sdir, header()) as w:
         w.append_many([user("go"), assistant("calling", "c1", "c2", "c3"), tool("c2")])
     loaded = load(w.path)
-    assert loaded.messages[3:] == [tool("c1", CANCELLED_RESULT), tool("c3", CANCELLED_RESULT)]
-    assert json.loads(CANCELLED_RESULT) == {"ok": False, "cancelled": True}
+    assert loaded.messages[3:] == [tool("c1", CANCELLED), tool("c3", CANCELLED)]
     assert len(loaded.notices) == 1 and "c1, c3" in loaded.notices[0]
     assert_valid_conversation(loaded.messages)
     writer, _ = SessionWriter.open_existing(w.path)
@@ -272,7 +289,7 @@ def test_results_missing_mid_file_are_inserted_before_the_next_message(sdir: Pat
     assert loaded.messages == [
         user("a"),
         assistant(None, "c1"),
-        tool("c1", CANCELLED_RESULT),
+        tool("c1", CANCELLED),
         user("b"),
         assistant("ok"),
     ]
@@ -346,12 +363,12 @@ _message = st.one_of(
 
 
 @given(st.lists(_message, max_size=12))
-def test_repair_always_yields_a_valid_conversation(messages: list[ChatMessage]) -> None:
+def test_repair_always_yields_a_valid_conversation(messages: list[ConversationEntry]) -> None:
     repaired, notices = repair_conversation(messages)
     assert_valid_conversation(repaired)
-    assert [m for m in repaired if m.role != "tool"] == [m for m in messages if m.role != "tool"]
+    assert [m for m in repaired if isinstance(m, ChatMessage)] == [m for m in messages if isinstance(m, ChatMessage)]
     # Every result that answered a pending call survives; only synthesized ones are new.
-    kept = [m for m in repaired if m.role == "tool" and m.content != CANCELLED_RESULT]
+    kept = [m for m in repaired if isinstance(m, ToolReply) and m.result != CANCELLED]
     assert all(m in messages for m in kept)
     assert repair_conversation(repaired) == (repaired, [])
     assert (repaired == messages) == (notices == [])
@@ -360,7 +377,7 @@ def test_repair_always_yields_a_valid_conversation(messages: list[ChatMessage]) 
 @settings(max_examples=60, deadline=None)
 @given(messages=st.lists(_message, min_size=1, max_size=8), data=st.data())
 def test_a_file_cut_at_any_byte_after_the_header_loads_the_complete_prefix(
-    tmp_path_factory: pytest.TempPathFactory, messages: list[ChatMessage], data: st.DataObject
+    tmp_path_factory: pytest.TempPathFactory, messages: list[ConversationEntry], data: st.DataObject
 ) -> None:
     sdir = tmp_path_factory.mktemp("cut")
     with SessionWriter.create(sdir, header()) as w:
@@ -383,15 +400,21 @@ import json, os, signal, sys
 from pathlib import Path
 import msgspec
 from dashfloat.sessions.log import SessionWriter, new_header
-from dashfloat.protocol import ChatMessage
+from dashfloat.protocol import ChatMessage, ToolReply
+
+
+def entry(text):  # a ToolReply has a call_id, a ChatMessage never does
+    return msgspec.json.decode(text, type=ToolReply if b'"call_id"' in text.encode() else ChatMessage)
+
 
 sdir, cut = Path(sys.argv[1]), int(sys.argv[2])
-messages = msgspec.json.decode(sys.argv[3], type=list[ChatMessage])
-torn = msgspec.json.decode(sys.argv[4], type=ChatMessage)
+messages = [entry(m) for m in sys.argv[3].split("\\n")]
+torn = entry(sys.argv[4])
 writer = SessionWriter.create(sdir, new_header(cwd="/p", provider="p", model="m", dashfloat_version="t"))
 for m in messages:
     writer.append(m)
-line = msgspec.json.encode({"kind": "message", "message": torn}) + b"\\n"
+kind = ("tool_result", "reply") if isinstance(torn, ToolReply) else ("message", "message")
+line = msgspec.json.encode({"kind": kind[0], kind[1]: torn}) + b"\\n"
 fd = os.open(writer.path, os.O_WRONLY | os.O_APPEND)
 os.write(fd, line[: max(1, min(cut, len(line) - 1))])
 os.kill(os.getpid(), signal.SIGKILL)
@@ -401,12 +424,12 @@ os.kill(os.getpid(), signal.SIGKILL)
 @settings(max_examples=12, deadline=None)
 @given(messages=st.lists(_message, min_size=1, max_size=8), torn=_message, cut=st.integers(1, 400))
 def test_a_writer_killed_mid_line_loses_nothing_before_it(
-    tmp_path_factory: pytest.TempPathFactory, messages: list[ChatMessage], torn: ChatMessage, cut: int
+    tmp_path_factory: pytest.TempPathFactory, messages: list[ConversationEntry], torn: ConversationEntry, cut: int
 ) -> None:
     sdir = tmp_path_factory.mktemp("kill") / "sessions"
-    encode = msgspec.json.encode
+    lines = "\n".join(msgspec.json.encode(m).decode() for m in messages)
     proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(sdir), str(cut), encode(messages), encode(torn)],
+        [sys.executable, "-c", _CHILD, str(sdir), str(cut), lines, msgspec.json.encode(torn).decode()],
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
         capture_output=True,
         timeout=30,

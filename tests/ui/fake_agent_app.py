@@ -116,7 +116,7 @@ class _Agent:
                 self.send(
                     PhaseChanged(phase="running"),
                     ToolCallShown(id="t1", name="read_file", args={"path": "notes.txt"}),
-                    ToolResultShown(id="t1", name="read_file", ok=True, status="ok", output="first line\nsecond line"),
+                    ToolResultShown(id="t1", name="read_file", status="ok", output="first line\nsecond line"),
                 )
                 self.finish()
             case "confirm":
@@ -161,9 +161,9 @@ class _Agent:
         if message.decision.startswith("approve"):
             with open(path, "w") as f:
                 f.write("approved\n")
-            result = ToolResultShown(id="w1", name="write_file", ok=True, status="ok", output=f"wrote {path}")
+            result = ToolResultShown(id="w1", name="write_file", status="ok", output=f"wrote {path}")
         else:
-            result = ToolResultShown(id="w1", name="write_file", ok=False, status="rejected", output="")
+            result = ToolResultShown(id="w1", name="write_file", status="rejected", output="")
         self.send(PhaseChanged(phase="running"), result)
         self.finish("stopped" if message.decision == "reject_stop" else "completed")
         return None

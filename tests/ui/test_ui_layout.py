@@ -144,7 +144,7 @@ def test_tool_rows_and_results_are_drawn() -> None:
         async with running_ui() as ui:
             ui.link.push(
                 ToolCallShown(id="1", name="execute_command", args={"command": "pytest -q"}),
-                ToolResultShown(id="1", name="execute_command", ok=False, status="error", output="exit 1\nFAILED x"),
+                ToolResultShown(id="1", name="execute_command", status="error", output="exit 1\nFAILED x"),
             )
             await ui.until(lambda: "⚙ execute_command pytest -q" in ui.lines())
             await ui.until(lambda: "  → error: exit 1" in ui.lines() and "    FAILED x" in ui.lines())

@@ -112,7 +112,7 @@ def test_tool_rows_and_results() -> None:
     state = run(
         TokenReceived(text="let me look"),
         ToolCallShown(id="1", name="read_file", args={"path": "a"}),
-        ToolResultShown(id="1", name="read_file", ok=True, status="ok", output="x"),
+        ToolResultShown(id="1", name="read_file", status="ok", output="x"),
     )
     assert state.outbox == (
         Prose("let me look"),
@@ -136,7 +136,7 @@ def test_idle_while_confirming_records_a_cancelled_confirmation() -> None:
 
 
 def test_a_result_for_the_pending_confirmation_records_it_cancelled_first() -> None:
-    result = ToolResultShown(id="c1", name="write_file", ok=False, status="cancelled", output="")
+    result = ToolResultShown(id="c1", name="write_file", status="cancelled", output="")
     state = run(CONFIRM, result)
     assert state.confirm is None
     assert state.outbox == (
@@ -247,7 +247,7 @@ _MESSAGES = st.one_of(
             PhaseChanged(phase="running"),
             CONFIRM,
             ToolCallShown(id="c1", name="write_file", args={"path": "a.txt"}),
-            ToolResultShown(id="c1", name="write_file", ok=True, status="ok", output="x\ny"),
+            ToolResultShown(id="c1", name="write_file", status="ok", output="x\ny"),
             SystemEntry(text="note"),
             UsageShown(usage=Usage(total_tokens=5)),
             TurnEnded(outcome="completed"),

@@ -13,7 +13,20 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from dashfloat.protocol import ResumeSession, SubmitPrompt, ToolResultShown
+from dashfloat.protocol import (
+    CommandExited,
+    CommandTimedOut,
+    ListDirectoryResult,
+    ResumeSession,
+    SubmitPrompt,
+    ToolCancelled,
+    ToolFailed,
+    ToolRejected,
+    ToolReply,
+    ToolResultShown,
+    result_json,
+)
+from dashfloat.sessions.log import FORMAT_VERSION, load
 from dashfloat.testing.sse_server import ScriptedServer, text_reply
 from tests.e2e import agent_tree, collect, turn_over
 
@@ -87,3 +100,46 @@ def test_a_session_written_by_the_old_format_resumes_with_the_same_model_facing_
     assert sent == written_results()
     roles = [m["role"] for m in body["messages"]]
     assert roles.count("user") == 4 and roles[-1] == "user"
+
+
+def test_every_old_result_is_read_as_the_member_that_writes_the_same_bytes() -> None:
+    loaded = load(FIXTURE)
+    assert loaded.header.format == 1 and loaded.notices == []
+    replies = {e.call_id: e for e in loaded.messages if isinstance(e, ToolReply)}
+    assert {call_id: result_json(r.result) for call_id, r in replies.items()} == written_results()
+    assert isinstance(replies["call_ls"].result, ListDirectoryResult) and replies["call_ls"].name == "list_directory"
+    assert isinstance(replies["call_timeout"].result, CommandTimedOut)
+    assert (
+        isinstance(replies["call_signal"].result, CommandExited) and replies["call_signal"].result.signal == "SIGKILL"
+    )
+    assert isinstance(replies["call_cancel"].result, ToolCancelled) and replies["call_cancel"].result.output
+    assert isinstance(replies["call_reject"].result, ToolRejected)
+    assert isinstance(replies["call_missing"].result, ToolFailed)
+
+
+def test_resuming_rewrites_the_file_in_the_current_format_and_keeps_every_result(tmp_path: Path) -> None:
+    tree, sessions = tmp_path / "proj", tmp_path / "state" / "sessions"
+    tree.mkdir()
+    sessions.mkdir(parents=True)
+    path = sessions / f"{SESSION_ID}.jsonl"
+    shutil.copy(FIXTURE, path)
+    with ScriptedServer() as server, agent_tree(server, tree, state_dir=tmp_path / "state") as link:
+        link.send(ResumeSession(session_id=SESSION_ID))
+        collect(link, turn_over)
+    kinds = [json.loads(line)["kind"] for line in path.read_text().splitlines()]
+    assert json.loads(path.read_text().splitlines()[0])["format"] == FORMAT_VERSION
+    assert kinds.count("tool_result") == len(STATUSES) and kinds.count("message") == 7
+    again = load(path)
+    assert again.notices == [] and again.messages == load(FIXTURE).messages
+
+
+def test_a_result_no_member_writes_is_kept_as_text_with_a_notice(tmp_path: Path) -> None:
+    lines = FIXTURE.read_text().splitlines()
+    odd = '{"ok":true,"path":"a.txt","something":"new"}'
+    lines[3] = json.dumps({"kind": "message", "message": {"role": "tool", "content": odd, "tool_call_id": "call_ls"}})
+    path = tmp_path / "odd.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    loaded = load(path)
+    reply = next(e for e in loaded.messages if isinstance(e, ToolReply) and e.call_id == "call_ls")
+    assert reply.result == ToolFailed(error=f"unreadable saved result: {odd}")
+    assert loaded.notices == ["odd.jsonl: 1 saved tool result not understood: call_ls"]
