@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from dashfloat.executor import EXEC_TIMEOUT_S, run_tool
+from dashfloat.executor.path_policy import Root
 from dashfloat.protocol import result_json
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,7 +32,7 @@ def root(tmp_path: Path) -> Path:
 
 
 def run_json(
-    name: str, args: Any, root: str, exec_timeout_s: float = EXEC_TIMEOUT_S, expect_digest: str | None = None
+    name: str, args: Any, root: Root | str, exec_timeout_s: float = EXEC_TIMEOUT_S, expect_digest: str | None = None
 ) -> dict[str, Any]:
     """``run_tool``'s result as the model reads it: the documented JSON object (docs/tools.md)."""
     decoded: dict[str, Any] = json.loads(result_json(run_tool(name, args, root, exec_timeout_s, expect_digest)))

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashfloat.executor import run_tool
 from dashfloat.executor._openat2 import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2, openat2_works
 from dashfloat.executor.path_policy import PathEscape, Root, inside
+from tests.executor.conftest import run_json
 
 # Both resolvers: openat2 beneath the held fd, and the fallback anchored at the start-time real path.
 MODES = [pytest.param(True, id="openat2"), pytest.param(False, id="fallback")]
@@ -38,11 +38,11 @@ def fixed(request: pytest.FixtureRequest, root: Path) -> Iterator[Root]:
 
 def every_tool(r: Root) -> dict[str, dict[str, Any]]:
     return {
-        "read_file": run_tool("read_file", {"path": "a.txt"}, r),
-        "list_directory": run_tool("list_directory", {"path": "."}, r),
-        "write_file": run_tool("write_file", {"path": "new.txt", "content": "payload"}, r),
-        "edit_file": run_tool("edit_file", {"path": "a.txt", "search_block": "inside", "replace_block": "x"}, r),
-        "execute_command": run_tool("execute_command", {"command": "touch made-by-command"}, r),
+        "read_file": run_json("read_file", {"path": "a.txt"}, r),
+        "list_directory": run_json("list_directory", {"path": "."}, r),
+        "write_file": run_json("write_file", {"path": "new.txt", "content": "payload"}, r),
+        "edit_file": run_json("edit_file", {"path": "a.txt", "search_block": "inside", "replace_block": "x"}, r),
+        "execute_command": run_json("execute_command", {"command": "touch made-by-command"}, r),
     }
 
 
@@ -107,7 +107,7 @@ def test_a_swapped_root_fails_every_tool_and_touches_nothing_outside(root: Path,
 def test_writing_to_the_root_itself_creates_nothing_anywhere(root: Path, fixed: Root, path: str) -> None:
     path = str(root) if path == "ROOT" else path
     before = snapshot(root.parent)
-    result = run_tool("write_file", {"path": path, "content": "payload"}, fixed)
+    result = run_json("write_file", {"path": path, "content": "payload"}, fixed)
     assert result == {"ok": False, "error": f"cannot write to the working directory itself: {path}"}
     assert snapshot(root.parent) == before
 
@@ -115,21 +115,21 @@ def test_writing_to_the_root_itself_creates_nothing_anywhere(root: Path, fixed: 
 def test_writing_to_a_directory_creates_nothing(root: Path, fixed: Root) -> None:
     before = snapshot(root.parent)
     for path in ("sub", "sub/", "sub/."):
-        result = run_tool("write_file", {"path": path, "content": "payload"}, fixed)
+        result = run_json("write_file", {"path": path, "content": "payload"}, fixed)
         assert result["ok"] is False and "directory" in result["error"], (path, result)
-    assert run_tool("edit_file", {"path": "sub", "search_block": "a", "replace_block": "b"}, fixed)["ok"] is False
+    assert run_json("edit_file", {"path": "sub", "search_block": "a", "replace_block": "b"}, fixed)["ok"] is False
     assert snapshot(root.parent) == before
 
 
 def test_tools_work_beneath_the_fixed_root(root: Path, fixed: Root) -> None:
     (root / "alias").symlink_to("a.txt")
     (root / "sub" / "up").symlink_to("../a.txt")
-    assert run_tool("read_file", {"path": "sub/up"}, fixed)["content"] == "inside\n"
-    assert run_tool("write_file", {"path": "alias", "content": "via link\n"}, fixed)["ok"] is True
+    assert run_json("read_file", {"path": "sub/up"}, fixed)["content"] == "inside\n"
+    assert run_json("write_file", {"path": "alias", "content": "via link\n"}, fixed)["ok"] is True
     assert (root / "alias").is_symlink() and (root / "a.txt").read_text() == "via link\n"
-    assert run_tool("write_file", {"path": "deep/er/f.txt", "content": "x"}, fixed)["created"] is True
+    assert run_json("write_file", {"path": "deep/er/f.txt", "content": "x"}, fixed)["created"] is True
     assert (root / "deep" / "er" / "f.txt").read_text() == "x"
-    names = [e["name"] for e in run_tool("list_directory", {"path": "."}, fixed)["entries"]]
+    names = [e["name"] for e in run_json("list_directory", {"path": "."}, fixed)["entries"]]
     assert names == ["a.txt", "alias", "deep", "sub"]
     assert not [p for p in root.rglob("*dashfloat-tmp")]
 
@@ -147,7 +147,7 @@ def test_a_symlink_out_is_refused_by_every_file_tool(root: Path, fixed: Root) ->
         ("edit_file", {"path": "leak", "search_block": "secret", "replace_block": "x"}),
         ("execute_command", {"command": "true", "cwd": "sub/out"}),
     ]:
-        result = run_tool(name, args, fixed)
+        result = run_json(name, args, fixed)
         assert result["ok"] is False and result["error"].startswith("path escapes the working directory"), (
             name,
             result,
