@@ -90,7 +90,7 @@ class _MessageLine(_Line, frozen=True, tag="message"):
 
 
 class _ReplyLine(_Line, frozen=True, tag="tool_result"):
-    """One tool call's typed result (format 2)."""
+    """One tool call's typed result (format 3)."""
 
     reply: ToolReply
 

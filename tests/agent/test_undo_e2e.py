@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from dashfloat.protocol import (
+    ChatMessage,
     ConfirmRequested,
     DecideConfirmation,
     ListPrompts,
@@ -214,7 +215,7 @@ def test_headless_rewind_goes_back_n_turns(work: Path, tmp_path: Path) -> None:
         assert sorted(p.name for p in work.iterdir()) == ["f1.txt"]
         (session,) = (state_dir(tmp_path) / "sessions").glob("*.jsonl")
         loaded = session_log.load(session)
-        assert [m.content for m in loaded.messages if m.role == "user"] == ["prompt 1"]
+        assert [m.content for m in loaded.messages if isinstance(m, ChatMessage) and m.role == "user"] == ["prompt 1"]
         assert [c.turn for c in loaded.changes] == [1]
 
 
@@ -259,7 +260,10 @@ def test_rewind_truncates_the_conversation_to_exactly_the_earlier_prefix(work: P
         assert after[-1] == {"role": "user", "content": "second, edited"}
     (session,) = (state / "sessions").glob("*.jsonl")
     resumed = session_log.load(session)
-    assert [m.content for m in resumed.messages if m.role == "user"] == ["first", "second, edited"]
+    assert [m.content for m in resumed.messages if isinstance(m, ChatMessage) and m.role == "user"] == [
+        "first",
+        "second, edited",
+    ]
 
 
 def test_rewind_to_a_prompt_of_another_session_is_refused(work: Path, tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from dashfloat.executor._limits import (
 )
 from dashfloat.executor._restore import apply_restore, preview_restore
 from dashfloat.executor.path_policy import Root
-from dashfloat.protocol import ABSENT_DIGEST, Checkpoint, RestoreFile
+from dashfloat.protocol import ABSENT_DIGEST, Checkpoint, EditFileResult, RestoreFile, ToolFailed, WriteFileResult
 
 
 def sha(data: bytes) -> str:
@@ -61,7 +61,7 @@ def test_edit_is_undone_byte_for_byte_with_its_mode(root: Path, store_dir: str) 
     done = run_checkpointed(
         "edit_file", {"path": "run.sh", "search_block": "one", "replace_block": "two"}, str(root), store_dir
     )
-    assert done.result["ok"], done.result
+    assert isinstance(done.result, WriteFileResult | EditFileResult), done.result
     cp = done.checkpoint
     assert cp is not None and cp.existed and cp.mode == 0o751 and cp.before == sha(original)
     assert cp.after == sha(target.read_bytes()) != cp.before
@@ -154,7 +154,7 @@ def test_the_real_per_file_cap_is_crossed(root: Path, store_dir: str) -> None:
     with open(root / "huge.bin", "wb") as f:
         f.truncate(CHECKPOINT_FILE_MAX_BYTES + 1)  # sparse: no 16 MiB written
     done = run_checkpointed("write_file", {"path": "huge.bin", "content": "small now\n"}, str(root), store_dir)
-    assert done.result["ok"] and done.checkpoint is not None
+    assert isinstance(done.result, WriteFileResult | EditFileResult) and done.checkpoint is not None
     assert "per-file checkpoint cap" in done.checkpoint.lost
     (preview,) = preview_restore(str(root), store_dir, [as_restore(done.checkpoint)])
     assert preview.status == "unrestorable" and "per-file checkpoint cap" in preview.reason
@@ -181,7 +181,7 @@ def test_a_pre_image_larger_than_the_whole_store_is_dropped_the_write_goes_ahead
     store_for(store_dir).max_bytes = 5
     (root / "f.txt").write_text("more than five bytes\n")
     done = run_checkpointed("write_file", {"path": "f.txt", "content": "new\n"}, str(root), store_dir)
-    assert done.result["ok"] and (root / "f.txt").read_text() == "new\n"
+    assert isinstance(done.result, WriteFileResult | EditFileResult) and (root / "f.txt").read_text() == "new\n"
     assert done.checkpoint is not None and "could not be kept" in done.checkpoint.lost
     assert "the change went ahead and cannot be undone" in done.notice
 
@@ -192,7 +192,7 @@ def test_an_unwritable_store_never_blocks_the_mutation(root: Path, tmp_path: Pat
     (root / "f.txt").write_text("old\n")
     edit = {"path": "f.txt", "search_block": "old", "replace_block": "new"}
     done = run_checkpointed("edit_file", edit, str(root), str(blocker))
-    assert done.result["ok"] and (root / "f.txt").read_text() == "new\n"
+    assert isinstance(done.result, WriteFileResult | EditFileResult) and (root / "f.txt").read_text() == "new\n"
     assert done.checkpoint is not None and done.checkpoint.lost.startswith("its pre-image could not be kept")
     assert done.notice.startswith("no checkpoint for f.txt")
 
@@ -208,9 +208,9 @@ def test_failed_mutation_has_no_checkpoint(root: Path, store_dir: str) -> None:
     (root / "f.txt").write_text("abc\n")
     edit = {"path": "f.txt", "search_block": "zzz", "replace_block": "y"}
     done = run_checkpointed("edit_file", edit, str(root), store_dir)
-    assert not done.result["ok"] and done.checkpoint is None
+    assert isinstance(done.result, ToolFailed) and done.checkpoint is None
     escaped = run_checkpointed("write_file", {"path": "../outside/x", "content": "y"}, str(root), store_dir)
-    assert not escaped.result["ok"] and escaped.checkpoint is None
+    assert isinstance(escaped.result, ToolFailed) and escaped.checkpoint is None
 
 
 def test_restore_keeps_the_path_policy(root: Path, store_dir: str) -> None:
