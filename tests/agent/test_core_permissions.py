@@ -6,12 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dashfloat.agent import AgentCore, AgentOptions, MemoryJournal
+from dashfloat.agent import AgentCore, AgentOptions, MemoryJournal, provider_message
 from dashfloat.permissions import SourcedRule, parse_rule
 from dashfloat.protocol import (
     AgentReady,
     AssembledCall,
     ClearSession,
+    CommandExited,
+    CommandOutput,
     ConfirmRequested,
     DecideConfirmation,
     ListPermissions,
@@ -27,6 +29,8 @@ from dashfloat.protocol import (
     SubmitPrompt,
     SystemEntry,
     ToolFinished,
+    ToolReply,
+    result_json,
 )
 
 PROVIDER = ProviderConfig(name="test", base_url="http://127.0.0.1:9/v1", model="m")
@@ -65,7 +69,8 @@ def command_turn(core: AgentCore, command: str, call_id: str = "c") -> list[Mess
 
 
 def finish_ok(core: AgentCore, call_id: str) -> None:
-    core.on_executor(ToolFinished(call_id=call_id, result={"ok": True, "exit_code": 0, "output": ""}))
+    done = CommandExited(exit_code=0, output=CommandOutput(output="", truncated=False, total_bytes=0))
+    core.on_executor(ToolFinished(call_id=call_id, result=done))
     core.on_llm(StreamDone(request_id=core.request_id, content="done", tool_calls=[], finish_reason="stop"))
     take(core)
 
@@ -163,7 +168,7 @@ def test_deny_wins_over_allow_and_over_approve_all() -> None:
     core = make_core("all", rules)
     out = command_turn(core, "git push --force")
     assert not runs(out) and not any(isinstance(m, PreviewTool) for m in out)
-    assert "denied by the rule execute_command(git push) (p)" in (core.conversation[-1].content or "")
+    assert "denied by the rule execute_command(git push) (p)" in (provider_message(core.conversation[-1]).content or "")
 
 
 def test_read_only_commands_run_unasked_neutralised_and_redirections_ask() -> None:
@@ -204,7 +209,7 @@ def test_plan_mode_refuses_every_mutation_but_read_only_commands_run() -> None:
             ("execute_command", {"command": "ls"}),
         ],
     )
-    tool_messages = [m.content or "" for m in core.conversation if m.role == "tool"]
+    tool_messages = [result_json(m.result) for m in core.conversation if isinstance(m, ToolReply)]
     assert len(tool_messages) == 3 and all("plan mode" in t for t in tool_messages)
     [run] = runs(out)
     assert run.args == {"command": "ls"} and not any(isinstance(m, PreviewTool) for m in out)
