@@ -11,9 +11,9 @@ from dashfloat.permissions import SourcedRule, parse_rule
 from dashfloat.protocol import (
     AgentReady,
     AssembledCall,
+    CapturedOutput,
     ClearSession,
     CommandExited,
-    CommandOutput,
     ConfirmRequested,
     DecideConfirmation,
     ListPermissions,
@@ -69,7 +69,7 @@ def command_turn(core: AgentCore, command: str, call_id: str = "c") -> list[Mess
 
 
 def finish_ok(core: AgentCore, call_id: str) -> None:
-    done = CommandExited(exit_code=0, output=CommandOutput(output="", truncated=False, total_bytes=0))
+    done = CommandExited(exit_code=0, output=CapturedOutput(output="", truncated=False, total_bytes=0))
     core.on_executor(ToolFinished(call_id=call_id, result=done))
     core.on_llm(StreamDone(request_id=core.request_id, content="done", tool_calls=[], finish_reason="stop"))
     take(core)

@@ -10,8 +10,11 @@ from dashfloat.protocol import (
     ApplyRestore,
     AssembledCall,
     Cancel,
+    CapturedOutput,
+    ChatMessage,
     Checkpoint,
     CommandChanges,
+    CommandExited,
     ConfirmRequested,
     DecideConfirmation,
     Message,
@@ -31,6 +34,7 @@ from dashfloat.protocol import (
     SystemEntry,
     ToolFinished,
     UndoTurn,
+    WriteFileResult,
 )
 
 PROVIDER = ProviderConfig(name="test", base_url="http://127.0.0.1:9/v1", model="m")
@@ -61,6 +65,10 @@ class RecordingJournal(MemoryJournal):
         self.rewinds.append(turns)
 
 
+WRITTEN = WriteFileResult(path="f", bytes=1, created=False)
+EXITED = CommandExited(exit_code=0, output=CapturedOutput(output="", truncated=False, total_bytes=0))
+
+
 def take(core: AgentCore, dest: str | None = None) -> list[Message]:
     out = [m for d, m in core.outbox if dest is None or d == dest]
     core.outbox.clear()
@@ -80,7 +88,7 @@ def turn_with_a_write(core: AgentCore, prompt: str, call_id: str, path: str) -> 
     run = one(take(core, "executor"), RunTool)
     checkpoint = Checkpoint(path=path, existed=False, after="a" * 64)
     core.on_executor(
-        ToolFinished(call_id=call_id, result={"ok": True}, checkpoint=checkpoint, notice="store passed its cap")
+        ToolFinished(call_id=call_id, result=WRITTEN, checkpoint=checkpoint, notice="store passed its cap")
     )
     core.on_llm(StreamDone(request_id=core.request_id, content="done", tool_calls=[], finish_reason="stop"))
     return run  # type: ignore[no-any-return]
@@ -104,7 +112,7 @@ def test_a_landed_write_is_recorded_with_its_turn_and_the_notice_is_shown() -> N
     run = one(take(core, "executor"), RunTool)
     assert run.checkpoint_store == STORE
     checkpoint = Checkpoint(path="f", existed=False, after="a" * 64)
-    core.on_executor(ToolFinished(call_id="c1", result={"ok": True}, checkpoint=checkpoint, notice="cap passed"))
+    core.on_executor(ToolFinished(call_id="c1", result=WRITTEN, checkpoint=checkpoint, notice="cap passed"))
     out = take(core, "ui")
     assert SystemEntry(text="cap passed", level="warning") in out
     assert journal.changes == [CheckpointEntry(1, "c1", checkpoint, "/work")]
@@ -117,7 +125,7 @@ def test_a_landed_write_is_recorded_with_its_turn_and_the_notice_is_shown() -> N
             finish_reason="tool_calls",
         )
     )
-    core.on_executor(ToolFinished(call_id="c2", result={"ok": True}, changes=CommandChanges(paths=["out"])))
+    core.on_executor(ToolFinished(call_id="c2", result=EXITED, changes=CommandChanges(paths=["out"])))
     assert journal.changes[-1] == CommandEntry(1, "c2", CommandChanges(paths=["out"]), "/work")
 
 
@@ -201,5 +209,6 @@ def test_rewind_truncates_records_and_gives_the_prompt_back() -> None:
     out = take(core, "ui")
     assert one(out, PromptRestored).text == "two"
     assert journal.rewinds == [1] and [e.turn for e in core.undo_log.checkpoints] == [1]
-    assert [m.content for m in core.conversation if m.role == "user"] == ["one"]
-    assert core.conversation[-1].role == "assistant"
+    assert [m.content for m in core.conversation if isinstance(m, ChatMessage) and m.role == "user"] == ["one"]
+    last = core.conversation[-1]
+    assert isinstance(last, ChatMessage) and last.role == "assistant"

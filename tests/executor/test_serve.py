@@ -112,7 +112,8 @@ def test_a_running_command_sends_its_output_live_bounded_and_rate_limited(agent:
         live.append(message)
     (root / "stop").touch()
     finished = reply(channel, live)
-    assert isinstance(finished, ToolFinished) and finished.result["exit_code"] == 0
+    assert isinstance(finished, ToolFinished) and isinstance(finished.result, CommandExited)
+    assert finished.result.exit_code == 0
     assert all(chunk.call_id == "c1" for chunk in live)
     assert all(len(chunk.text.encode()) <= LIVE_CHUNK_MAX_BYTES for chunk in live)
     shown = sum(len(chunk.text.encode()) for chunk in live)
