@@ -13,7 +13,7 @@ from typing import Any
 import psutil
 import pytest
 
-from dashfloat.executor import EXEC_TIMEOUT_S, run_tool
+from dashfloat.executor import run_tool
 from dashfloat.executor.path_policy import Root
 from dashfloat.protocol import result_json
 
@@ -31,11 +31,9 @@ def root(tmp_path: Path) -> Path:
     return tmp_path / "root"
 
 
-def run_json(
-    name: str, args: Any, root: Root | str, exec_timeout_s: float = EXEC_TIMEOUT_S, expect_digest: str | None = None
-) -> dict[str, Any]:
+def run_json(name: str, args: Any, root: Root | str, *rest: Any, **options: Any) -> dict[str, Any]:
     """``run_tool``'s result as the model reads it: the documented JSON object (docs/tools.md)."""
-    decoded: dict[str, Any] = json.loads(result_json(run_tool(name, args, root, exec_timeout_s, expect_digest)))
+    decoded: dict[str, Any] = json.loads(result_json(run_tool(name, args, root, *rest, **options)))
     return decoded
 
 

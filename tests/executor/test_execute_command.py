@@ -6,6 +6,7 @@ import contextlib
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
 from dashfloat.executor import EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_S, run_tool
 from dashfloat.executor._limits import EXEC_DRAIN_AFTER_EXIT_S, EXEC_OUTPUT_HEAD_BYTES
@@ -14,7 +15,7 @@ from tests.executor.conftest import PEAK_RSS_SNIPPET, gone, live_in_group, run_j
 SHORT_TIMEOUT_S = 0.5
 
 
-def run(root: Path, command: str, cwd: str = ".", timeout_s: float = 10.0) -> dict[str, object]:
+def run(root: Path, command: str, cwd: str = ".", timeout_s: float = 10.0) -> dict[str, Any]:
     return run_json("execute_command", {"command": command, "cwd": cwd}, str(root), timeout_s)
 
 

@@ -15,11 +15,11 @@ from typing import Any
 import psutil
 import pytest
 
-from dashfloat.executor import detect_sandbox, preview, run_tool
+from dashfloat.executor import detect_sandbox, preview
 from dashfloat.executor._sandbox import BWRAP_ENV, DEFAULT_DENY_READ, Sandbox, describe, effective
 from dashfloat.executor.path_policy import Root
 from dashfloat.protocol import SandboxPolicy, SandboxState
-from tests.executor.conftest import gone
+from tests.executor.conftest import gone, run_json
 
 TIMEOUT_S = 60.0
 
@@ -38,7 +38,7 @@ def session(mode: Any = "workspace-write", deny: list[str] | None = None, env: d
 
 
 def run(r: Root, command: str, sandbox: Sandbox, network: bool = False, **policy: Any) -> dict[str, Any]:
-    return run_tool(
+    return run_json(
         "execute_command",
         {"command": command},
         r,
@@ -221,7 +221,7 @@ def test_a_grandchild_holding_the_pipe_does_not_hold_the_result(fixed: Root) -> 
 
 def test_timeout_kills_every_process_of_the_sandbox(fixed: Root) -> None:
     mark = token()
-    result = run_tool(
+    result = run_json(
         "execute_command",
         {"command": f"setsid sleep {mark} >/dev/null 2>&1 & sleep 300"},
         fixed,
