@@ -27,14 +27,18 @@ from dashfloat.protocol import (
     CancelTool,
     ChatMessage,
     ClearSession,
+    CommandExited,
     CommandOutput,
     CommandStarted,
+    CommandTimedOut,
     ConfirmRequested,
     ContentDelta,
     ConversationEntry,
     DecideConfirmation,
+    EditFileResult,
     ExecutorToAgent,
     FunctionCall,
+    ListDirectoryResult,
     ListPermissions,
     ListPrompts,
     ListSessions,
@@ -47,6 +51,7 @@ from dashfloat.protocol import (
     PromptInfo,
     PromptRestored,
     PromptsListed,
+    ReadFileResult,
     ReasoningDelta,
     ReasoningReceived,
     RemovePermission,
@@ -90,6 +95,7 @@ from dashfloat.protocol import (
     Usage,
     UsageShown,
     UserPromptShown,
+    WriteFileResult,
     result_json,
 )
 
@@ -443,14 +449,26 @@ class AgentCore:
         run = RunTool(call_id=call_id, name=EXECUTE_COMMAND, args=args, sandbox=policy)
         self.outbox.append(("executor", run))
 
-    def _user_command_done(self, result: dict[str, Any]) -> None:
+    def _user_command_done(self, result: ToolResult) -> None:
         assert self.user_command is not None
         call_id, command = self.user_command
         self.user_command = None
         self.waiting = "nothing"
         self._show_result(call_id, EXECUTE_COMMAND, result)
-        output = str(result.get("output", result.get("error", "")))
-        status = f"exit code {result['exit_code']}" if "exit_code" in result else result_status(result)
+        status: str = result_status(result)
+        output = ""
+        match result:
+            case CommandExited(exit_code=code, output=captured) | CommandTimedOut(exit_code=code, output=captured):
+                output = captured.output
+                status = status if code is None else f"exit code {code}"
+            case ToolCancelled(output=captured):
+                output = captured.output if captured is not None else ""
+            case ToolFailed(error=error):
+                output = error
+            case ReadFileResult() | WriteFileResult() | EditFileResult() | ListDirectoryResult() | ToolRejected():
+                pass  # not a command's result: nothing printed
+            case _:
+                assert_never(result)
         self.pending_context.append(f"I ran `{command}` myself ({status}); its output:\n```\n{output.rstrip()}\n```")
         self._ui(SystemEntry(text="the command's output goes to the model with your next prompt"))
         self._set_phase("idle")
@@ -984,7 +1002,7 @@ class AgentCore:
         elif self.waiting == "restore" and self.restore is not None:
             self._restore_step(self.restore.executor_died(reason))
         elif self.waiting == "user_command":
-            self._user_command_done({"ok": False, "error": f"executor crashed: {reason}"})
+            self._user_command_done(ToolFailed(error=f"executor crashed: {reason}"))
 
     def on_internal_error(self, error: str) -> None:
         """A bug of ours: say so, leave a valid conversation, go idle, stay up."""
