@@ -19,7 +19,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy dashfloat/
+	$(BIN)/mypy dashfloat/ tests/
 
 pytest: $(STAMP)
 	$(BIN)/pytest -n 2 -q tests

@@ -11,6 +11,7 @@ from dashfloat.protocol import (
     Cancel,
     ConfirmRequested,
     DecideConfirmation,
+    Decision,
     PhaseChanged,
     SubmitPrompt,
     TokenReceived,
@@ -57,8 +58,9 @@ def test_read_file_round_trip_request_bodies(tree: Path) -> None:
         assert str(tree) in second["messages"][0]["content"]
 
 
-def confirm(link: Any, got: list[Any], decision: str) -> None:
+def confirm(link: Any, got: list[Any], decision: Decision) -> None:
     ask = collect(link, lambda m: isinstance(m, ConfirmRequested), into=got)[-1]
+    assert isinstance(ask, ConfirmRequested)
     link.send(DecideConfirmation(ref=ask.ref, decision=decision))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -79,7 +80,11 @@ def test_idle_timeout_after_a_token(llm: Llm, server: ScriptedServer) -> None:
 
 
 def test_idle_timeout_before_the_headers(llm: Llm, server: ScriptedServer) -> None:
-    server.handler = lambda body: (time.sleep(1.0), text_reply("late"))[1]
+    def late(body: dict[str, Any]) -> Reply:
+        time.sleep(1.0)  # no headers for longer than the idle timeout
+        return text_reply("late")
+
+    server.handler = late
     result = llm.run(server.base_url, idle_timeout_s=0.2)
     assert result.failed.kind == "idle_timeout"
 

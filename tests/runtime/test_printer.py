@@ -70,13 +70,13 @@ def test_a_turn_prints_prose_to_stdout_and_tool_rows_to_stderr() -> None:
 
 def test_confirmations_are_rejected_and_say_which_flag_allows_them() -> None:
     ask = ConfirmRequested(ref=3, id="w", name="write_file", args={}, lines=[])
-    done = [TurnEnded(outcome="completed"), PhaseChanged(phase="idle")]
+    done: list[AgentToUi] = [TurnEnded(outcome="completed"), PhaseChanged(phase="idle")]
     code, _, err, sent = play([PhaseChanged(phase="streaming"), ask], done)
     assert code == 0 and DecideConfirmation(ref=3, decision="reject") in sent and "--approve" in err
 
 
 def test_an_agent_death_before_any_stream_still_ends_the_run_with_1() -> None:
-    death = [
+    death: list[AgentToUi] = [
         SystemEntry(text="the agent process stopped", level="error"),
         TurnEnded(outcome="failed"),
         PhaseChanged(phase="idle"),
@@ -105,8 +105,8 @@ def test_json_mode_writes_every_live_message_as_a_line() -> None:
 
 
 def test_a_replayed_transcript_is_not_printed() -> None:
-    replay = [TokenReceived(text="old answer"), PhaseChanged(phase="idle")]
-    live = [
+    replay: list[AgentToUi] = [TokenReceived(text="old answer"), PhaseChanged(phase="idle")]
+    live: list[AgentToUi] = [
         PhaseChanged(phase="streaming"),
         TokenReceived(text="new"),
         TurnEnded(outcome="completed"),
