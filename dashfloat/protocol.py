@@ -512,6 +512,14 @@ UiToAgent = (
 # ---------------------------------------------------------------- Agent -> UI (display contract)
 
 
+class PromptFile(msgspec.Struct, frozen=True):
+    """A prompt file (.dashfloat/prompts/NAME.md): typed as /NAME [args]."""
+
+    name: str
+    text: str
+    source: str
+
+
 class AgentReady(Message, frozen=True):
     """The agent is up (first start or restart): what the status bar shows, input history."""
 
@@ -524,6 +532,8 @@ class AgentReady(Message, frozen=True):
     sandbox: SandboxState = msgspec.field(default_factory=SandboxState)
     rules: int = 0
     """Permission rules in force (session grants and saved rules): the status bar says so."""
+    prompt_files: list[PromptFile] = []
+    """Prompt files of the project and the user (the UI reads no files): /NAME expands them."""
 
 
 class SessionStarted(Message, frozen=True):

@@ -48,6 +48,7 @@ from dashfloat.protocol import (
     PhaseChanged,
     PreviewReady,
     PreviewTool,
+    PromptFile,
     PromptInfo,
     PromptRestored,
     PromptsListed,
@@ -251,6 +252,7 @@ class AgentCore:
         self.confirm_ref = 0
         self.undo_log = undo.UndoLog()
         self.user_commands_run = 0
+        self.prompt_files: list[PromptFile] = []
         self.pending_context: list[str] = []
         """Outputs of !commands, sent to the model with the next prompt."""
         self._reset_turn()
@@ -301,6 +303,7 @@ class AgentCore:
             history=self.history,
             sandbox=self.sandbox,
             rules=len(self.session_rules) + len(self.saved_rules),
+            prompt_files=self.prompt_files,
         )
 
     def load(self, conversation: list[ConversationEntry], usage: list[Usage], replay: bool = True) -> None:

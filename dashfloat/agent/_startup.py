@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from dashfloat.agent._core import APPROVE_ALL_WARNING, PLAN_NOTICE, AgentCore, Journal, MemoryJournal
 from dashfloat.agent._journal import SessionJournal
 from dashfloat.agent._options import AgentOptions
 from dashfloat.agent.instructions import load_project_instructions
+from dashfloat.agent.prompt_files import load_prompt_files
 from dashfloat.protocol import SystemEntry
 from dashfloat.sessions import log as session_log
 from dashfloat.sessions.history import load_history
@@ -43,7 +45,10 @@ def build_core(options: AgentOptions) -> AgentCore:
     else:
         journal = MemoryJournal()
         core = AgentCore(options, journal, instructions.text)
+    core.prompt_files, prompt_problems = load_prompt_files(Path(options.cwd), os.environ)
     core.outbox.append(("ui", core.ready_message()))
+    for problem in prompt_problems:
+        core.outbox.append(("ui", SystemEntry(text=problem, level="warning")))
     if options.notice:
         core.outbox.append(("ui", SystemEntry(text=options.notice)))
     if options.approval == "all":

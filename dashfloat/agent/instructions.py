@@ -43,7 +43,7 @@ def project_root(cwd: Path) -> Path:
     return cwd
 
 
-def _read_bounded(path: Path, limit: int) -> str | None:
+def read_bounded(path: Path, limit: int) -> str | None:
     """At most ``limit`` bytes (plus a partial character) of a regular UTF-8 file; None if absent."""
     try:
         # O_NONBLOCK: an AGENTS.md that is a FIFO must not hang the agent's start.
@@ -74,7 +74,7 @@ def load_project_instructions(cwd: Path) -> ProjectInstructions:
     for directory in chain:
         path = directory / INSTRUCTIONS_FILENAME
         try:
-            content = _read_bounded(path, INSTRUCTIONS_MAX_BYTES)
+            content = read_bounded(path, INSTRUCTIONS_MAX_BYTES)
         except UnicodeDecodeError:
             problems.append(f"{path}: not UTF-8 text, skipped")
             continue

@@ -127,7 +127,7 @@ class TuiShell:
         self._live_cache: tuple[UiState, tuple[Entry, ...], int, list[Row]] | None = None
         self._fd: int | None = None
         self._history = HistoryCursor()
-        self.completer = commands.SlashCompleter()
+        self.completer = commands.SlashCompleter(lambda: self.state.prompt_files)
         self.buffer = Buffer(multiline=True, completer=self.completer, complete_while_typing=True, name="input")
         self.buffer.on_text_changed += self._on_text_changed
         self.app: Application[int] = Application(
@@ -486,7 +486,7 @@ class TuiShell:
         text = self.buffer.text
         if not text.strip():
             return
-        parsed = commands.parse(text)
+        parsed = commands.parse(text, self.state.prompt_files)
         match parsed:
             case commands.Prompt():
                 if self.state.busy:
@@ -504,7 +504,7 @@ class TuiShell:
                 self.link.send(message)
             case commands.ShowHelp():
                 self._apply(Submitted(text))
-                self._apply(LocalNotice(commands.help_text()))
+                self._apply(LocalNotice(commands.help_text(self.state.prompt_files)))
             case commands.Exit():
                 self.app.exit(result=0)
                 return

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import get_args
 
@@ -16,6 +16,7 @@ from dashfloat.protocol import (
     ListPermissions,
     ListPrompts,
     ListSessions,
+    PromptFile,
     RemovePermission,
     ResumeSession,
     RewindTo,
@@ -78,7 +79,7 @@ class Invalid:
 Parsed = Send | ShowHelp | Exit | Prompt | Invalid
 
 
-def help_text() -> str:
+def help_text(prompt_files: Sequence[PromptFile] = ()) -> str:
     """The /help listing, one command a line."""
     width = max(len(f"{n} {a}".strip()) for n, (a, _) in COMMANDS.items())
     lines = [f"{f'{n} {a}'.strip().ljust(width)}  {d}" for n, (a, d) in COMMANDS.items()]
@@ -86,13 +87,21 @@ def help_text() -> str:
         [
             *lines,
             "!COMMAND".ljust(width) + "  run a shell command yourself; its output goes with your next prompt",
+            *(f"/{f.name} [args]".ljust(width) + f"  prompt file {f.source}" for f in prompt_files),
             "(start a prompt with // to send a literal leading /)",
         ]
     )
 
 
-def parse(text: str) -> Parsed:
-    """What submitting ``text`` means: a prompt, or one of the slash commands."""
+def expand_prompt_file(template: str, args: str) -> str:
+    """A prompt file's text with ``$ARGUMENTS`` replaced by ``args`` (appended when it has no placeholder)."""
+    if "$ARGUMENTS" in template:
+        return template.replace("$ARGUMENTS", args)
+    return f"{template.rstrip()}\n\n{args}" if args else template
+
+
+def parse(text: str, prompt_files: Sequence[PromptFile] = ()) -> Parsed:
+    """What submitting ``text`` means: a prompt, a slash command, or a prompt file (/NAME [args])."""
     stripped = text.strip()
     if stripped.startswith("!"):
         # !command: the user's own shell command, run by the executor; its output joins the next prompt
@@ -140,14 +149,21 @@ def parse(text: str) -> Parsed:
                 case "ask" | "edits" | "all" | "plan":
                     return Send(SetApproval(mode=arg))
             return Invalid(f"usage: /approve {'|'.join(APPROVAL_MODES)}")
+        case _ if any(f"/{f.name}" == name for f in prompt_files):
+            [found] = [f for f in prompt_files if f"/{f.name}" == name][:1]
+            return Prompt(expand_prompt_file(found.text, arg))
         case _:
-            closest = difflib.get_close_matches(name, list(COMMANDS), n=1, cutoff=0.0)
+            known = [*COMMANDS, *(f"/{f.name}" for f in prompt_files)]
+            closest = difflib.get_close_matches(name, known, n=1, cutoff=0.0)
             hint = f" — did you mean {closest[0]}?" if closest else ""
             return Invalid(f"unknown command {name}{hint} (/help lists them)")
 
 
 class SlashCompleter(Completer):
-    """Completes command names after a leading ``/`` and the /approve modes."""
+    """Completes command names (and prompt files) after a leading ``/`` and the /approve modes."""
+
+    def __init__(self, prompt_files: Callable[[], Sequence[PromptFile]] = lambda: ()) -> None:
+        self.prompt_files = prompt_files
 
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
         text = document.text_before_cursor
@@ -157,6 +173,10 @@ class SlashCompleter(Completer):
             for name, (arg, doc) in COMMANDS.items():
                 if name.startswith(text):
                     yield Completion(name, start_position=-len(text), display_meta=f"{arg} {doc}".strip())
+            for prompt_file in self.prompt_files():
+                name = f"/{prompt_file.name}"
+                if name.startswith(text) and name not in COMMANDS:
+                    yield Completion(name, start_position=-len(text), display_meta="[args] prompt file")
             return
         name, _, arg = text.partition(" ")
         if name == "/approve" and " " not in arg:

@@ -16,6 +16,7 @@ from dashfloat.protocol import (
     Level,
     Phase,
     PhaseChanged,
+    PromptFile,
     PromptRestored,
     PromptsListed,
     ReasoningReceived,
@@ -229,6 +230,8 @@ class UiState:
     confirm_armed: bool = False
     """The guard since ``confirm_since`` has passed: decision keys on an empty input now answer."""
     input_empty: bool = True
+    prompt_files: tuple[PromptFile, ...] = ()
+    """/NAME prompt files the agent found (project and user)."""
     live_output: LiveOutput | None = None
     """A running command's newest output (its result row replaces it)."""
     last_call_id: str | None = None
@@ -318,6 +321,7 @@ def reduce(state: UiState, event: Event) -> UiState:
                 sandbox=sandbox_label(event.sandbox),
                 context_window=event.context_window,
                 history=tuple(event.history[-HISTORY_MAX_ENTRIES:]),
+                prompt_files=tuple(event.prompt_files),
                 ready=True,
             )
         case SessionStarted():

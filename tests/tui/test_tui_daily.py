@@ -135,3 +135,26 @@ def test_bang_runs_the_users_command_and_its_output_joins_the_next_prompt(
         assert "a.txt" in user["content"] and user["content"].endswith("what files are here?")
     finally:
         term.close()
+
+
+def test_prompt_files_of_the_project_and_the_user_are_slash_commands(
+    tree: Path, isolated_env: dict[str, str], server: ScriptedServer
+) -> None:
+    (tree / ".dashfloat" / "prompts").mkdir(parents=True)
+    (tree / ".dashfloat" / "prompts" / "review.md").write_text("Review $ARGUMENTS for bugs, briefly.\n")
+    user_prompts = Path(isolated_env["XDG_CONFIG_HOME"]) / "dashfloat" / "prompts"
+    user_prompts.mkdir(parents=True)
+    (user_prompts / "standup.md").write_text("Summarise what changed today.\n")
+    server.enqueue(text_reply("reviewed"))
+    term = launch(server, tree, isolated_env)
+    try:
+        term.send("/help\r")
+        assert term.wait_for("/review [args]"), term.text()
+        assert term.wait_for("/standup [args]"), term.text()
+        term.send("/rev\t")  # completed like a built-in command
+        term.send(" a.txt\r")
+        assert term.wait_for("reviewed"), term.text()
+        [user] = [m for m in server.requests[0]["messages"] if m["role"] == "user"]
+        assert user["content"] == "Review a.txt for bugs, briefly.\n"
+    finally:
+        term.close()
