@@ -139,7 +139,7 @@ def test_grandchild_holding_the_pipe_is_killed_after_the_drain(root: Path) -> No
     escaped = int(pidfile.read_text())
     try:
         assert "error" not in r and r["exit_code"] == 0
-        assert r["output"].endswith(
+        assert str(r["output"]).endswith(
             f"[1 background process(es) kept the output open after the shell exited; "
             f"killed after {EXEC_DRAIN_AFTER_EXIT_S:g}s]"
         )

@@ -2,23 +2,37 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import secrets
 import shutil
+import signal
 import socket
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
 
-from dashfloat.executor import detect_sandbox, preview
+from dashfloat.channel import Channel
+from dashfloat.executor import detect_sandbox, preview, serve
 from dashfloat.executor._sandbox import BWRAP_ENV, DEFAULT_DENY_READ, Sandbox, describe, effective
 from dashfloat.executor.path_policy import Root
-from dashfloat.protocol import SandboxPolicy, SandboxState
+from dashfloat.protocol import (
+    CancelTool,
+    CommandStarted,
+    ExecutorToAgent,
+    RunTool,
+    SandboxPolicy,
+    SandboxState,
+    ToolCancelled,
+    ToolFinished,
+)
 from tests.executor.conftest import gone, run_json
 
 TIMEOUT_S = 60.0
@@ -289,3 +303,62 @@ def test_every_command_confirmation_names_the_sandbox(fixed: Root) -> None:
         state = session(mode).state
         assert preview("execute_command", {"command": "ls"}, fixed, state).lines[-1] == expected
         assert describe(state, None) == expected
+
+
+# ---------------------------------------------------------------- cancel and executor death, through serve
+
+
+@pytest.fixture
+def served(root: Path) -> Iterator[tuple[Channel[ExecutorToAgent], BaseProcess]]:
+    """A real executor process serving with the detected sandbox, as the runtime starts it."""
+    state = detect_sandbox("workspace-write", False, [], os.environ)
+    ctx = multiprocessing.get_context("spawn")
+    ours, theirs = ctx.Pipe()
+    proc = ctx.Process(target=serve, args=(theirs, str(root), TIMEOUT_S, state), daemon=True)
+    proc.start()
+    theirs.close()
+    yield Channel(ours, ExecutorToAgent, "executor->agent"), proc
+    ours.close()
+    proc.join(TIMEOUT_S)
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
+
+
+def start_escapers(channel: Channel[ExecutorToAgent], mark: str) -> None:
+    """A sandboxed command whose setsid child is up, and which then waits (until cancelled or killed)."""
+    command = (
+        f"setsid sleep {mark} >/dev/null 2>&1 & until pgrep -fx 'sleep {mark}' >/dev/null; do sleep 0.01; done; "
+        "sleep 300"
+    )
+    channel.send(RunTool("c1", "execute_command", {"command": command}))
+    assert channel.poll(TIMEOUT_S) and isinstance(channel.recv(), CommandStarted)
+    deadline = time.monotonic() + TIMEOUT_S
+    while not sleepers(mark):
+        assert time.monotonic() < deadline, "the sandboxed command never started its child"
+        time.sleep(0.02)
+
+
+def test_cancel_kills_every_process_of_the_sandbox(served: tuple[Channel[ExecutorToAgent], BaseProcess]) -> None:
+    channel, _ = served
+    mark = token()
+    start_escapers(channel, mark)
+    escaped = sleepers(mark)
+    channel.send(CancelTool("c1"))
+    assert channel.poll(TIMEOUT_S)
+    finished = channel.recv()
+    assert isinstance(finished, ToolFinished) and isinstance(finished.result, ToolCancelled)
+    assert all(gone(p.pid, within_s=TIMEOUT_S) for p in escaped)
+
+
+def test_executor_death_kills_every_process_of_the_sandbox(
+    served: tuple[Channel[ExecutorToAgent], BaseProcess],
+) -> None:
+    channel, proc = served
+    mark = token()
+    start_escapers(channel, mark)
+    escaped = sleepers(mark)
+    assert proc.pid is not None
+    os.kill(proc.pid, signal.SIGKILL)  # no agent-side group kill here: bwrap's --die-with-parent alone
+    proc.join(TIMEOUT_S)
+    assert all(gone(p.pid, within_s=TIMEOUT_S) for p in escaped)
