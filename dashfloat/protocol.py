@@ -295,6 +295,10 @@ class CapturedOutput(msgspec.Struct, frozen=True):
     output: str
     truncated: bool
     total_bytes: int
+    cut_bytes: int = 0
+    """Bytes dropped between the kept head and tail (ADR 0022); 0 when nothing was cut."""
+    cut_lines: int = 0
+    """Newlines in the dropped middle."""
 
 
 class CommandExited(ToolResultBase, frozen=True, tag="execute_command"):
@@ -359,7 +363,14 @@ ConversationEntry = ChatMessage | ToolReply
 
 
 def _command_output(output: CapturedOutput) -> dict[str, object]:
-    return {"output": output.output, "truncated": output.truncated, "total_bytes": output.total_bytes}
+    shown: dict[str, object] = {
+        "output": output.output,
+        "truncated": output.truncated,
+        "total_bytes": output.total_bytes,
+    }
+    if output.cut_bytes:  # where the output was cut: the marker line says it too
+        shown |= {"cut_bytes": output.cut_bytes, "cut_lines": output.cut_lines}
+    return shown
 
 
 def result_object(result: ToolResult) -> dict[str, object]:

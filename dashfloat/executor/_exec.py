@@ -212,7 +212,11 @@ class Command:
     def _output(self) -> CapturedOutput:
         captured = self._captured
         return CapturedOutput(
-            output=captured.text() + self._drained_note, truncated=captured.truncated, total_bytes=captured.total
+            output=captured.text() + self._drained_note,
+            truncated=captured.truncated,
+            total_bytes=captured.total,
+            cut_bytes=captured.cut_bytes,
+            cut_lines=captured.cut_lines,
         )
 
     def _close_out(self) -> None:

@@ -43,7 +43,8 @@ def test_the_end_of_a_long_output_reaches_the_model(tree: Path, tmp_path: Path) 
         assert result["truncated"] is True and result["total_bytes"] > 100_000
         assert result["output"].startswith("test_0 ... PASSED")
         assert result["output"].rstrip().endswith("FINAL SUMMARY: 3000 passed")
-        assert "[… output cut:" in result["output"]
+        marker = f"[… output cut: {result['cut_bytes']} bytes ({result['cut_lines']} lines) not shown here;"
+        assert marker in result["output"] and result["cut_lines"] > 2000
 
 
 TICKER = "i=0; while [ $i -lt 12 ]; do i=$((i+1)); echo tick $i; sleep 0.1; done"
