@@ -24,6 +24,7 @@ from dashfloat.protocol import (
     RestorePreviewed,
     RunTool,
     ToolFinished,
+    WriteFileResult,
 )
 
 KIB = 1024
@@ -56,7 +57,7 @@ def _write(channel: Agent, path: str, content: str, store: str, call: int) -> tu
     )
     finished = _wait(channel, ToolFinished)
     elapsed = time.perf_counter() - started
-    if not finished.result.get("ok"):
+    if not isinstance(finished.result, WriteFileResult):
         raise RuntimeError(f"write failed: {finished.result}")
     return elapsed, finished
 

@@ -105,14 +105,16 @@ def _sandbox_cost(root: Path, quick: bool) -> Figure:
     state = detect_sandbox("workspace-write", False, [], os.environ)
     if state.unavailable:
         raise RuntimeError(f"this machine cannot sandbox: {state.unavailable}")
-    samples, baseline = [], []
+    samples: list[float] = []
+    baseline: list[float] = []
     with _executor(root, state) as (boxed, _), _executor(root, SandboxState(mode="off")) as (bare, _):
         for i in range(20 if quick else 200):  # interleaved, so load drifts hit both alike
             for channel, into in ((boxed, samples), (bare, baseline)):
                 start = time.perf_counter()
                 channel.send(RunTool(f"s{i}", "execute_command", {"command": "true"}))
-                if _finished(channel).result.get("exit_code") != 0:
-                    raise RuntimeError("`true` failed")
+                exited = _finished(channel).result
+                if not isinstance(exited, CommandExited) or exited.exit_code != 0:
+                    raise RuntimeError(f"`true` failed: {exited}")
                 into.append((time.perf_counter() - start) * 1000)
     added = statistics.median(samples) - statistics.median(baseline)
     return Figure(
@@ -211,8 +213,9 @@ def _live_output(root: Path, quick: bool) -> list[Figure]:
                     break
             samples.append(time.perf_counter() - start)
             chunks.append(count)
-            if msg.result.get("total_bytes", 0) < 100_000 * 6:
-                raise RuntimeError(f"short output: {msg.result}")
+            exited = msg.result
+            if not isinstance(exited, CommandExited) or exited.output.total_bytes < 100_000 * 6:
+                raise RuntimeError(f"short output: {exited}")
         peak = _peak_rss_mib(pid)
     for _ in range(runs):
         start = time.perf_counter()
