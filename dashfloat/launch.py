@@ -11,6 +11,7 @@ from typing import Final
 
 from dashfloat.agent import AgentOptions
 from dashfloat.config import (
+    KEY_ENV,
     ConfigError,
     ProviderFlags,
     idle_timeout_from,
@@ -72,7 +73,12 @@ def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> Launc
     # --yes applies an undo/rewind; it does not widen what tools may do (none run in that mode anyway)
     approval: ApprovalMode = "all" if args.yes and not restoring else args.approve
     sandbox = detect_sandbox(
-        args.sandbox or sandbox_config.mode, args.network or sandbox_config.network, sandbox_config.deny_read, env
+        args.sandbox or sandbox_config.mode,
+        args.network or sandbox_config.network,
+        sandbox_config.deny_read,
+        env,
+        # the keys the LLM process reads from the environment are not the commands' business
+        hide_env=[KEY_ENV, provider.api_key_env or ""],
     )
     options = AgentOptions(
         provider=provider,

@@ -95,6 +95,8 @@ class SandboxState(msgspec.Struct, frozen=True, omit_defaults=True):
     """Why this machine cannot sandbox (then ``mode`` is ``off`` and commands run unconfined)."""
     deny_read: list[str] = []
     """Absolute paths hidden from sandboxed commands (credential stores, config ``[sandbox] deny_read``)."""
+    hide_env: list[str] = []
+    """Environment variables removed from sandboxed commands (the provider's API key variables)."""
 
 
 class FunctionCall(msgspec.Struct, frozen=True):

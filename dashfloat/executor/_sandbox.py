@@ -74,12 +74,19 @@ def expand_denies(paths: Sequence[str], home: str) -> list[str]:
     return found
 
 
-def detect(mode: SandboxMode, network: bool, deny_read: Sequence[str], env: Mapping[str, str]) -> SandboxState:
+def detect(
+    mode: SandboxMode,
+    network: bool,
+    deny_read: Sequence[str],
+    env: Mapping[str, str],
+    hide_env: Sequence[str] = (),
+) -> SandboxState:
     """The session's sandbox: ``mode`` if this machine can run it, else ``off`` with the reason."""
     home = env.get("HOME") or os.path.expanduser("~")
     denies = expand_denies([*DEFAULT_DENY_READ, *deny_read], home)
+    hidden = sorted({name for name in hide_env if name})
     if mode == "off":
-        return SandboxState(mode="off", network=network, deny_read=denies)
+        return SandboxState(mode="off", network=network, deny_read=denies, hide_env=hidden)
     try:
         probe = subprocess.run(
             [bwrap_binary(env), "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--", "/bin/true"],
@@ -89,12 +96,14 @@ def detect(mode: SandboxMode, network: bool, deny_read: Sequence[str], env: Mapp
             check=False,
         )
     except (OSError, subprocess.SubprocessError) as exc:
-        return SandboxState(mode="off", network=network, unavailable=f"cannot run bwrap: {exc}", deny_read=denies)
+        return SandboxState(
+            mode="off", network=network, unavailable=f"cannot run bwrap: {exc}", deny_read=denies, hide_env=hidden
+        )
     if probe.returncode != 0:
         why = probe.stderr.decode(errors="replace").strip().splitlines()
         reason = f"bwrap cannot create namespaces here: {why[-1] if why else f'exit status {probe.returncode}'}"
-        return SandboxState(mode="off", network=network, unavailable=reason, deny_read=denies)
-    return SandboxState(mode=mode, network=network, deny_read=denies)
+        return SandboxState(mode="off", network=network, unavailable=reason, deny_read=denies, hide_env=hidden)
+    return SandboxState(mode=mode, network=network, deny_read=denies, hide_env=hidden)
 
 
 def effective(state: SandboxState, policy: SandboxPolicy) -> SandboxMode:
@@ -126,6 +135,8 @@ def bwrap_argv(
             argv += ["--ro-bind", "/dev/null", path]
     argv += ["--bind-fd" if mode == "workspace-write" else "--ro-bind-fd", str(root_fd), root]
     argv += ["--unshare-all", *(["--share-net"] if network else []), "--die-with-parent"]
+    for name in state.hide_env:
+        argv += ["--unsetenv", name]
     argv += ["--json-status-fd", str(status_fd), "--setenv", "TMPDIR", "/tmp", "--chdir", cwd]
     return [*argv, "--", "/bin/sh", "-c", command]
 

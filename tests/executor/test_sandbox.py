@@ -362,3 +362,15 @@ def test_executor_death_kills_every_process_of_the_sandbox(
     os.kill(proc.pid, signal.SIGKILL)  # no agent-side group kill here: bwrap's --die-with-parent alone
     proc.join(TIMEOUT_S)
     assert all(gone(p.pid, within_s=TIMEOUT_S) for p in escaped)
+
+
+def test_the_providers_key_variables_do_not_reach_a_command(fixed: Root) -> None:
+    environ = {**os.environ, "DASHFLOAT_TEST_KEY": "sk-secret", "OTHER_VAR": "kept"}
+    state = detect_sandbox("workspace-write", False, [], environ, hide_env=["DASHFLOAT_TEST_KEY", ""])
+    assert state.hide_env == ["DASHFLOAT_TEST_KEY"]
+    os.environ["DASHFLOAT_TEST_KEY"], os.environ["OTHER_VAR"] = "sk-secret", "kept"
+    try:
+        result = run(fixed, "echo key=$DASHFLOAT_TEST_KEY other=$OTHER_VAR", Sandbox.for_session(state, environ))
+    finally:
+        del os.environ["DASHFLOAT_TEST_KEY"], os.environ["OTHER_VAR"]
+    assert "key= other=kept" in result["output"]
