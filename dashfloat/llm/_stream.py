@@ -134,9 +134,14 @@ class Stream:
         if self.cancelled.is_set():
             shutdown(sock)
 
-    def _emit(self, item: Item) -> None:
+    def _emit(self, item: Item, wake: bool = True) -> None:
+        """Queue ``item`` for the serve loop; answer deltas wait for ``_wake_loop`` at the next socket read."""
         self.outbox.append(item)
-        if not self.wake_pending:
+        if wake:
+            self._wake_loop()
+
+    def _wake_loop(self) -> None:
+        if self.outbox and not self.wake_pending:
             self.wake_pending = True
             self._wake(self)
 
@@ -333,7 +338,14 @@ class Stream:
         )
 
     def _counted(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
-        for chunk in chunks:
+        """The body's reads; before each one (it may block) the deltas of the last go out as one message,
+        so a fast stream is one message per socket read and a lone token is never held back."""
+        reads = iter(chunks)
+        while True:
+            self._wake_loop()
+            chunk = next(reads, None)
+            if chunk is None:
+                return
             self._body_began = True
             yield chunk
 
@@ -358,7 +370,7 @@ class Stream:
                 if self.cancelled.is_set():
                     raise Cancelled
                 for delta in episode.feed(event.data):
-                    self._emit(delta)
+                    self._emit(delta, wake=False)
                 if episode.done:
                     break
         except UnicodeDecodeError as exc:

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from dashfloat.catalogue import tools_catalogue
-from dashfloat.protocol import ContentDelta, ReasoningDelta, StreamStatus, Usage
-from dashfloat.testing.sse_server import Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
+from dashfloat.protocol import CancelStream, ContentDelta, ReasoningDelta, StreamStatus, Usage
+from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
 from tests.llm.conftest import TEST_KEY, TEST_KEY_ENV, Llm
 
 
@@ -236,3 +236,24 @@ def test_only_statuses_and_deltas_precede_exactly_one_terminal(llm: Llm, server:
     result = llm.run(server.base_url)
     assert all(isinstance(m, ContentDelta | ReasoningDelta | StreamStatus) for m in result.messages[:-1])
     assert result.done.content == "x" * 200
+
+
+def test_a_fast_stream_is_one_message_per_socket_read(llm: Llm, server: ScriptedServer) -> None:
+    text = "".join(f"w{i} " for i in range(400))
+    events = b"".join(ev(chunk({"content": text[i : i + 4]})) for i in range(0, len(text), 4))
+    server.enqueue(raw(events + ev(chunk({}, "stop")) + DONE))  # one write of 400 token events
+    result = llm.run(server.base_url)
+    assert result.done.content == text == result.text(ContentDelta)
+    assert len(result.of(ContentDelta)) <= 8  # one per socket read, not one per token (400)
+
+
+def test_a_lone_token_is_sent_before_the_next_read(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(Reply(body=[ev(chunk({"content": "first"})), Pause(30)]))
+    request_id = llm.start(server.base_url, idle_timeout_s=60)
+    first = None
+    while first is None or first.request_id != request_id:  # skip late answers to earlier tests
+        assert llm.channel.poll(20)  # long before the 30 s pause ends
+        first = llm.channel.recv()
+    assert isinstance(first, ContentDelta) and first.text == "first"
+    llm.channel.send(CancelStream(request_id))
+    llm.collect(request_id)
