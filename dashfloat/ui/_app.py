@@ -36,7 +36,7 @@ from dashfloat.protocol import (
     UiToAgent,
 )
 from dashfloat.ui import _commands as commands
-from dashfloat.ui._history import HistoryCursor
+from dashfloat.ui._history import HistoryCursor, ReverseSearch
 from dashfloat.ui._notify import NOTIFY_LONG_TURN_S, notification
 from dashfloat.ui._text import Row, sanitize
 from dashfloat.ui._theme import Theme
@@ -118,6 +118,7 @@ class TuiShell:
         self.link = link
         self.options = options
         self._turn_started: float | None = None
+        self._search: ReverseSearch | None = None
         self.clock = clock
         self.state: UiState = initial(clock(), model=options.model, cwd=options.cwd, approval=options.approval)
         self.pending: tuple[Entry, ...] = ()
@@ -432,6 +433,47 @@ class TuiShell:
                 self.buffer.delete_before_cursor(-start)
 
         # ---- daily habits (issue 17), kept together
+        searching = Condition(lambda: self._search is not None)
+
+        @kb.add("<any>", filter=searching)
+        def _(event: KeyPressEvent) -> None:
+            search = self._search
+            assert search is not None
+            data = event.key_sequence[0].data
+            if data.isprintable() and len(data) == 1:
+                self._show_search(search.type(self.state.history, data))
+                self._apply(Hint(search.prompt(self.state.history)))
+                return
+            self._search = None  # any other key ends the search with the match in the input
+            self._apply(Hint(None))
+
+        @kb.add("c-r")
+        def _(event: KeyPressEvent) -> None:
+            if self._search is None:
+                self._search = ReverseSearch(self.buffer.text, len(self.state.history))
+            else:
+                self._show_search(self._search.again(self.state.history))
+            self._apply(Hint(self._search.prompt(self.state.history)))
+
+        @kb.add("backspace", filter=searching)
+        def _(event: KeyPressEvent) -> None:
+            assert self._search is not None
+            self._show_search(self._search.erase(self.state.history))
+            self._apply(Hint(self._search.prompt(self.state.history)))
+
+        @kb.add("enter", filter=searching)
+        def _(event: KeyPressEvent) -> None:
+            self._search = None  # the match stays in the input, to edit or to submit with the next Enter
+            self._apply(Hint(None))
+
+        @kb.add("escape", filter=searching, eager=True)
+        @kb.add("c-g", filter=searching)
+        def _(event: KeyPressEvent) -> None:
+            assert self._search is not None
+            self._set_text(self._search.draft)
+            self._search = None
+            self._apply(Hint(None))
+
         @kb.add("c-z")
         def _(event: KeyPressEvent) -> None:
             # Suspend like any shell program (the agent and its workers stop with us; `fg` continues all).
@@ -467,6 +509,10 @@ class TuiShell:
         ):
             decision(key, value)  # type: ignore[arg-type]
         return kb
+
+    def _show_search(self, match: str | None) -> None:
+        if match is not None:
+            self._set_text(match)
 
     def _set_text(self, text: str) -> None:
         self.buffer.text = text

@@ -158,3 +158,30 @@ def test_prompt_files_of_the_project_and_the_user_are_slash_commands(
         assert user["content"] == "Review a.txt for bugs, briefly.\n"
     finally:
         term.close()
+
+
+def test_ctrl_r_finds_an_older_prompt(tree: Path, isolated_env: dict[str, str], server: ScriptedServer) -> None:
+    server.enqueue(text_reply("one"), text_reply("two"), text_reply("three"), text_reply("again"))
+    term = launch(server, tree, isolated_env)
+    try:
+        for prompt, answer in (("deploy the staging site", "one"), ("run the tests", "two"), ("deploy prod", "three")):
+            term.send(prompt + "\r")
+            assert term.wait_for(answer), term.text()
+            assert term.wait_for("Idle", visible_only=True)
+        term.send("\x12")  # Ctrl-R
+        assert term.wait_for("reverse-i-search", visible_only=True), term.text()
+        term.send("deploy")
+        assert term.wait_for("❯ deploy prod", visible_only=True), term.text()
+        term.send("\x12")  # again: the next older match
+        assert term.wait_for("❯ deploy the staging site", visible_only=True), term.text()
+        term.send("\r")  # keeps the match in the input; the next Enter sends it
+        assert wait_for(lambda: term.pump() and "reverse-i-search" not in term.visible(), timeout_s=10)
+        assert "❯ deploy the staging site" in term.visible()  # kept, not sent yet
+        assert len(server.requests) == 3
+        term.send("\r")
+        assert term.wait_for("again"), term.text()
+        assert [m["content"] for m in server.requests[3]["messages"] if m["role"] == "user"][-1] == (
+            "deploy the staging site"
+        )
+    finally:
+        term.close()
