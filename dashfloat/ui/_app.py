@@ -433,6 +433,13 @@ class TuiShell:
                 self.buffer.delete_before_cursor(-start)
 
         # ---- daily habits (issue 17), kept together
+        @kb.add("c-x", "c-e")
+        @kb.add("c-g", filter=Condition(lambda: self._search is None))
+        def _(event: KeyPressEvent) -> None:
+            # $VISUAL / $EDITOR on the input (prompt_toolkit's temp file, in the UI process: ADR 0023). Not
+            # submitted on return: the text comes back into the input to read once more and send with Enter.
+            self.buffer.open_in_editor(validate_and_handle=False)
+
         searching = Condition(lambda: self._search is not None)
 
         @kb.add("<any>", filter=searching)

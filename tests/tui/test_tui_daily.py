@@ -185,3 +185,28 @@ def test_ctrl_r_finds_an_older_prompt(tree: Path, isolated_env: dict[str, str], 
         )
     finally:
         term.close()
+
+
+@pytest.mark.parametrize("keys", ["\x18\x05", "\x07"])  # Ctrl-X Ctrl-E, Ctrl-G
+def test_the_editor_round_trip(
+    tree: Path, isolated_env: dict[str, str], server: ScriptedServer, tmp_path: Path, keys: str
+) -> None:
+    editor = tmp_path / "fake-editor"
+    # a fake $EDITOR: records what it was given and writes a two-line prompt back
+    editor.write_text(f'#!/bin/sh\ncp "$1" {tmp_path}/seen\nprintf "edited first line\\nand a second\\n" > "$1"\n')
+    editor.chmod(0o755)
+    server.enqueue(text_reply("got both lines"))
+    term = launch(server, tree, {**isolated_env, "VISUAL": str(editor), "EDITOR": "false"})
+    try:
+        term.send("draft text")
+        assert term.wait_for("❯ draft text", visible_only=True), term.text()
+        term.send(keys)
+        assert term.wait_for("and a second", visible_only=True), term.text()
+        assert (tmp_path / "seen").read_text().startswith("draft text")
+        assert not server.requests  # back in the input, not sent
+        term.send("\r")
+        assert term.wait_for("got both lines"), term.text()
+        [user] = [m for m in server.requests[0]["messages"] if m["role"] == "user"]
+        assert user["content"] == "edited first line\nand a second"
+    finally:
+        term.close()
