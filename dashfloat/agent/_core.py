@@ -347,8 +347,8 @@ class AgentCore:
                 self._submit(text)
             case RunUserCommand(command=command):
                 self._run_user_command(command)
-            case DecideConfirmation(ref=ref, decision=decision):
-                self._decide(ref, decision)
+            case DecideConfirmation():
+                self._decide(message)
             case Cancel():
                 self.cancel()
             case SetModel(model=model):
@@ -937,7 +937,8 @@ class AgentCore:
     def _pending_ref(self) -> str:
         return str(self.confirm_ref) if self.waiting == "confirm" else "none"
 
-    def _decide(self, ref: int, decision: str) -> None:
+    def _decide(self, message: DecideConfirmation) -> None:
+        ref, decision = message.ref, message.decision
         if self.waiting == "restore" and self.restore is not None:
             self._restore_step(self.restore.on_decision(ref, decision))
             return
@@ -946,23 +947,26 @@ class AgentCore:
             self.log.append(f"ignored decision {decision!r} for confirmation {ref}: pending is {self._pending_ref()}")
             return
         call = self._current()
-        if decision == "approve":
-            self._run(self.preview_digest, by_keypress=True)
-        elif decision == "approve_always":
-            scope = call_scope(call.name, call.args or {})
-            if scope is not None:  # the UI offers no "always" without a scope; a stray one approves once
-                self.session_rules.append(SourcedRule(scope, "allow", "session"))
-                text = f"{scope.text()} runs without asking for the rest of this session (/permissions to revoke)"
-                self._ui(SystemEntry(text=text))
-                self._ui(self.ready_message())
-            self._run(self.preview_digest, by_keypress=True)
-        elif decision == "reject":
-            self._finish_call(REJECTED)
-            self._advance()
-        else:
-            self._stop(REJECTED, "stopped")
-            self._finish_call(REJECTED)
-            self._advance()
+        match decision:
+            case "approve":
+                self._run(self.preview_digest, by_keypress=True)
+            case "approve_always":
+                scope = call_scope(call.name, call.args or {})
+                if scope is not None:  # the UI offers no "always" without a scope; a stray one approves once
+                    self.session_rules.append(SourcedRule(scope, "allow", "session"))
+                    text = f"{scope.text()} runs without asking for the rest of this session (/permissions to revoke)"
+                    self._ui(SystemEntry(text=text))
+                    self._ui(self.ready_message())
+                self._run(self.preview_digest, by_keypress=True)
+            case "reject":
+                self._finish_call(REJECTED)
+                self._advance()
+            case "reject_stop":
+                self._stop(REJECTED, "stopped")
+                self._finish_call(REJECTED)
+                self._advance()
+            case _:
+                assert_never(decision)
 
     # ------------------------------------------------------------ cancel, crashes, end of turn
 

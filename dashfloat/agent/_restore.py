@@ -14,6 +14,7 @@ from dashfloat.agent.undo import Plan, describe_commands
 from dashfloat.protocol import (
     ApplyRestore,
     ConfirmRequested,
+    Decision,
     Message,
     PreviewRestore,
     RestoreApplied,
@@ -98,7 +99,7 @@ class RestoreFlow:
             return self._finish(message.outcomes)
         return []
 
-    def on_decision(self, ref: int, decision: str) -> Out:
+    def on_decision(self, ref: int, decision: Decision) -> Out:
         if ref != self.ref or self.step not in ("confirm", "conflict"):
             return []
         approve = decision in ("approve", "approve_always")

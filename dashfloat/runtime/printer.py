@@ -8,15 +8,23 @@ import signal
 import sys
 import unicodedata
 from types import FrameType
-from typing import Final, TextIO
+from typing import Final, TextIO, assert_never
 
 from dashfloat.catalogue import summarize_call
 from dashfloat.protocol import (
     JSON_ENCODER,
+    AgentReady,
+    AgentToUi,
     Cancel,
     ConfirmRequested,
     DecideConfirmation,
     PhaseChanged,
+    PromptRestored,
+    PromptsListed,
+    ReasoningReceived,
+    RestoreEnded,
+    SessionsListed,
+    SessionStarted,
     SubmitPrompt,
     SystemEntry,
     TokenReceived,
@@ -24,6 +32,8 @@ from dashfloat.protocol import (
     ToolOutputShown,
     ToolResultShown,
     TurnEnded,
+    UsageShown,
+    UserPromptShown,
 )
 from dashfloat.runtime._agent_link import AgentProcess
 
@@ -121,19 +131,8 @@ class Printer:
                     return code
             self.out.flush()  # once per batch, not once per message: a fast stream stays cheap
 
-    def _show(self, message: object) -> int | None:
-        if isinstance(message, PhaseChanged) and message.phase == "streaming":
-            self.live = True
-        if isinstance(message, SystemEntry):
-            for line in message.text.splitlines():
-                self._row(defused(line))
-        if isinstance(message, ConfirmRequested):
-            # Nobody is there to press a key: what --approve did not allow is rejected.
-            self.link.send(DecideConfirmation(ref=message.ref, decision="reject"))
-            self._row(f"rejected {defused(message.name)}: headless mode asks nobody; pass --approve or --yes")
-        if isinstance(message, TurnEnded):
-            # even before any stream began: an agent that died before it saw the prompt ends the run too
-            self.outcome = message.outcome
+    def _show(self, message: AgentToUi) -> int | None:
+        self._note(message)
         if not self.live and self.outcome is None:
             return None
         if self.json_mode:
@@ -149,38 +148,90 @@ class Printer:
             return _EXIT_CODES.get(self.outcome, EXIT_FAILED)
         return None
 
-    def _human(self, message: object) -> None:
-        if isinstance(message, TokenReceived):
-            if self.paragraph_break:  # prose of a later episode starts a new paragraph
-                self.out.write("\n" if self.shared_terminal else "\n\n")  # (a shared screen has one already)
-                self.paragraph_break = False
-            self.out.write(message.text)
-            self.wrote_prose = True
-            if message.text:
-                self.prose_line_open = not message.text.endswith("\n")
-            return
-        if isinstance(message, ToolOutputShown):
-            if self.verbose:
-                *complete, self.live_partial = (self.live_partial + message.text).split("\n")
-                self.live_partial = self.live_partial[-LIVE_PARTIAL_MAX_CHARS:]
-                for line in complete:
-                    self._row(f"  │ {defused(line)}")
-            return
-        if isinstance(message, ToolCallShown):
-            self.paragraph_break = self.wrote_prose
-            self._row(f"⚙ {defused(summarize_call(message.name, message.args))}")
-        elif isinstance(message, ToolResultShown):
-            self.paragraph_break = self.wrote_prose
-            if self.live_partial:
-                self._row(f"  │ {defused(self.live_partial)}")
-                self.live_partial = ""
-            lines = [defused(line) for line in message.output.splitlines()]
-            if message.status == "error" and lines:
-                self._row(f"→ error: {lines.pop(0)}")
-            else:
-                self._row(f"→ {message.status}")
-            for line in lines:
-                self._row(f"  {line}")
+    def _note(self, message: AgentToUi) -> None:
+        """What every message does to the run, shown or not (the display itself starts with the stream)."""
+        match message:
+            case PhaseChanged(phase="streaming"):
+                self.live = True
+            case SystemEntry(text=text):
+                for line in text.splitlines():
+                    self._row(defused(line))
+            case ConfirmRequested(ref=ref, name=name):
+                # Nobody is there to press a key: what --approve did not allow is rejected.
+                self.link.send(DecideConfirmation(ref=ref, decision="reject"))
+                self._row(f"rejected {defused(name)}: headless mode asks nobody; pass --approve or --yes")
+            case TurnEnded(outcome=outcome):
+                # even before any stream began: an agent that died before it saw the prompt ends the run too
+                self.outcome = outcome
+            case (
+                AgentReady()
+                | SessionStarted()
+                | UserPromptShown()
+                | TokenReceived()
+                | ReasoningReceived()
+                | PhaseChanged()
+                | ToolCallShown()
+                | ToolOutputShown()
+                | ToolResultShown()
+                | UsageShown()
+                | SessionsListed()
+                | PromptsListed()
+                | PromptRestored()
+                | RestoreEnded()
+            ):
+                pass
+            case _:
+                assert_never(message)
+
+    def _human(self, message: AgentToUi) -> None:
+        match message:
+            case TokenReceived(text=text):
+                if self.paragraph_break:  # prose of a later episode starts a new paragraph
+                    self.out.write("\n" if self.shared_terminal else "\n\n")  # (a shared screen has one already)
+                    self.paragraph_break = False
+                self.out.write(text)
+                self.wrote_prose = True
+                if text:
+                    self.prose_line_open = not text.endswith("\n")
+            case ToolOutputShown(text=text):
+                if self.verbose:
+                    *complete, self.live_partial = (self.live_partial + text).split("\n")
+                    self.live_partial = self.live_partial[-LIVE_PARTIAL_MAX_CHARS:]
+                    for line in complete:
+                        self._row(f"  │ {defused(line)}")
+            case ToolCallShown(name=name, args=args):
+                self.paragraph_break = self.wrote_prose
+                self._row(f"⚙ {defused(summarize_call(name, args))}")
+            case ToolResultShown(status=status, output=output):
+                self.paragraph_break = self.wrote_prose
+                if self.live_partial:
+                    self._row(f"  │ {defused(self.live_partial)}")
+                    self.live_partial = ""
+                lines = [defused(line) for line in output.splitlines()]
+                if status == "error" and lines:
+                    self._row(f"→ error: {lines.pop(0)}")
+                else:
+                    self._row(f"→ {status}")
+                for line in lines:
+                    self._row(f"  {line}")
+            case (
+                AgentReady()
+                | SessionStarted()
+                | UserPromptShown()
+                | ReasoningReceived()
+                | PhaseChanged()
+                | ConfirmRequested()
+                | UsageShown()
+                | SystemEntry()
+                | TurnEnded()
+                | SessionsListed()
+                | PromptsListed()
+                | PromptRestored()
+                | RestoreEnded()
+            ):
+                pass  # rows of their own above (system entries, confirmations), or nothing in headless mode
+            case _:
+                assert_never(message)
 
     def _row(self, text: str) -> None:
         """One line on stderr, on a line of its own even when prose shares the terminal."""
