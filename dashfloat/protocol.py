@@ -550,10 +550,14 @@ class AgentReady(Message, frozen=True):
 
 
 class SessionStarted(Message, frozen=True):
-    """A session is now current (new, resumed or reloaded); an empty id: cleared, not yet on disk."""
+    """A session is now current (new, resumed or reloaded)."""
 
     session_id: str
     resumed: bool = False
+
+
+class SessionCleared(Message, frozen=True):
+    """/clear took effect: no session is current until the next message is saved (a restart starts empty)."""
 
 
 class UserPromptShown(Message, frozen=True):
@@ -670,6 +674,7 @@ class RestoreEnded(Message, frozen=True):
 AgentToUi = (
     AgentReady
     | SessionStarted
+    | SessionCleared
     | UserPromptShown
     | TokenReceived
     | ReasoningReceived
@@ -864,17 +869,21 @@ class RestoreApplied(Message, frozen=True):
     outcomes: list[RestoreOutcome]
 
 
-ExecutorToAgent = PreviewReady | CommandStarted | CommandOutput | ToolFinished | RestorePreviewed | RestoreApplied
+class FrameRejected(Message, frozen=True):
+    """A frame on the agent->executor channel could not be decoded (``error`` says why); serving goes on."""
+
+    error: str
+
+
+ExecutorToAgent = (
+    PreviewReady | CommandStarted | CommandOutput | ToolFinished | RestorePreviewed | RestoreApplied | FrameRejected
+)
 
 # ---------------------------------------------------------------- wire forms
 
 ALL_MESSAGE_TYPES: tuple[type[Message], ...] = tuple(
     cls for cls in Message.__subclasses__() if cls.__module__ == __name__
 )
-
-
-class WireError(Exception):
-    """A frame that is not a valid message of the expected union."""
 
 
 def msgpack_decoder(union: Any) -> msgspec.msgpack.Decoder[Any]:

@@ -37,6 +37,7 @@ from dashfloat.protocol import (
     DecideConfirmation,
     EditFileResult,
     ExecutorToAgent,
+    FrameRejected,
     FunctionCall,
     ListDirectoryResult,
     ListPermissions,
@@ -65,6 +66,7 @@ from dashfloat.protocol import (
     RunUserCommand,
     SandboxPolicy,
     SavePermission,
+    SessionCleared,
     SessionInfo,
     SessionsListed,
     SessionStarted,
@@ -385,8 +387,8 @@ class AgentCore:
                 if self.session_rules:
                     self._revoke_session_rules()
                     self._ui(self.ready_message())
-                # an empty id: no session file yet; a restart after a crash must not bring the old one back
-                self._ui(SessionStarted(session_id=""))
+                # no session file yet; a restart after a crash must not bring the old one back
+                self._ui(SessionCleared())
                 self._ui(SystemEntry(text="new session: the conversation starts empty"))
             case ListSessions():
                 self._ui(SessionsListed(sessions=self.journal.list_sessions()))
@@ -920,8 +922,8 @@ class AgentCore:
                     self._keep_changes(message)
                     self._finish_call(result)
                     self._advance()
-                elif not call_id:
-                    self._ui(SystemEntry(text=result_excerpt(result), level="error"))
+            case FrameRejected(error=error):
+                self._ui(SystemEntry(text=error, level="error"))
             case CommandStarted():
                 pass  # the process shell keeps the process group to kill if the executor dies
             case RestorePreviewed() | RestoreApplied():

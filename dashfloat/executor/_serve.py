@@ -28,6 +28,8 @@ from dashfloat.protocol import (
     CancelTool,
     CommandOutput,
     CommandStarted,
+    ExecutorToAgent,
+    FrameRejected,
     PreviewReady,
     PreviewRestore,
     PreviewTool,
@@ -39,7 +41,7 @@ from dashfloat.protocol import (
     ToolFinished,
 )
 
-_Reply = PreviewReady | CommandStarted | CommandOutput | ToolFinished | RestorePreviewed | RestoreApplied
+_Reply = ExecutorToAgent
 
 _SIGTERM_EXIT = 128 + signal.SIGTERM
 
@@ -84,7 +86,7 @@ class _Server:
         except PeerDied as exc:
             raise _Stop from exc
         except ProtocolError as exc:
-            self.send(ToolFinished(call_id="", result=error_result(str(exc))))
+            self.send(FrameRejected(error=str(exc)))
             return None
 
     def send(self, message: _Reply) -> None:

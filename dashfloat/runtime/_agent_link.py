@@ -17,6 +17,7 @@ from dashfloat.procutil import FORK, stop_process
 from dashfloat.protocol import (
     AgentToUi,
     PhaseChanged,
+    SessionCleared,
     SessionStarted,
     Shutdown,
     SystemEntry,
@@ -89,6 +90,8 @@ class AgentProcess:
                 break
             if isinstance(message, SessionStarted):
                 self.session_id = message.session_id
+            elif isinstance(message, SessionCleared):
+                self.session_id = ""
             messages.append(message)
         return messages
 

@@ -23,6 +23,7 @@ from dashfloat.protocol import (
     PromptsListed,
     ReasoningReceived,
     RestoreEnded,
+    SessionCleared,
     SessionsListed,
     SessionStarted,
     SubmitPrompt,
@@ -166,6 +167,7 @@ class Printer:
             case (
                 AgentReady()
                 | SessionStarted()
+                | SessionCleared()
                 | UserPromptShown()
                 | TokenReceived()
                 | ReasoningReceived()
@@ -217,6 +219,7 @@ class Printer:
             case (
                 AgentReady()
                 | SessionStarted()
+                | SessionCleared()
                 | UserPromptShown()
                 | ReasoningReceived()
                 | PhaseChanged()

@@ -23,6 +23,7 @@ from dashfloat.protocol import (
     RestoreEnded,
     ResultStatus,
     SandboxState,
+    SessionCleared,
     SessionInfo,
     SessionsListed,
     SessionStarted,
@@ -331,9 +332,12 @@ def reduce(state: UiState, event: Event) -> UiState:
                 return _commit(_flush_open(state), Notice(f"resumed session {event.session_id}"))
             if changed:
                 state = dataclasses.replace(state, context_tokens=None)
-                if event.session_id:  # "" is a cleared session not yet on disk: the agent says so itself
-                    return _commit(_flush_open(state), Notice(f"new session {event.session_id}"))
+                return _commit(_flush_open(state), Notice(f"new session {event.session_id}"))
             return state
+        case SessionCleared():
+            if state.session_id:  # the agent's own entry says the conversation starts empty
+                state = dataclasses.replace(state, context_tokens=None)
+            return dataclasses.replace(state, session_id="")
         case UserPromptShown():
             return _commit(_flush_open(state), UserPrompt(event.text))
         case TokenReceived():

@@ -13,9 +13,11 @@ from dashfloat.protocol import (
     CancelStream,
     CancelTool,
     ChatMessage,
+    ClearSession,
     ConfirmRequested,
     ContentDelta,
     DecideConfirmation,
+    FrameRejected,
     ListDirectoryResult,
     Message,
     PhaseChanged,
@@ -26,6 +28,8 @@ from dashfloat.protocol import (
     RunTool,
     SandboxPolicy,
     SandboxState,
+    SessionCleared,
+    SessionStarted,
     SetApproval,
     ShowUsage,
     StartStream,
@@ -463,3 +467,12 @@ def test_adjacent_ui_text_is_coalesced_without_reordering() -> None:
         ("ui", SystemEntry(text="s")),
         ("ui", TokenReceived(text="d")),
     ]
+
+
+def test_clear_says_cleared_and_an_undecodable_executor_frame_is_an_error_entry() -> None:
+    core = make_core()
+    core.on_ui(ClearSession())
+    out = take(core)
+    assert SessionCleared() in out and not any(isinstance(m, SessionStarted) for m in out)
+    core.on_executor(FrameRejected(error="undecodable message on the agent->executor channel: junk"))
+    assert take(core) == [SystemEntry(text="undecodable message on the agent->executor channel: junk", level="error")]

@@ -21,6 +21,7 @@ from dashfloat.protocol import (
     CommandOutput,
     CommandStarted,
     ExecutorToAgent,
+    FrameRejected,
     PreviewReady,
     PreviewTool,
     ReadFileResult,
@@ -200,9 +201,8 @@ def test_sigterm_kills_the_command(agent: Agent) -> None:
 def test_undecodable_frame_is_answered_and_serving_goes_on(agent: Agent) -> None:
     channel, _ = agent
     channel.conn.send_bytes(b"\xc1 not msgpack")
-    finished = reply(channel)
-    assert isinstance(finished, ToolFinished) and finished.call_id == ""
-    assert isinstance(finished.result, ToolFailed)
-    assert finished.result.error.startswith("undecodable message on the agent->executor channel")
+    rejected = reply(channel)
+    assert isinstance(rejected, FrameRejected)
+    assert rejected.error.startswith("undecodable message on the agent->executor channel")
     channel.send(PreviewTool("p1", "list_directory", {}))
     assert isinstance(reply(channel), PreviewReady)

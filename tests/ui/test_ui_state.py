@@ -10,6 +10,7 @@ from dashfloat.protocol import (
     ConfirmRequested,
     PhaseChanged,
     ReasoningReceived,
+    SessionCleared,
     SessionInfo,
     SessionsListed,
     SessionStarted,
@@ -85,6 +86,14 @@ def test_session_started_first_is_silent_then_announced() -> None:
     assert state.outbox == (Notice("new session s2"),) and state.context_tokens is None
     state = run(SessionStarted(session_id="s3", resumed=True), state=take_outbox(state)[0])
     assert state.outbox == (Notice("resumed session s3"),)
+
+
+def test_a_cleared_session_is_no_session_and_forgets_the_context_size() -> None:
+    state = run(SessionStarted(session_id="s1"), UsageShown(usage=Usage(total_tokens=9)))
+    state = run(SessionCleared(), state=state)
+    assert state.session_id == "" and state.context_tokens is None and state.outbox == ()
+    state = run(SessionStarted(session_id="s2"), state=state)
+    assert state.outbox == (Notice("new session s2"),)
 
 
 def test_tokens_stay_live_until_a_block_finishes() -> None:
