@@ -22,6 +22,19 @@ EXEC_TIMEOUT_DEFAULT_S: Final = 30.0
 """execute_command's timeout when neither the call nor --exec-timeout names one."""
 EXEC_TIMEOUT_MAX_S: Final = 600.0
 """The longest timeout a call may ask for (a real project's `make test`)."""
+# Bounds the model is told about: the executor enforces exactly these (it imports them from here), and the
+# descriptions below are built from them, so the text cannot disagree with what runs.
+READ_MAX_LINES: Final = 2000
+READ_MAX_BYTES: Final = 64 * 1024
+LIST_MAX_ENTRIES: Final = 501
+EXEC_OUTPUT_MAX_BYTES: Final = 32 * 1024
+# The 32 KiB are split: the start of the output (what ran) and its end (the summary, the failure).
+EXEC_OUTPUT_HEAD_BYTES: Final = 8 * 1024
+EXEC_OUTPUT_TAIL_BYTES: Final = EXEC_OUTPUT_MAX_BYTES - EXEC_OUTPUT_HEAD_BYTES
+
+
+def _kib(n: int) -> str:
+    return f"{n // 1024} KiB"
 
 
 def _string(description: str) -> dict[str, Any]:
@@ -42,7 +55,8 @@ def _tool(name: str, description: str, properties: dict[str, Any], required: lis
 TOOLS: Final[list[dict[str, Any]]] = [
     _tool(
         READ_FILE,
-        "Read a text file as a 1-based line window (at most 2000 lines / 64 KiB per call).",
+        f"Read a text file as a 1-based line window (at most {READ_MAX_LINES} lines / {_kib(READ_MAX_BYTES)} "
+        "per call).",
         {
             "path": _string("File path relative to the working directory."),
             "offset": {"type": "integer", "minimum": 1, "default": READ_DEFAULT_OFFSET},
@@ -86,7 +100,7 @@ TOOLS: Final[list[dict[str, Any]]] = [
     ),
     _tool(
         LIST_DIRECTORY,
-        "List a directory: sorted names with type and size (at most 501 entries).",
+        f"List a directory: sorted names with type and size (at most {LIST_MAX_ENTRIES} entries).",
         {"path": {"type": "string", "description": "Directory path.", "default": "."}},
         [],
     ),
@@ -102,7 +116,8 @@ def tools_catalogue(exec_timeout_s: float = EXEC_TIMEOUT_DEFAULT_S) -> list[dict
             function["description"] = (
                 f"Run a shell command line with sh -c semantics. It is killed after {exec_timeout_s:g} s unless "
                 f"`timeout` asks for longer (at most {EXEC_TIMEOUT_MAX_S:g} s): pass it for builds and test "
-                "suites. Output: the first 8 KiB and the last 24 KiB of stdout+stderr are kept."
+                f"suites. Output: the first {_kib(EXEC_OUTPUT_HEAD_BYTES)} and the last {_kib(EXEC_OUTPUT_TAIL_BYTES)} "
+                "of stdout+stderr are kept."
             )
             function["parameters"]["properties"]["timeout"]["description"] = (
                 f"Seconds before the command is killed (default {exec_timeout_s:g}, maximum {EXEC_TIMEOUT_MAX_S:g})."

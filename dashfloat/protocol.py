@@ -701,7 +701,7 @@ class StartStream(Message, frozen=True):
     request_id: int
     provider: ProviderConfig
     messages: list[ChatMessage]
-    idle_timeout_s: float = 60.0
+    idle_timeout_s: float
     idle_timeout_from: str = ""
     """Where the idle timeout was set (named in the timeout's message); empty: the default."""
     exec_timeout_s: float | None = None

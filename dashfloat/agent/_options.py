@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from dashfloat.catalogue import EXEC_TIMEOUT_DEFAULT_S
+from dashfloat.config import DEFAULT_IDLE_TIMEOUT_S
 from dashfloat.permissions import SourcedRule
 from dashfloat.protocol import ApprovalMode, ProviderConfig, SandboxState
 
@@ -18,7 +19,7 @@ class AgentOptions(msgspec.Struct, frozen=True):
     exec_timeout_s: float = EXEC_TIMEOUT_DEFAULT_S
     sandbox: SandboxState = msgspec.field(default_factory=SandboxState)
     """The command sandbox detected at launch (``--sandbox``, ``--network``); shown on the status bar."""
-    idle_timeout_s: float = 60.0
+    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     idle_timeout_from: str = ""
     """The setting the idle timeout came from (named when a stream times out); empty: the default."""
     state_dir: str = ""

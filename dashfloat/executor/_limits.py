@@ -4,22 +4,33 @@ from __future__ import annotations
 
 from typing import Final
 
-from dashfloat.catalogue import EXEC_TIMEOUT_DEFAULT_S
+# What the model is told is defined once, beside the tool descriptions built from it.
+from dashfloat.catalogue import (
+    EXEC_OUTPUT_HEAD_BYTES,
+    EXEC_OUTPUT_MAX_BYTES,
+    EXEC_OUTPUT_TAIL_BYTES,
+    EXEC_TIMEOUT_DEFAULT_S,
+    LIST_MAX_ENTRIES,
+    READ_MAX_BYTES,
+    READ_MAX_LINES,
+)
 
-EXEC_OUTPUT_MAX_BYTES: Final = 32 * 1024
-# The 32 KiB are split: the start of the output (what ran) and its end (the summary, the failure).
-EXEC_OUTPUT_HEAD_BYTES: Final = 8 * 1024
-EXEC_OUTPUT_TAIL_BYTES: Final = EXEC_OUTPUT_MAX_BYTES - EXEC_OUTPUT_HEAD_BYTES
+__all__ = [
+    "EXEC_OUTPUT_HEAD_BYTES",
+    "EXEC_OUTPUT_MAX_BYTES",
+    "EXEC_OUTPUT_TAIL_BYTES",
+    "LIST_MAX_ENTRIES",
+    "READ_MAX_BYTES",
+    "READ_MAX_LINES",
+]
+
 EXEC_TIMEOUT_S: Final = EXEC_TIMEOUT_DEFAULT_S
 # Live output of a running command (never the model's result): one chunk per interval at most, of at most
 # this many bytes (its newest); 10 a second is under the UI's 30 frames a second and reads as live.
 LIVE_CHUNK_MAX_BYTES: Final = 4 * 1024
 LIVE_INTERVAL_S: Final = 0.1
-READ_MAX_LINES: Final = 2000
-READ_MAX_BYTES: Final = 64 * 1024
 READ_STREAM_THRESHOLD_BYTES: Final = 256 * 1024
 EDIT_MAX_FILE_BYTES: Final = 8 * 1024 * 1024
-LIST_MAX_ENTRIES: Final = 501
 PREVIEW_MAX_LINES: Final = 50
 # edit_file stops counting ambiguous matches here (a one-byte search in 8 MiB would count millions).
 LOCATE_MAX_COUNT: Final = 1000
