@@ -176,6 +176,9 @@ def serve(conn: Connection, root: str, exec_timeout_s: float, sandbox: SandboxSt
     procutil.die_with_parent(signal.SIGTERM)
     state = sandbox if sandbox is not None else SandboxState()
     channel: Channel[AgentToExecutor] = Channel(conn, AgentToExecutor, "agent->executor")
-    server = _Server(channel, Root(root), exec_timeout_s, Sandbox.for_session(state, os.environ))
+    # root is the launch's real path: an executor restarted after the directory was swapped must not adopt
+    # whatever the path names now
+    fixed = Root(root, launch_real=True)
+    server = _Server(channel, fixed, exec_timeout_s, Sandbox.for_session(state, os.environ))
     signal.signal(signal.SIGTERM, server.on_sigterm)
     server.run()

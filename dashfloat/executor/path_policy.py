@@ -88,13 +88,29 @@ class Root:
     is still where it was: a moved, deleted or swapped root fails every tool instead of being re-resolved.
     """
 
-    def __init__(self, path: str, use_openat2: bool | None = None) -> None:
+    def __init__(self, path: str, use_openat2: bool | None = None, launch_real: bool = False) -> None:
+        """``launch_real``: ``path`` is the real path the session was launched in (a restarted executor), so
+        if it no longer resolves to itself the root is gone, not re-resolved to wherever it points now."""
         self.path = os.path.realpath(path)
+        self._gone_at_start = ""
+        self.fd = -1
+        self._identity = (-1, -1)
+        self.beneath = openat2_works() if use_openat2 is None else use_openat2
+        if launch_real and self.path != os.path.abspath(path):
+            self.path = os.path.abspath(path)
+            self._gone_at_start = "was replaced by a symlink"
         self._path_b = os.fsencode(self.path)
-        self.fd = os.open(self.path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        if self._gone_at_start:
+            return
+        try:
+            self.fd = os.open(self.path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            if not launch_real:
+                raise
+            self._gone_at_start = "was moved or deleted"
+            return
         st = os.fstat(self.fd)
         self._identity = (st.st_dev, st.st_ino)
-        self.beneath = openat2_works() if use_openat2 is None else use_openat2
 
     def close(self) -> None:
         """Release the directory fd (the executor holds it until it exits)."""
@@ -104,6 +120,8 @@ class Root:
 
     def check(self) -> None:
         """RootGone unless the start-time path still names the very directory we hold."""
+        if self._gone_at_start:
+            raise RootGone(self._gone(self._gone_at_start))
         try:
             st = os.lstat(self.path)
         except FileNotFoundError:

@@ -195,3 +195,22 @@ def test_locate_never_leaves_the_root(tree: Path, parts: list[str], beneath: boo
         r.close()
     real = os.fsencode(os.path.realpath(tree / os.fsdecode(rel)))
     assert inside(real, os.fsencode(os.path.realpath(tree)))
+
+
+@pytest.mark.parametrize("how", ["symlink", "deleted"])
+def test_an_executor_started_after_the_swap_does_not_adopt_the_new_target(root: Path, how: str) -> None:
+    # A restarted executor is given the launch's real path; it must not follow it to where it points now.
+    launch_path = str(root)
+    outside = root.parent / "outside"
+    before = snapshot(outside)
+    root.rename(root.parent / "root.old")
+    if how == "symlink":
+        root.symlink_to(outside)
+    r = Root(launch_path, launch_real=True)
+    try:
+        expected = "was replaced by a symlink" if how == "symlink" else "was moved or deleted"
+        for name, result in every_tool(r).items():
+            assert result["ok"] is False and f"{launch_path} {expected}" in result["error"], (name, result)
+    finally:
+        r.close()
+    assert snapshot(outside) == before
