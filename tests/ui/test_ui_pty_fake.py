@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e import wait_for
 from tests.ui.ui_pty import CTRL_D, ENTER, ESC, Term, fake_app, received
 
 
@@ -86,6 +87,8 @@ def test_slash_commands_reach_the_agent(app: tuple[Term, Path]) -> None:
     term.send("/approve edits" + ENTER)
     term.send("/nope" + ENTER)
     assert term.wait_for("unknown command /nope"), term.text()
+    # the error line is local and can be on screen before the fake agent has logged what it received
+    assert wait_for(lambda: len(received(log)) >= 2, timeout_s=10), received(log)
     assert received(log)[:2] == [{"type": "set_model", "model": "other"}, {"type": "set_approval", "mode": "edits"}]
 
 
