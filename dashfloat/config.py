@@ -5,6 +5,7 @@ The file names providers; the key itself never appears in it, only the variable 
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 import re
@@ -25,6 +26,13 @@ OPENAI_DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_IDLE_TIMEOUT_S = 60.0
 DEFAULT_SANDBOX_MODE: SandboxMode = "workspace-write"
 """Commands run in the sandbox's workspace-write mode unless ``--sandbox`` or ``[sandbox] mode`` says otherwise."""
+FIRST_BYTE_TIMEOUT_LOCAL_S = 600.0
+"""A local server reads the whole prompt before its first byte: minutes on a CPU (docs/providers.md)."""
+FIRST_BYTE_TIMEOUT_PUBLIC_S = 180.0
+"""A hosted API that sends nothing for three minutes is not coming back."""
+DEFAULT_COMPACT_AT_PERCENT = 80
+"""Automatic compaction when a request would fill this percentage of the window (decision 0031)."""
+COMPACT_AT_PERCENT_RANGE = (10, 95)
 KEY_ENV = "OPENAI_API_KEY"
 
 
@@ -60,9 +68,13 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True):
     """The ``[settings]`` table."""
 
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
-    """Fail a stream when the provider sends no byte for this long."""
+    """Fail a stream when the provider sends no event for this long, once it has started answering."""
     read_only_commands: bool = True
     """Run the read-only allowlist (ls, cat, rg, git status, ...) without asking (docs/permissions.md)."""
+    first_byte_timeout_s: float | None = None
+    """Fail a request whose first event takes longer; None: 600 s for local hosts, 180 s for others."""
+    compact_at_percent: int = DEFAULT_COMPACT_AT_PERCENT
+    """Compact the conversation automatically when a request would fill this much of the window."""
 
 
 class SandboxSettings(msgspec.Struct, forbid_unknown_fields=True):
@@ -158,6 +170,12 @@ def load_config(env: Mapping[str, str]) -> ConfigFile | None:
     config.providers = entries
     if not (math.isfinite(config.settings.idle_timeout_s) and config.settings.idle_timeout_s > 0):
         raise ConfigError(f"{path}: settings.idle_timeout_s: must be a positive number of seconds")
+    first_byte = config.settings.first_byte_timeout_s
+    if first_byte is not None and not (math.isfinite(first_byte) and first_byte > 0):
+        raise ConfigError(f"{path}: settings.first_byte_timeout_s: must be a positive number of seconds")
+    low, high = COMPACT_AT_PERCENT_RANGE
+    if not low <= config.settings.compact_at_percent <= high:
+        raise ConfigError(f"{path}: settings.compact_at_percent: must be between {low} and {high}")
     if config.default_provider is not None and config.default_provider not in entries:
         raise ConfigError(
             f"{path}: default_provider: no provider named {config.default_provider!r} "
@@ -268,3 +286,30 @@ def idle_timeout_from(env: Mapping[str, str]) -> str:
     if config and config.settings.idle_timeout_s != DEFAULT_IDLE_TIMEOUT_S:
         return f"settings.idle_timeout_s in {config_path(env)}"
     return ""
+
+
+def is_local_url(url: str) -> bool:
+    """Loopback, private and link-local hosts (and ``localhost``): local servers, patient deadlines."""
+    host = urlsplit(url).hostname or ""
+    if host == "localhost" or host.endswith((".localhost", ".local")):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
+
+
+def first_byte_timeout_s(env: Mapping[str, str], base_url: str) -> float:
+    """The first-byte deadline: ``[settings] first_byte_timeout_s``, else by host (local or public)."""
+    config = load_config(env)
+    configured = config.settings.first_byte_timeout_s if config else None
+    if configured is not None:
+        return configured
+    return FIRST_BYTE_TIMEOUT_LOCAL_S if is_local_url(base_url) else FIRST_BYTE_TIMEOUT_PUBLIC_S
+
+
+def compact_at_percent(env: Mapping[str, str]) -> int:
+    """The automatic compaction threshold, percent of the window."""
+    config = load_config(env)
+    return config.settings.compact_at_percent if config else DEFAULT_COMPACT_AT_PERCENT

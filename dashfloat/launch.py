@@ -14,6 +14,8 @@ from dashfloat.config import (
     KEY_ENV,
     ConfigError,
     ProviderFlags,
+    compact_at_percent,
+    first_byte_timeout_s,
     idle_timeout_from,
     idle_timeout_s,
     read_only_commands,
@@ -53,6 +55,7 @@ def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> Launc
         read_only = read_only_commands(env)
         sandbox_config = sandbox_settings(env)
         idle_from = idle_timeout_from(env)
+        compact_at = compact_at_percent(env)
     except ConfigError as exc:
         raise LaunchError(str(exc)) from exc
     state = state_dir(env)
@@ -69,6 +72,11 @@ def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> Launc
 
         demo = start_demo(env)
         provider, stop, notice = demo.provider, demo.stop, demo.notice if not args.demo else ""
+    try:
+        first_byte = first_byte_timeout_s(env, provider.base_url)
+    except ConfigError as exc:
+        stop()
+        raise LaunchError(str(exc)) from exc
     restoring = bool(getattr(args, "undo", False)) or getattr(args, "rewind", None) is not None
     # --yes applies an undo/rewind; it does not widen what tools may do (none run in that mode anyway)
     approval: ApprovalMode = "all" if args.yes and not restoring else args.approve
@@ -88,6 +96,8 @@ def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> Launc
         sandbox=sandbox,
         idle_timeout_s=idle_timeout,
         idle_timeout_from=idle_from,
+        first_byte_timeout_s=first_byte,
+        compact_at_percent=compact_at,
         state_dir=str(state),
         resume_id=args.resume or "",
         continue_latest=args.continue_latest or (restoring and not args.resume),

@@ -12,7 +12,7 @@ from typing import Any, Literal, assert_never
 
 import msgspec
 
-Phase = Literal["idle", "streaming", "confirming", "running"]
+Phase = Literal["idle", "streaming", "compacting", "confirming", "running"]
 Decision = Literal["approve", "reject", "reject_stop", "approve_always"]
 ApprovalMode = Literal["ask", "edits", "all", "plan"]
 ResultStatus = Literal["ok", "error", "rejected", "cancelled"]
@@ -43,9 +43,12 @@ StreamFailureKind = Literal[
     "cancelled",
     "internal",
     "crashed",
+    "context_exceeded",
+    "first_byte_timeout",
 ]
 """Every way a stream can fail (docs/providers.md "Failure kinds"); ``crashed``: the LLM process died."""
 SandboxMode = Literal["workspace-write", "read-only", "off"]
+WindowSource = Literal["config", "server", "table", "assumed"]
 
 
 def _snake(name: str) -> str:
@@ -476,7 +479,13 @@ class ResumeSession(Message, frozen=True):
 
 
 class ShowUsage(Message, frozen=True):
-    """/usage: replies SystemEntry with this session's tokens by turn."""
+    """/usage or /status: replies SystemEntry with the window, where it came from, the fill, tokens by turn."""
+
+
+class CompactConversation(Message, frozen=True):
+    """/compact [focus]: shrink and summarise the conversation now (replies PhaseChanged, SystemEntry)."""
+
+    focus: str = ""
 
 
 class UndoTurn(Message, frozen=True):
@@ -518,6 +527,7 @@ UiToAgent = (
     | UndoTurn
     | ListPrompts
     | RewindTo
+    | CompactConversation
     | Shutdown
     | RunUserCommand
 )
@@ -541,6 +551,7 @@ class AgentReady(Message, frozen=True):
     cwd: str
     approval: ApprovalMode
     context_window: int | None = None
+    window_source: WindowSource | None = None
     history: list[str] = []
     sandbox: SandboxState = msgspec.field(default_factory=SandboxState)
     rules: int = 0
@@ -631,6 +642,12 @@ class UsageShown(Message, frozen=True):
     usage: Usage
 
 
+class ContextChanged(Message, frozen=True):
+    """The conversation's estimated size changed without a turn (a compaction): the status bar's fill."""
+
+    tokens: int
+
+
 class SystemEntry(Message, frozen=True):
     """A dim system line in the transcript: failures, notices, what to do next."""
 
@@ -684,6 +701,7 @@ AgentToUi = (
     | ToolResultShown
     | ConfirmRequested
     | UsageShown
+    | ContextChanged
     | SystemEntry
     | TurnEnded
     | SessionsListed
@@ -702,10 +720,20 @@ class StartStream(Message, frozen=True):
     provider: ProviderConfig
     messages: list[ChatMessage]
     idle_timeout_s: float
+    """Longest gap between two events once the first one arrived (keep-alive comments are no progress)."""
     idle_timeout_from: str = ""
     """Where the idle timeout was set (named in the timeout's message); empty: the default."""
     exec_timeout_s: float | None = None
     """execute_command's default timeout in force, named in the catalogue's text (None: the catalogue's)."""
+    first_byte_timeout_s: float = 600.0
+    """Longest wait for the first event (a local server reads the whole prompt before answering)."""
+
+
+class DiscoverWindow(Message, frozen=True):
+    """Ask the server how large the model's context window is; replies WindowFound."""
+
+    request_id: int
+    provider: ProviderConfig
 
 
 class CancelStream(Message, frozen=True):
@@ -714,7 +742,7 @@ class CancelStream(Message, frozen=True):
     request_id: int
 
 
-AgentToLlm = StartStream | CancelStream | Shutdown
+AgentToLlm = StartStream | DiscoverWindow | CancelStream | Shutdown
 
 # ---------------------------------------------------------------- LLM stream -> Agent
 
@@ -761,7 +789,17 @@ class StreamFailed(Message, frozen=True):
     tool_calls: list[AssembledCall] = []
 
 
-LlmToAgent = ContentDelta | ReasoningDelta | StreamStatus | StreamDone | StreamFailed
+class WindowFound(Message, frozen=True):
+    """Reply to DiscoverWindow: the window, its source and field, a notice if the server said nonsense."""
+
+    request_id: int
+    window: int
+    source: WindowSource
+    detail: str = ""
+    notice: str = ""
+
+
+LlmToAgent = ContentDelta | ReasoningDelta | StreamStatus | StreamDone | StreamFailed | WindowFound
 
 # ---------------------------------------------------------------- Agent -> Executor
 

@@ -11,10 +11,13 @@ from typing import Any, Final, Literal, Protocol, assert_never
 
 import msgspec
 
+from dashfloat.agent import _compaction as compaction
 from dashfloat.agent import undo
+from dashfloat.agent._context import Calibration, calibrate, compact_threshold, estimate, fill_percent, hard_limit
 from dashfloat.agent._options import AgentOptions
 from dashfloat.agent._prompt import system_message
 from dashfloat.agent._restore import RestoreFlow
+from dashfloat.agent._resumed import Resumed
 from dashfloat.agent._summary import result_excerpt, result_status
 from dashfloat.catalogue import EDIT_TOOLS, EXECUTE_COMMAND, MUTATING_TOOLS
 from dashfloat.permissions import SourcedRule, call_scope, read_only_command, verdict
@@ -31,10 +34,13 @@ from dashfloat.protocol import (
     CommandOutput,
     CommandStarted,
     CommandTimedOut,
+    CompactConversation,
     ConfirmRequested,
     ContentDelta,
+    ContextChanged,
     ConversationEntry,
     DecideConfirmation,
+    DiscoverWindow,
     EditFileResult,
     ExecutorToAgent,
     FrameRejected,
@@ -98,16 +104,24 @@ from dashfloat.protocol import (
     Usage,
     UsageShown,
     UserPromptShown,
+    WindowFound,
+    WindowSource,
     WriteFileResult,
     result_json,
 )
 
 MAX_EPISODES_PER_TURN: Final = 50
-CONTEXT_WARNING_FRACTIONS: Final = (0.80, 0.95)
+EMPTY_ANSWER_SUSPECT_PERCENT: Final = 50
+"""An empty 200 to a request filling at least this much of the window is read as "context exceeded"
+(LM Studio answers an over-window prompt that way), and handled like the explicit errors."""
 
 Dest = Literal["ui", "llm", "executor"]
 Outcome = Literal["completed", "failed", "cancelled", "stopped", "limit"]
-Waiting = Literal["nothing", "stream", "preview", "confirm", "tool", "restore", "user_command"]
+Waiting = Literal["nothing", "window", "stream", "summary", "preview", "confirm", "tool", "restore", "user_command"]
+AfterSummary = Literal["request", "retry", "idle"]
+SHRINK_TARGET_PERCENT: Final = 75
+"""Stage 1 shrinks until the request is this far below the threshold, so that the next few requests keep
+the same front (a warm prompt cache) instead of shrinking one more result each time."""
 
 APPROVE_ALL_WARNING: Final = (
     "approve: all — every edit, write and command now runs without asking (deny rules still apply)"
@@ -131,6 +145,8 @@ class Journal(Protocol):
 
     def record_usage(self, turn: int, usage: Usage) -> None: ...
 
+    def record_compaction(self, conversation: list[ChatMessage]) -> None: ...
+
     def record_prompt(self, text: str) -> None: ...
 
     def new_session(self) -> None: ...
@@ -139,7 +155,7 @@ class Journal(Protocol):
 
     def list_sessions(self) -> list[SessionInfo]: ...
 
-    def resume(self, session_id: str) -> tuple[list[ConversationEntry], list[Usage], list[str]]: ...
+    def resume(self, session_id: str) -> Resumed: ...
 
     @property
     def checkpoint_store(self) -> str: ...
@@ -169,6 +185,9 @@ class MemoryJournal:
     def record_usage(self, turn: int, usage: Usage) -> None:
         pass
 
+    def record_compaction(self, conversation: list[ChatMessage]) -> None:
+        self.messages = list(conversation)
+
     def record_prompt(self, text: str) -> None:
         pass
 
@@ -181,7 +200,7 @@ class MemoryJournal:
     def list_sessions(self) -> list[SessionInfo]:
         return []
 
-    def resume(self, session_id: str) -> tuple[list[ConversationEntry], list[Usage], list[str]]:
+    def resume(self, session_id: str) -> Resumed:
         raise LookupError("sessions are not saved in this run")
 
     @property
@@ -238,6 +257,10 @@ class AgentCore:
         self.journal = journal
         self.history: list[str] = []
         self.conversation: list[ConversationEntry] = []
+        self.transcript: list[ConversationEntry] = []
+        """Every entry of the session as it came into existence (prompts are numbered from it)."""
+        self.compaction_points: list[tuple[int, list[ConversationEntry]]] = []
+        """(transcript length, compacted conversation) of each compaction: what a rewind goes back to."""
         self.outbox: list[tuple[Dest, Message]] = []
         self.session_rules: list[SourcedRule] = []
         """Grants made with "always allow" in this session: revoked by /approve ask, /clear, /permissions."""
@@ -247,7 +270,25 @@ class AgentCore:
         self.log: list[str] = []
         """Lines for the agent's log file (stderr), not for the user: ignored stale input and the like."""
         self.turn_usage: list[Usage] = []
-        self.warned_fractions: set[float] = set()
+        self.first_byte_timeout_s = options.first_byte_timeout_s
+        self.compact_at_percent = options.compact_at_percent
+        self.window: int | None = options.provider.context_window
+        self.window_source: WindowSource | None = "config" if self.window else None
+        self.window_detail = "context_window in config.toml" if self.window else ""
+        self.windows: dict[tuple[str, str], WindowFound] = {}
+        """Discovered windows by (base URL, model), so /model back and forth asks only once."""
+        self.discovery_id = 0
+        self.discovering = False
+        """A DiscoverWindow is unanswered: the next request waits for it (a short wait; never twice)."""
+        self.calibration: Calibration | None = None
+        self.last_sent: list[ChatMessage] = []
+        self.last_estimate = 0
+        self.estimates: list[tuple[int, int]] = []
+        """(estimated, reported) prompt tokens of every request that reported usage: the estimate's error."""
+        self.compactions = 0
+        self.answered = False
+        """The current request has sent something (the shell's watchdog then expects the idle timeout)."""
+        self._system: ChatMessage | None = None
         self.shutting_down = False
         self._announced_session = ""
         self.request_id = 0
@@ -275,6 +316,13 @@ class AgentCore:
         self.stop_outcome: Outcome = "completed"
         self.last_usage: Usage | None = None
         self.restore: RestoreFlow | None = None
+        self.summary_plan: compaction.SummaryPlan | None = None
+        self.summary_back: dict[int, ConversationEntry] = {}
+        self.summary_parts: list[str] = []
+        self.after_summary: AfterSummary = "idle"
+        self.summarised = False
+        """A summary was tried at this episode boundary (it is not tried twice in a row)."""
+        self.exceeded_retried = False
 
     def _ui(self, message: Message) -> None:
         self.outbox.append(("ui", message))
@@ -287,6 +335,7 @@ class AgentCore:
     def _record(self, entry: ConversationEntry) -> None:
         self.journal.record(entry)
         self.conversation.append(entry)
+        self.transcript.append(entry)
         warning = self.journal.take_warning()
         if warning:
             self._ui(SystemEntry(text=warning, level="error"))
@@ -301,25 +350,40 @@ class AgentCore:
             provider=self.provider.name,
             cwd=self.cwd,
             approval=self.approval,
-            context_window=self.provider.context_window,
+            context_window=self.window,
+            window_source=self.window_source,
             history=self.history,
             sandbox=self.sandbox,
             rules=len(self.session_rules) + len(self.saved_rules),
             prompt_files=self.prompt_files,
         )
 
-    def load(self, conversation: list[ConversationEntry], usage: list[Usage], replay: bool = True) -> None:
-        """Adopt a resumed conversation and replay it to the UI with the live vocabulary."""
+    def load(
+        self,
+        conversation: list[ConversationEntry],
+        usage: list[Usage],
+        replay: bool = True,
+        transcript: list[ConversationEntry] | None = None,
+    ) -> None:
+        """Adopt a resumed conversation and replay its transcript (every message, compacted or not) to the
+        UI with the live vocabulary."""
         self.conversation = list(conversation)
+        self.transcript = list(conversation if transcript is None else transcript)
+        after = compaction.common_suffix(self.transcript, self.conversation)
+        self.compaction_points = []
+        if len(self.conversation) - after or len(self.transcript) != len(self.conversation):
+            point = (len(self.transcript) - after, self.conversation[: len(self.conversation) - after])
+            self.compaction_points = [point]
         self.turn_usage = list(usage)
         self.undo_log = undo.UndoLog()
         for entry in self.journal.loaded_changes():
             self.undo_log.add(entry)
+        self._fresh_front()
         self._announced_session = self.journal.session_id
         self._ui(SessionStarted(session_id=self.journal.session_id, resumed=True))
         if not replay:
             return
-        for message in conversation:
+        for message in conversation if transcript is None else transcript:
             if isinstance(message, ToolReply):
                 self._show_result(message.call_id, message.name, message.result)
             elif message.role == "user" and message.content is not None:
@@ -356,6 +420,10 @@ class AgentCore:
             case SetModel(model=model):
                 self.provider = msgspec.structs.replace(self.provider, model=model)
                 self._ui(SystemEntry(text=f"model set to {model} (from the next request on)"))
+                if self.window_source != "config":
+                    self.window, self.window_source = None, None
+                    self.calibration = None
+                    self.discover_window()
                 self._ui(self.ready_message())
             case SetApproval(mode=mode):
                 self.approval = mode
@@ -380,9 +448,11 @@ class AgentCore:
                 self.pending_context = []
                 self.journal.new_session()
                 self.conversation = []
+                self.transcript = []
+                self.compaction_points = []
                 self.turn_usage = []
                 self.undo_log = undo.UndoLog()
-                self.warned_fractions = set()
+                self._fresh_front()
                 self._announced_session = ""
                 if self.session_rules:
                     self._revoke_session_rules()
@@ -396,13 +466,13 @@ class AgentCore:
                 if self._busy("/resume"):
                     return
                 try:
-                    conversation, usage, notices = self.journal.resume(session_id)
+                    resumed = self.journal.resume(session_id)
                 except (LookupError, OSError, ValueError) as exc:
                     self._ui(SystemEntry(text=str(exc), level="error"))
                     return
-                for notice in notices:
+                for notice in resumed.notices:
                     self._ui(SystemEntry(text=notice, level="warning"))
-                self.load(conversation, usage)
+                self.load(resumed.conversation, resumed.usage, transcript=resumed.transcript)
             case ShowUsage():
                 self._ui(SystemEntry(text=self.usage_report()))
             case UndoTurn():
@@ -414,6 +484,10 @@ class AgentCore:
             case RewindTo(prompt=prompt, session_id=session_id):
                 if not self._busy("/rewind"):
                     self._start_restore(prompt, session_id)
+            case CompactConversation(focus=focus):
+                if self._busy("/compact"):
+                    return
+                self._compact_now(focus)
             case Shutdown():
                 self.shutting_down = True
                 if self.phase != "idle":
@@ -478,11 +552,29 @@ class AgentCore:
         self._ui(SystemEntry(text="the command's output goes to the model with your next prompt"))
         self._set_phase("idle")
 
+    def window_report(self) -> str:
+        """The window, where it came from, and how full the next request would be."""
+        if self.window is None:
+            return "context window: not known yet (asking the server)"
+        tokens = estimate(self._request_messages(), self.calibration)
+        where = {
+            "config": "configured",
+            "server": "reported by the server",
+            "table": "known model",
+            "assumed": "ASSUMED",
+        }
+        detail = f", {self.window_detail}" if self.window_detail else ""
+        return (
+            f"context window: {_compact(self.window)} tokens ({where[self.window_source or 'assumed']}{detail}); "
+            f"fill: ~{_compact(tokens)} ({fill_percent(tokens, self.window)}%); "
+            f"compacts at {self.compact_at_percent}%; {self.compactions} compactions this session"
+        )
+
     def usage_report(self) -> str:
-        """/usage: tokens of this session by turn."""
+        """/usage and /status: the window and its fill, then tokens of this session by turn."""
         if not self.turn_usage:
-            return "no usage reported yet in this session"
-        rows = ["turn  prompt  completion  total"]
+            return f"{self.window_report()}\nno usage reported yet in this session"
+        rows = [self.window_report(), "turn  prompt  completion  total"]
         for turn, usage in enumerate(self.turn_usage, 1):
             rows.append(f"{turn:>4}  {usage.prompt_tokens:>6}  {usage.completion_tokens:>10}  {usage.total_tokens:>5}")
         total = sum(u.total_tokens for u in self.turn_usage)
@@ -573,31 +665,275 @@ class AgentCore:
 
     # ------------------------------------------------------------ episodes
 
+    # ------------------------------------------------------------ the window
+
+    def discover_window(self) -> None:
+        """Ask the LLM process for the window of the current provider and model (once per pair)."""
+        if self.window_source == "config":
+            return
+        cached = self.windows.get((self.provider.base_url, self.provider.model))
+        if cached is not None:
+            self._adopt_window(cached)
+            return
+        self.discovery_id += 1
+        self.discovering = True
+        self.outbox.append(("llm", DiscoverWindow(request_id=self.discovery_id, provider=self.provider)))
+
+    def _adopt_window(self, found: WindowFound) -> None:
+        self.window, self.window_source, self.window_detail = found.window, found.source, found.detail
+        if found.source == "assumed":
+            self._ui(
+                SystemEntry(
+                    text=f"the server did not say how large the model's context window is: assuming "
+                    f"{_compact(found.window)} tokens; set context_window in config.toml if you know it",
+                    level="warning",
+                )
+            )
+        self._ui(self.ready_message())
+
+    def _window_found(self, found: WindowFound) -> None:
+        if found.request_id != self.discovery_id or self.window_source == "config":
+            return  # an answer for a model we no longer use
+        self.discovering = False
+        self.windows[(self.provider.base_url, self.provider.model)] = found
+        if found.notice:
+            self._ui(SystemEntry(text=found.notice, level="warning"))
+        self._adopt_window(found)
+        if self.waiting == "window":
+            self.waiting = "nothing"
+            self._next_request()
+
+    # ------------------------------------------------------------ episodes
+
+    def _fresh_front(self) -> None:
+        """A new conversation: a new system message at its first request, no calibration yet."""
+        self._system = None
+        self.calibration = None
+
+    def _chat(self) -> tuple[list[ChatMessage], dict[int, ConversationEntry]]:
+        """The conversation as provider messages (what compaction plans on), and the way back to the entries:
+        what a compaction keeps stays the typed entry it was."""
+        chat = [provider_message(e) for e in self.conversation]
+        return chat, {id(c): e for c, e in zip(chat, self.conversation, strict=True)}
+
+    @staticmethod
+    def _entries(messages: list[ChatMessage], back: dict[int, ConversationEntry]) -> list[ConversationEntry]:
+        return [back.get(id(m), m) for m in messages]
+
+    def _request_messages(self, conversation: Sequence[ConversationEntry] | None = None) -> list[ChatMessage]:
+        if self._system is None:
+            # Built once per session: a byte-identical front keeps the server's prompt cache warm
+            # (the date would otherwise change it at midnight).
+            self._system = system_message(self.cwd, self.instructions)
+        return [self._system, *map(provider_message, self.conversation if conversation is None else conversation)]
+
     def _start_stream(self) -> None:
-        self.request_id += 1
+        """An episode boundary: count, compact if needed, then send the request."""
         self.episodes += 1
+        self.summarised = False
+        self._next_request()
+
+    def _next_request(self) -> None:
+        self._set_phase("streaming")
+        if self.window is None:
+            if self.discovering:
+                self.waiting = "window"  # WindowFound continues; each discovery request has a short timeout
+                return
+            self._send_request(estimate(self._request_messages(), self.calibration))  # nothing to count against
+            return
+        tokens = estimate(self._request_messages(), self.calibration)
+        if tokens >= compact_threshold(self.window, self.compact_at_percent):
+            tokens = self._shrink(tokens)
+            over = tokens >= compact_threshold(self.window, self.compact_at_percent)
+            if over and not self.summarised and self._start_summary("", "request"):
+                return
+        if tokens > hard_limit(self.window):
+            self._ui(
+                SystemEntry(
+                    text=f"the conversation (~{_compact(tokens)} tokens) does not fit the model's context window "
+                    f"({_compact(self.window)}) even after compaction: /clear starts a fresh session, or use a "
+                    "model with a larger window (context_window in config.toml if the server's is larger)",
+                    level="error",
+                )
+            )
+            self._end_turn("failed")
+            return
+        self._send_request(tokens)
+
+    def _send_request(self, tokens: int) -> None:
+        self.request_id += 1
+        self.answered = False
         self.partial = []
         self.last_usage = None
         self.waiting = "stream"
-        self._set_phase("streaming")
-        messages = [system_message(self.cwd, self.instructions), *map(provider_message, self.conversation)]
+        self.last_sent = self._request_messages()
+        self.last_estimate = tokens
         self.outbox.append(
             (
                 "llm",
                 StartStream(
                     request_id=self.request_id,
                     provider=self.provider,
-                    messages=messages,
+                    messages=self.last_sent,
                     idle_timeout_s=self.idle_timeout_s,
                     exec_timeout_s=self.exec_timeout_s,
                     idle_timeout_from=self.idle_timeout_from,
+                    first_byte_timeout_s=self.first_byte_timeout_s,
                 ),
             )
         )
 
+    # ------------------------------------------------------------ compaction
+
+    def _threshold(self) -> int:
+        return compact_threshold(self.window or 0, self.compact_at_percent)
+
+    def _shrink(self, tokens: int) -> int:
+        """Stage 1 (synchronous): cut old tool results, the oldest first, protecting fewer recent units only
+        while the request stays above the threshold; returns the new estimate."""
+        chat, back = self._chat()
+        for keep in range(compaction.KEEP_RECENT_UNITS, -1, -1):
+            shrunk = compaction.shrink_old_results(chat, keep)
+            after = estimate(self._request_messages(shrunk.conversation), self.calibration)
+            if after < self._threshold() * SHRINK_TARGET_PERCENT // 100:
+                break
+        if not shrunk.results:
+            return tokens
+        what = f"shrank {shrunk.results} old tool results"
+        self._replace_conversation(self._entries(shrunk.conversation, back), what, tokens, after)
+        return after
+
+    def _replace_conversation(self, conversation: list[ConversationEntry], what: str, before: int, after: int) -> None:
+        self.conversation = conversation
+        self.compaction_points.append((len(self.transcript), list(conversation)))
+        self.compactions += 1
+        self.journal.record_compaction([provider_message(e) for e in conversation])
+        window = self.window or 1
+        self._ui(
+            SystemEntry(
+                text=f"compacted: {what}; context ~{_compact(before)} → ~{_compact(after)} tokens "
+                f"({fill_percent(after, window)}% of {_compact(window)})"
+            )
+        )
+        self._ui(ContextChanged(tokens=after))
+
+    def _start_summary(self, focus: str, then: AfterSummary) -> bool:
+        """Stage 2: ask the model for a summary of the older part (False: nothing to summarise)."""
+        if self.window is None:
+            return False
+        plan = None
+        chat, self.summary_back = self._chat()
+        for keep in range(compaction.KEEP_RECENT_UNITS, 0, -1):
+            plan = compaction.plan_summary(chat, keep) or plan
+            kept = [*([plan.prompt] if plan and plan.prompt else []), *(plan.recent if plan else [])]
+            if plan is not None and estimate(self._request_messages(kept), None) < self._threshold() // 2:
+                break  # the kept part leaves room for the summary and for the work to go on
+        if plan is None:
+            return False
+        self.summarised = True
+        asked = compaction.summary_request(plan, focus)
+        limit = hard_limit(self.window)
+        dropped = 0
+        while len(asked) > 1 and estimate(self._request_messages(asked), self.calibration) > limit:
+            dropped += 1  # the oldest units do not fit even the summary request: the summary skips them
+            asked = [*compaction.drop_front_units(plan.older, dropped), asked[-1]]
+        if len(asked) <= 1:
+            return False
+        self.summary_plan = plan
+        self.summary_parts = []
+        self.after_summary = then
+        self.request_id += 1
+        self.answered = False
+        self.waiting = "summary"
+        self._set_phase("compacting")
+        self.outbox.append(
+            (
+                "llm",
+                StartStream(
+                    request_id=self.request_id,
+                    provider=self.provider,
+                    messages=self._request_messages(asked),
+                    idle_timeout_s=self.idle_timeout_s,
+                    exec_timeout_s=self.exec_timeout_s,
+                    idle_timeout_from=self.idle_timeout_from,
+                    first_byte_timeout_s=self.first_byte_timeout_s,
+                ),
+            )
+        )
+        return True
+
+    def _compact_now(self, focus: str) -> None:
+        """/compact [focus]: both stages now, whatever the fill."""
+        self._reset_turn()
+        if self.window is None:
+            self._ui(SystemEntry(text="/compact waits for the context window to be known: try again in a moment"))
+            return
+        before = estimate(self._request_messages(), self.calibration)
+        self._shrink(before)
+        if not self._start_summary(focus, "idle"):
+            self._ui(SystemEntry(text="nothing older than the recent turns to summarise"))
+
+    def _on_summary(self, message: LlmToAgent) -> None:
+        match message:
+            case ContentDelta(text=text):
+                self.summary_parts.append(text)
+            case ReasoningDelta() | WindowFound():
+                pass
+            case StreamStatus(text=text):
+                self._ui(SystemEntry(text=text))
+            case StreamDone(content=content):
+                self._summary_finished(content, "")
+            case StreamFailed(kind=kind, message=text):
+                self._summary_finished("", "cancelled" if kind == "cancelled" else text)
+            case _:
+                assert_never(message)
+
+    def _summary_finished(self, summary: str, failure: str) -> None:
+        plan, then = self.summary_plan, self.after_summary
+        self.summary_plan = None
+        self.waiting = "nothing"
+        if plan is not None and summary.strip():
+            before = estimate(self._request_messages(), self.calibration)
+            compacted = self._entries(compaction.apply_summary(plan, summary), self.summary_back)
+            after = estimate(self._request_messages(compacted), self.calibration)
+            replaced = len(plan.older) - (1 if plan.prompt is not None else 0)
+            self._replace_conversation(compacted, f"summarised {replaced} earlier messages", before, after)
+        elif failure == "cancelled":
+            self._ui(SystemEntry(text="compaction cancelled: the conversation is unchanged"))
+            if then == "idle":
+                self._go_idle()
+            else:
+                self._stop(CANCELLED, "cancelled")
+                self._end_turn("cancelled")
+            return
+        else:
+            why = f"it failed: {failure}" if failure else "it came back empty"
+            self._ui(
+                SystemEntry(
+                    text=f"the summary could not be made ({why}): the conversation is unchanged", level="warning"
+                )
+            )
+        if then == "idle":
+            self._go_idle()
+        else:
+            self._next_request()
+
+    def _go_idle(self) -> None:
+        self._reset_turn()
+        self._ui(PhaseChanged(phase="idle"))
+
     def on_llm(self, message: LlmToAgent) -> None:
-        if self.waiting != "stream" or message.request_id != self.request_id:
+        if isinstance(message, WindowFound):
+            self._window_found(message)
+            return
+        if message.request_id != self.request_id:
             return  # a late message of a stream we already finished
+        self.answered = True
+        if self.waiting == "summary":
+            self._on_summary(message)
+            return
+        if self.waiting != "stream":
+            return
         match message:
             case ContentDelta(text=text):
                 self.partial.append(text)
@@ -615,6 +951,39 @@ class AgentCore:
             case _:
                 assert_never(message)
 
+    def _context_exceeded(self, kind: str, content: str, calls: list[AssembledCall]) -> bool:
+        """The provider said the request was too large: compact and retry once (True: handled)."""
+        if content or calls or self.stop_result is not None or self.window is None:
+            return False
+        if self.exceeded_retried:
+            self._ui(
+                SystemEntry(
+                    text="the provider still says the conversation exceeds the model's context window after "
+                    "compacting it: /clear starts a fresh session; if the server's window is smaller than "
+                    f"{_compact(self.window)}, set context_window in config.toml",
+                    level="error",
+                )
+            )
+            self._end_turn("failed")
+            return True
+        self.exceeded_retried = True
+        sent = self.last_estimate
+        # The server's real window is at most what we sent: never send this much again.
+        self.window = max(1, min(self.window, sent))
+        self._ui(
+            SystemEntry(
+                text=f"the provider says the conversation exceeds the model's context window ({kind}): "
+                "compacting and retrying once",
+                level="warning",
+            )
+        )
+        self._ui(self.ready_message())
+        self.summarised = False
+        self._shrink(sent)
+        if not self._start_summary("", "retry"):
+            self._next_request()
+        return True
+
     def _unique_ids(self, calls: list[AssembledCall]) -> list[AssembledCall]:
         """Call ids unique in the whole conversation: a provider without ids gets synthesized ones
         (``call_0_0``) that would repeat in every episode, and a repeated id confuses providers."""
@@ -630,7 +999,14 @@ class AgentCore:
     def _stream_done(self, done: StreamDone) -> None:
         self.waiting = "nothing"
         self.last_usage = done.usage
+        if done.usage is not None and done.usage.prompt_tokens > 0:
+            self.estimates.append((self.last_estimate, done.usage.prompt_tokens))
+            self.calibration = calibrate(self.last_sent, done.usage.prompt_tokens)
         if not done.content and not done.tool_calls:
+            window = self.window or 0
+            suspect = window and fill_percent(self.last_estimate, window) >= EMPTY_ANSWER_SUSPECT_PERCENT
+            if suspect and self._context_exceeded("an empty answer to a large request", "", []):
+                return
             self._ui(SystemEntry(text="[model returned nothing]"))
             self._end_turn(self.stop_outcome)
             return
@@ -647,6 +1023,8 @@ class AgentCore:
 
     def _stream_failed(self, kind: StreamFailureKind, text: str, content: str, calls: list[AssembledCall]) -> None:
         self.waiting = "nothing"
+        if kind == "context_exceeded" and self._context_exceeded(kind, content or "".join(self.partial), calls):
+            return
         calls = self._unique_ids(calls)
         content = content or "".join(self.partial)
         if content or calls:
@@ -756,8 +1134,8 @@ class AgentCore:
     # ------------------------------------------------------------ checkpoints, /undo and /rewind
 
     def prompts(self) -> list[str]:
-        """The user prompts of the conversation, oldest first (prompt N is turn N)."""
-        return [m.content or "" for m in self.conversation if isinstance(m, ChatMessage) and m.role == "user"]
+        """The user prompts of the session, oldest first (prompt N is turn N); a compaction's summary is none."""
+        return [m.content or "" for m in self.transcript if isinstance(m, ChatMessage) and m.role == "user"]
 
     def _keep_changes(self, finished: ToolFinished) -> None:
         """A landed write/edit's checkpoint and a command's changes become part of the session log."""
@@ -851,12 +1229,20 @@ class AgentCore:
     def _truncate(self, kept: int) -> None:
         """The conversation up to (not including) prompt ``kept + 1``: the next request carries that prefix."""
         prompts = 0
-        for index, message in enumerate(self.conversation):
+        for index, message in enumerate(self.transcript):
             if isinstance(message, ChatMessage) and message.role == "user":
                 prompts += 1
                 if prompts > kept:
-                    self.conversation = self.conversation[:index]
+                    self.transcript = self.transcript[:index]
                     break
+        # A compaction made after the cut is undone with it; one before it stays (as the session log reads it).
+        self.compaction_points = [(at, conv) for at, conv in self.compaction_points if at <= len(self.transcript)]
+        if self.compaction_points:
+            at, compacted = self.compaction_points[-1]
+            self.conversation = [*compacted, *self.transcript[at:]]
+        else:
+            self.conversation = list(self.transcript)
+        self._fresh_front()
         self.turn_usage = self.turn_usage[:kept]
 
     def _show_result(self, call_id: str, name: str, result: ToolResult) -> None:
@@ -975,9 +1361,12 @@ class AgentCore:
     def cancel(self) -> None:
         """Esc: stop the stream, reject-and-stop a confirmation, or kill the running command."""
         match self.waiting:
-            case "stream":
+            case "stream" | "summary":
                 self._stop(CANCELLED, "cancelled")
                 self.outbox.append(("llm", CancelStream(request_id=self.request_id)))
+            case "window":
+                self.waiting = "nothing"
+                self._end_turn("cancelled")
             case "preview" | "confirm":
                 self._stop(REJECTED, "stopped")
                 self._finish_call(REJECTED)
@@ -999,9 +1388,13 @@ class AgentCore:
 
     def on_llm_died(self, reason: str) -> None:
         """The LLM stream process died; a fresh one is already running."""
-        if self.waiting == "stream":
+        if self.waiting == "summary":
+            self._summary_finished("", f"the model stream process died ({reason})")
+        elif self.waiting == "stream":
             text = f"the model stream process died ({reason}); a fresh one will serve the next request"
             self._stream_failed("crashed", text, "", [])
+        if self.window is None:
+            self.discover_window()  # the question died with the process: ask the fresh one
 
     def on_executor_died(self, reason: str) -> None:
         """The executor died; a fresh one is already running. In-flight work becomes an error result."""
@@ -1016,8 +1409,9 @@ class AgentCore:
     def on_internal_error(self, error: str) -> None:
         """A bug of ours: say so, leave a valid conversation, go idle, stay up."""
         self._ui(SystemEntry(text=f"internal error in the agent: {error}", level="error"))
-        if self.waiting == "stream":
+        if self.waiting in ("stream", "summary"):
             self.outbox.append(("llm", CancelStream(request_id=self.request_id)))
+        self.summary_plan = None
         self._answer_dangling(ToolFailed(error="not run: internal error in the agent"))
         self._end_turn("failed")
 
@@ -1037,23 +1431,6 @@ class AgentCore:
             self._ui(UsageShown(usage=self.last_usage))
             self.turn_usage.append(self.last_usage)
             self.journal.record_usage(len(self.turn_usage), self.last_usage)
-            self._warn_context(self.last_usage)
         self._ui(TurnEnded(outcome=outcome))
         self._reset_turn()
         self._ui(PhaseChanged(phase="idle"))
-
-    def _warn_context(self, usage: Usage) -> None:
-        window = self.provider.context_window
-        if not window:
-            return
-        used = usage.total_tokens or usage.prompt_tokens + usage.completion_tokens
-        for fraction in CONTEXT_WARNING_FRACTIONS:
-            if used >= fraction * window and fraction not in self.warned_fractions:
-                self.warned_fractions.add(fraction)
-                self._ui(
-                    SystemEntry(
-                        text=f"context {round(100 * used / window)}% full ({_compact(used)} / "
-                        f"{_compact(window)}): /clear starts a fresh session",
-                        level="warning",
-                    )
-                )

@@ -8,9 +8,10 @@ from pathlib import Path
 
 from dashfloat import __version__
 from dashfloat.agent import undo
+from dashfloat.agent._resumed import Resumed
 from dashfloat.permission_files import save_user_rules
 from dashfloat.permissions import SourcedRule
-from dashfloat.protocol import ConversationEntry, ProviderConfig, SessionInfo, Usage
+from dashfloat.protocol import ChatMessage, ConversationEntry, ProviderConfig, SessionInfo, Usage
 from dashfloat.sessions import log as session_log
 from dashfloat.sessions.history import append_history
 from dashfloat.sessions.state import SESSIONS_DIRNAME, ensure_private_dir
@@ -65,6 +66,12 @@ class SessionJournal:
     def record_usage(self, turn: int, usage: Usage) -> None:
         try:
             self._writer().append_usage(turn, usage)
+        except (session_log.SessionError, OSError) as exc:
+            self._failed(exc)
+
+    def record_compaction(self, conversation: list[ChatMessage]) -> None:
+        try:
+            self._writer().append_compaction(conversation)
         except (session_log.SessionError, OSError) as exc:
             self._failed(exc)
 
@@ -132,9 +139,9 @@ class SessionJournal:
         """Rewrite the user's rule file (/permissions remove and save)."""
         save_user_rules(Path(path), rules)
 
-    def resume(self, session_id: str) -> tuple[list[ConversationEntry], list[Usage], list[str]]:
+    def resume(self, session_id: str) -> Resumed:
         try:
             loaded = self.open(session_log.find_session(self.sessions_dir, session_id))
         except session_log.SessionError as exc:
             raise LookupError(str(exc)) from exc
-        return loaded.messages, [record.usage for record in loaded.usage], loaded.notices
+        return Resumed(loaded.messages, [record.usage for record in loaded.usage], loaded.notices, loaded.transcript)

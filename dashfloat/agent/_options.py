@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from dashfloat.catalogue import EXEC_TIMEOUT_DEFAULT_S
-from dashfloat.config import DEFAULT_IDLE_TIMEOUT_S
+from dashfloat.config import DEFAULT_COMPACT_AT_PERCENT, DEFAULT_IDLE_TIMEOUT_S, FIRST_BYTE_TIMEOUT_LOCAL_S
 from dashfloat.permissions import SourcedRule
 from dashfloat.protocol import ApprovalMode, ProviderConfig, SandboxState
 
@@ -22,6 +22,9 @@ class AgentOptions(msgspec.Struct, frozen=True):
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     idle_timeout_from: str = ""
     """The setting the idle timeout came from (named when a stream times out); empty: the default."""
+    first_byte_timeout_s: float = FIRST_BYTE_TIMEOUT_LOCAL_S
+    """How long the first event of a stream may take (prompt processing); launch picks it by host."""
+    compact_at_percent: int = DEFAULT_COMPACT_AT_PERCENT
     state_dir: str = ""
     """Where sessions and history live; empty disables persistence (tests, --no-session)."""
     resume_id: str = ""

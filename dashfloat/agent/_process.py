@@ -207,8 +207,10 @@ class AgentShell:
                 if self.core.phase == "idle" or time.monotonic() >= deadline:
                     break
             timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if self.core.waiting == "stream":
-                silent_limit = self.core.idle_timeout_s + LLM_WATCHDOG_SLACK_S
+            if self.core.waiting in ("stream", "summary"):
+                # Before its first event a stream may wait out the first-byte deadline (prompt processing).
+                patience = self.core.idle_timeout_s if self.core.answered else self.core.first_byte_timeout_s
+                silent_limit = patience + LLM_WATCHDOG_SLACK_S
                 silent_for = time.monotonic() - self.llm_heard
                 if silent_for >= silent_limit:
                     self.llm.stop()

@@ -30,7 +30,9 @@ def _resume(core: AgentCore, journal: SessionJournal, options: AgentOptions) -> 
         return
     for notice in loaded.notices:
         core.outbox.append(("ui", SystemEntry(text=notice, level="warning")))
-    core.load(loaded.messages, [record.usage for record in loaded.usage], replay=options.replay)
+    core.load(
+        loaded.messages, [record.usage for record in loaded.usage], replay=options.replay, transcript=loaded.transcript
+    )
 
 
 def build_core(options: AgentOptions) -> AgentCore:
@@ -49,6 +51,7 @@ def build_core(options: AgentOptions) -> AgentCore:
     core.outbox.append(("ui", core.ready_message()))
     for problem in prompt_problems:
         core.outbox.append(("ui", SystemEntry(text=problem, level="warning")))
+    core.discover_window()
     if options.notice:
         core.outbox.append(("ui", SystemEntry(text=options.notice)))
     if options.approval == "all":

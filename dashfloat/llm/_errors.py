@@ -144,6 +144,54 @@ def classify_request_error(
     )
 
 
+CONTEXT_EXCEEDED_PATTERNS = re.compile(
+    "|".join(
+        [
+            r"context_length_exceeded",  # OpenAI, Groq, DeepSeek: error.code
+            r"maximum context length",  # OpenAI, vLLM, DeepSeek, Together: "This model's maximum context length is"
+            r"exceeds? the available context size",  # llama.cpp server
+            r"exceed_context_size_error",  # llama.cpp server: error.type
+            r"exceeded max context length",  # Ollama (truncate off)
+            r"longer than the model's context length",  # vLLM 0.8+
+            r"context window exceeded|contextwindowexceedederror",  # LiteLLM
+            r"prompt is too long",  # Anthropic-compatible endpoints
+            r"too large for model with \d+ maximum context length",  # Mistral
+            r"input token count .* exceeds the maximum",  # Gemini
+            r"`inputs` tokens \+ `max_new_tokens` must be",  # TGI
+            r"reduce the length of the (messages|input)",  # OpenAI-style advice on its own
+        ]
+    ),
+    re.IGNORECASE,
+)
+"""How servers say a prompt is larger than the model's window (docs/providers.md "Context exceeded")."""
+
+
+def says_context_exceeded(text: str | bytes) -> bool:
+    """Whether an error body or message says the prompt did not fit the model's context window."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return CONTEXT_EXCEEDED_PATTERNS.search(text) is not None
+
+
+def context_exceeded(said: str) -> StreamError:
+    """The failure for a prompt larger than the window; the agent compacts and retries once."""
+    says = f": {said}" if said else ""
+    return StreamError(
+        "context_exceeded",
+        f"the conversation is larger than the model's context window{says}. /compact shrinks it; /clear starts "
+        "afresh; set context_window in config.toml if the server's window is smaller than DashFloat thinks.",
+    )
+
+
+def first_byte_timeout(first_byte_s: float) -> StreamError:
+    """Nothing but keep-alives for the first-byte deadline: the server never started answering."""
+    return StreamError(
+        "first_byte_timeout",
+        f"the model did not start answering within {first_byte_s:g} s (a local server may still be reading a "
+        "long prompt): try again, or raise first_byte_timeout_s in config.toml.",
+    )
+
+
 class OptionsRejected(Exception):
     """A 400 that names a field some providers refuse (``stream_options``, ``max_tokens``): retry without it."""
 
@@ -186,6 +234,8 @@ def status_error(
         return OptionsRejected("stream_options")
     if status == 400 and "max_tokens" in sent and b"max_tokens" in body:
         return OptionsRejected("max_tokens")
+    if status in (400, 413, 422) and (status == 413 or says_context_exceeded(body)):
+        return context_exceeded(said)
     if status in (401, 403):
         env = provider.api_key_env
         if env and key_is_set:

@@ -2,25 +2,31 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import sys
 from multiprocessing.connection import Connection, wait
 from typing import assert_never
 
+import msgspec
+
 from dashfloat import procutil
 from dashfloat.channel import Channel, PeerDied, ProtocolError
+from dashfloat.llm._discover import Discovery
 from dashfloat.llm._limits import DELTA_MAX_CHARS
 from dashfloat.llm._stream import DeltaKind, ProviderMemory, Stream
 from dashfloat.protocol import (
     AgentToLlm,
     CancelStream,
     ContentDelta,
+    DiscoverWindow,
     ReasoningDelta,
     Shutdown,
     StartStream,
     StreamFailed,
     StreamStatus,
+    WindowFound,
 )
 
 _ABORT_JOIN_S = 0.5
@@ -31,6 +37,9 @@ class _Loop:
         self.channel = channel
         self.streams: dict[int, Stream] = {}
         self.memory = ProviderMemory()
+        self.windows: dict[tuple[str, str], WindowFound] = {}
+        """Discovered windows by (base URL, model): each server is asked once per model."""
+        self.found: collections.deque[tuple[DiscoverWindow, WindowFound]] = collections.deque()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -48,6 +57,10 @@ class _Loop:
                         os.read(self._wake_r, 4096)
                     for stream in list(self.streams.values()):
                         self._drain(stream)
+                    while self.found:
+                        ask, found = self.found.popleft()
+                        self.windows[(ask.provider.base_url, ask.provider.model)] = found
+                        self.channel.send(found)
                 if self.channel.conn in ready and not self._handle(self.channel.recv()):
                     return
         except PeerDied:
@@ -67,6 +80,12 @@ class _Loop:
                 stream = Stream(message, self._wake, self.memory)
                 self.streams[message.request_id] = stream
                 stream.begin()
+            case DiscoverWindow(request_id=request_id, provider=provider):
+                cached = self.windows.get((provider.base_url, provider.model))
+                if cached is not None:
+                    self.channel.send(msgspec.structs.replace(cached, request_id=request_id))
+                else:
+                    Discovery(message, self._discovered).begin()
             case CancelStream():
                 self._cancel(message.request_id, "the request was cancelled.")
             case Shutdown():
@@ -76,6 +95,12 @@ class _Loop:
             case _:
                 assert_never(message)
         return True
+
+    def _discovered(self, ask: DiscoverWindow, found: WindowFound) -> None:
+        """From a discovery thread: queue the reply for the main thread (the pipe has one writer)."""
+        self.found.append((ask, found))
+        with contextlib.suppress(BlockingIOError):
+            os.write(self._wake_w, b"!")
 
     def _cancel(self, request_id: int, why: str) -> None:
         stream = self.streams.get(request_id)

@@ -7,11 +7,13 @@ coalesces and sends them. That keeps the pipe single-writer and the terminal mes
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import os
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
@@ -26,6 +28,7 @@ from dashfloat.llm._errors import (
     OptionsRejected,
     StreamError,
     classify_request_error,
+    first_byte_timeout,
     not_sse_error,
     one_line,
     status_error,
@@ -127,6 +130,38 @@ class Stream:
         self._episode = Episode()
         self._body_began = False
         """A byte of the answer's body arrived (a connection closed before that never answered)."""
+        self._answered = False
+        """An event with data arrived: from then on the idle timeout applies, not the first-byte deadline."""
+        self._deadline = time.monotonic() + self.start.first_byte_timeout_s
+
+    def _progress(self) -> None:
+        """An event arrived: the next one is due within the idle timeout (comments never get here)."""
+        idle_s = self.start.idle_timeout_s
+        self._deadline = time.monotonic() + idle_s
+        if not self._answered:
+            self._answered = True
+            with self._lock:
+                for sock in self._sockets:
+                    with contextlib.suppress(OSError):
+                        sock.settimeout(idle_s)
+
+    def _watched(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        """The body's chunks; bytes that are no event (keep-alive comments) do not move the deadline."""
+        for chunk in chunks:
+            if time.monotonic() > self._deadline:
+                raise self._timeout()
+            yield chunk
+
+    def _timeout(self) -> StreamError:
+        if self._answered:
+            idle_s = self.start.idle_timeout_s
+            setting = (
+                self.start.idle_timeout_from or "settings.idle_timeout_s in config.toml (or DASHFLOAT_IDLE_TIMEOUT_S)"
+            )
+            return StreamError(
+                "idle_timeout", f"the provider sent nothing for {idle_s:g} s: try again, or raise {setting}."
+            )
+        return first_byte_timeout(self.start.first_byte_timeout_s)
 
     def _on_socket(self, sock: socket.socket) -> None:
         with self._lock:
@@ -219,7 +254,8 @@ class Stream:
 
     def _attempt(self, url: str, headers: dict[str, str], body: bytes, dropped: set[Optional]) -> StreamDone:
         idle_s = self.start.idle_timeout_s
-        connect_s = min(CONNECT_TIMEOUT_S, idle_s)
+        first_byte_s = self.start.first_byte_timeout_s
+        connect_s = min(CONNECT_TIMEOUT_S, idle_s, first_byte_s)
         session = new_session(self._on_socket)
         target = url
         try:
@@ -230,7 +266,7 @@ class Stream:
                         data=body,
                         headers=headers,
                         stream=True,
-                        timeout=(connect_s, idle_s),
+                        timeout=(connect_s, first_byte_s),  # headers are no answer: llama.cpp sends none first
                         allow_redirects=False,
                     )
                 except requests.RequestException as exc:
@@ -262,9 +298,10 @@ class Stream:
             session.close()
 
     def _request_error(self, exc: BaseException, url: str, connect_s: float, answered: bool) -> StreamError:
-        return classify_request_error(
+        error = classify_request_error(
             exc, url, connect_s, self.start.idle_timeout_s, self.start.idle_timeout_from, answered=answered
         )
+        return self._timeout() if error.kind == "idle_timeout" else error
 
     @staticmethod
     def _redirect(url: str, current: str, location: str) -> str:
@@ -351,7 +388,9 @@ class Stream:
 
     def _read_events(self, response: requests.Response, url: str) -> StreamDone:
         self._body_began = False
-        chunks = decoded(self._counted(body_chunks(response)), response.headers.get("Content-Encoding", ""))
+        chunks = decoded(
+            self._counted(self._watched(body_chunks(response))), response.headers.get("Content-Encoding", "")
+        )
         first = next(chunks, b"")
         if not first:
             raise StreamError(
@@ -369,6 +408,7 @@ class Stream:
             for event in WholeEventClient(source).events():
                 if self.cancelled.is_set():
                     raise Cancelled
+                self._progress()
                 for delta in episode.feed(event.data):
                     self._emit(delta, wake=False)
                 if episode.done:

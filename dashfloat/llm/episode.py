@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from dashfloat.llm._errors import StreamError, clause, error_text, one_line
+from dashfloat.llm._errors import StreamError, clause, context_exceeded, error_text, one_line, says_context_exceeded
 from dashfloat.llm._limits import EPISODE_MAX_BYTES, EPISODE_MAX_TOOL_CALLS, REPEAT_MIN_COUNT
 from dashfloat.llm._repeat import RepetitionGuard
 from dashfloat.llm.textcalls import text_tool_calls
@@ -70,6 +70,8 @@ class Episode:
             )
         if chunk.get("error") is not None:
             said = clause(error_text(chunk) or one_line(str(chunk["error"])))
+            if says_context_exceeded(data):
+                raise context_exceeded(said)
             raise StreamError("provider_error", f"the provider reported an error mid-stream: {said}.")
         self._take_usage(chunk)
         choices = chunk.get("choices")

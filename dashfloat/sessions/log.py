@@ -4,9 +4,11 @@ Public API (pure library code: no processes, no protocol sending, no printing):
 
 - ``new_header(cwd=, provider=, model=, dashfloat_version=)``: a fresh ``SessionHeader`` with a new id.
 - ``SessionWriter.create(dir, header)`` / ``SessionWriter.open_existing(path) -> (writer, loaded)``;
-  ``writer.append(msg)``, ``append_many(msgs)``, ``append_usage(turn, usage)`` return only once the
-  line is fsynced; ``writer.path``, ``writer.close()`` (also a context manager).
-- ``load(path) -> LoadedSession``: header, repaired conversation entries, usage records, repair notices.
+  ``writer.append(msg)``, ``append_many(msgs)``, ``append_usage(turn, usage)``,
+  ``append_compaction(msgs)`` return only once the line is fsynced; ``writer.path``, ``writer.close()``
+  (also a context manager).
+- ``load(path) -> LoadedSession``: header, the conversation entries (after the last compaction), the whole
+  transcript, usage records, repair notices.
   An older file (tool results as JSON text, format < 3) is read into typed results; appending rewrites it.
 - ``repair_conversation(entries) -> (entries, notices)``: the tool-call repair rules on their own.
 - ``list_sessions(dir)``, ``find_session(dir, id_or_prefix)``, ``newest_for_cwd(dir, cwd)``.
@@ -53,7 +55,7 @@ from dashfloat.protocol import (
 from dashfloat.sessions.state import ensure_private_dir
 
 # 2: checkpoint, command, undone and rewind lines; 3: tool results are typed ``tool_result`` lines
-# (before 3 they were JSON text in ``tool`` messages, read back by _text_result)
+# (before 3 they were JSON text in ``tool`` messages, read back by _text_result), and compaction lines
 FORMAT_VERSION = 3
 SESSION_SUFFIX = ".jsonl"
 HEADER_MAX_BYTES = 16 * 1024  # a first line longer than this is not a header: junk is rejected unread
@@ -135,17 +137,36 @@ class RewindRecord(_Line, frozen=True, tag="rewind"):
 
 ChangeRecord = CheckpointRecord | CommandRecord
 UndoRecord = CheckpointRecord | CommandRecord | UndoneRecord | RewindRecord
-_Entry = ConversationEntry | UsageRecord
+
+
+class CompactionRecord(_Line, frozen=True, tag="compaction"):
+    """The conversation as a compaction left it (provider shape): later requests start from it."""
+
+    messages: list[ChatMessage]
+
+
+_Entry = ConversationEntry | UsageRecord | CompactionRecord
 _ENCODER = msgspec.json.Encoder()
 _BODY_DECODER = msgspec.json.Decoder(
-    _MessageLine | _ReplyLine | UsageRecord | CheckpointRecord | CommandRecord | UndoneRecord | RewindRecord
+    _MessageLine
+    | _ReplyLine
+    | UsageRecord
+    | CompactionRecord
+    | CheckpointRecord
+    | CommandRecord
+    | UndoneRecord
+    | RewindRecord
 )
 _HEADER_DECODER = msgspec.json.Decoder(SessionHeader)
 
 
 @dataclass
 class LoadedSession:
-    """A session as read back: valid for any provider after repair; ``notices`` says what was repaired."""
+    """A session as read back: valid for any provider after repair; ``notices`` says what was repaired.
+
+    ``messages`` is the conversation to continue (the last compaction's messages and what followed);
+    ``transcript`` is every message as it came into existence (what a resumed screen replays).
+    """
 
     path: Path
     header: SessionHeader
@@ -154,6 +175,8 @@ class LoadedSession:
     notices: list[str] = field(default_factory=list)
     changes: list[ChangeRecord] = field(default_factory=list)
     """Checkpoints and command changes not yet undone, in the order they were made."""
+    transcript: list[ConversationEntry] = field(default_factory=list)
+    lines: list[_Entry] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- locations and ids
@@ -262,6 +285,10 @@ class SessionWriter:
         """Record a checkpoint, a command's changes, an undo or a rewind."""
         self._write(_encode(record))
 
+    def append_compaction(self, messages: Sequence[ChatMessage]) -> None:
+        """Record a compaction: the conversation continues from ``messages``."""
+        self._write(_encode(CompactionRecord(list(messages))))
+
     def close(self) -> None:
         """Close the file; further appends raise SessionError."""
         if self._fd is not None:
@@ -301,8 +328,7 @@ def _rewrite(path: Path, loaded: LoadedSession) -> None:
     """Replace ``path`` atomically with the repaired session (header, messages, usage records)."""
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     lines = [_encode(loaded.header)]
-    lines += [_entry_line(m) for m in loaded.messages]
-    lines += [_encode(u) for u in loaded.usage]
+    lines += [_encode(e) if isinstance(e, UsageRecord | CompactionRecord) else _entry_line(e) for e in loaded.lines]
     lines += [_encode(r) for r in loaded.changes]  # live ones only: undone and rewound ones are applied
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
@@ -414,7 +440,7 @@ def _parse(path: Path) -> _Parsed:
                 entries.append(message)
             case _ReplyLine(reply=reply):
                 entries.append(reply)
-            case UsageRecord():
+            case UsageRecord() | CompactionRecord():
                 entries.append(decoded)
             case CheckpointRecord() | CommandRecord():
                 changes.append(decoded)
@@ -436,10 +462,12 @@ def _parse(path: Path) -> _Parsed:
     loaded = LoadedSession(
         path=path,
         header=header,
-        messages=[e for e in repaired if not isinstance(e, UsageRecord)],
+        messages=_conversation(repaired),
         usage=[e for e in repaired if isinstance(e, UsageRecord)],
         notices=notices,
         changes=changes,
+        transcript=[e for e in repaired if not isinstance(e, UsageRecord | CompactionRecord)],
+        lines=repaired,
     )
     # A header without its newline (a crash inside create) would glue onto the next append; an older format
     # is rewritten once with the current header, so an older reader refuses it rather than misreading it.
@@ -461,10 +489,23 @@ def _truncate_to_turns(entries: list[_Entry], kept: int) -> list[_Entry]:
     return entries
 
 
+def _conversation(entries: Sequence[_Entry]) -> list[ConversationEntry]:
+    """The conversation to continue: the last compaction's messages (results typed again), then every entry
+    after it."""
+    conversation: list[ConversationEntry] = []
+    for entry in entries:
+        if isinstance(entry, CompactionRecord):
+            names = {c.id: c.function.name for m in entry.messages for c in m.tool_calls or []}
+            conversation = [_text_reply(m, names) if m.role == "tool" else m for m in entry.messages]
+        elif not isinstance(entry, UsageRecord):
+            conversation.append(entry)
+    return conversation
+
+
 def repair_conversation(entries: Sequence[ConversationEntry]) -> tuple[list[ConversationEntry], list[str]]:
     """Make ``entries`` valid for any provider: every tool call answered, no orphan tool results."""
     repaired, notices, _ = _repair(list(entries))
-    return [e for e in repaired if not isinstance(e, UsageRecord)], notices
+    return [e for e in repaired if not isinstance(e, UsageRecord | CompactionRecord)], notices
 
 
 def _cancelled(call: tuple[str, str]) -> ToolReply:
@@ -480,6 +521,16 @@ def _repair(entries: list[_Entry]) -> tuple[list[_Entry], list[str], list[Conver
     in_place = True
     for entry in entries:
         if isinstance(entry, UsageRecord):
+            out.append(entry)
+            continue
+        if isinstance(entry, CompactionRecord):
+            # Written at an episode boundary: nothing is pending. A damaged file may disagree; then the
+            # compacted conversation carries its own answered calls and nothing before it is pending.
+            if pending:
+                out += [_cancelled(c) for c in pending]
+                synthesized += [c[0] for c in pending]
+                in_place = False
+            pending = []
             out.append(entry)
             continue
         if isinstance(entry, ToolReply):
@@ -624,7 +675,7 @@ def list_sessions(sessions_dir: Path) -> list[SessionInfo]:
             last_activity=_iso_utc(mtime),
             cwd=loaded.header.cwd,
             messages=len(loaded.messages),
-            title=_title(loaded.messages),
+            title=_title(loaded.transcript),
         )
         rows.append((mtime, info.id, info))
     rows.sort(key=lambda r: (r[0], r[1]), reverse=True)

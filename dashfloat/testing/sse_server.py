@@ -3,6 +3,11 @@
 Each POST to ``/v1/chat/completions`` is answered by the next queued ``Reply`` (or ``handler(body)`` when
 the queue is empty). A reply body is a sequence of raw ``bytes``, ``Pause`` and ``Drop`` items; it may
 be a lazy iterator (a 100 MB body is never held in memory).
+
+Other paths (``GET /v1/models``, ``/props``, ``/api/ps``, ``POST /api/show``: what clients ask to learn
+the context window) are answered from ``routes`` with a fixed JSON body, else 404; they are recorded in
+``other_requests``, never in ``requests``. ``window`` and ``window_error`` make the server reject a chat
+request whose prompt is over the window, in a real provider's error shape (``window_errors``).
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import collections
 import contextlib
 import gzip
 import json
+import re
 import select
 import socket
 import threading
@@ -22,10 +28,12 @@ from types import TracebackType
 from typing import Any
 
 __all__ = [
+    "WINDOW_ERRORS",
     "Drop",
     "Pause",
     "Reply",
     "ScriptedServer",
+    "count_tokens",
     "error_reply",
     "gzip_reply",
     "llama_cpp_python_handler",
@@ -216,6 +224,68 @@ def looping_handler(sentence: str = "I will now read the file notes.txt to see w
     return handle
 
 
+_WORD = re.compile(r"\w+|[^\w\s]")
+
+
+def count_tokens(body: dict[str, Any]) -> int:
+    """The scripted server's own prompt-token count: words and punctuation of the messages and tools, as a
+    word-piece tokenizer would roughly see them (the client never uses this rule: it has to estimate)."""
+    text = json.dumps(body.get("messages", []), ensure_ascii=False) + json.dumps(body.get("tools", []))
+    return len(_WORD.findall(text)) + 4 * len(body.get("messages", []))
+
+
+def _openai_exceeded(tokens: int, window: int) -> Reply:
+    message = (
+        f"This model's maximum context length is {window} tokens. However, your messages resulted in "
+        f"{tokens} tokens. Please reduce the length of the messages."
+    )
+    body = {
+        "error": {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }
+    return Reply(400, {"Content-Type": "application/json"}, [json.dumps(body).encode()])
+
+
+def _vllm_exceeded(tokens: int, window: int) -> Reply:
+    message = (
+        f"This model's maximum context length is {window} tokens. However, you requested {tokens} tokens "
+        f"({tokens} in the messages, 0 in the completion). Please reduce the length of the messages or completion."
+    )
+    body = {"object": "error", "message": message, "type": "BadRequestError", "param": None, "code": 400}
+    return Reply(400, {"Content-Type": "application/json"}, [json.dumps(body).encode()])
+
+
+def _llamacpp_exceeded(tokens: int, window: int) -> Reply:
+    message = "the request exceeds the available context size, try increasing it"
+    body = {
+        "error": {
+            "code": 400,
+            "message": message,
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": tokens,
+            "n_ctx": window,
+        }
+    }
+    return Reply(400, {"Content-Type": "application/json"}, [json.dumps(body).encode()])
+
+
+def _lmstudio_exceeded(tokens: int, window: int) -> Reply:
+    # LM Studio answers 200 and ends the stream without a word (its log says the context overflowed).
+    return Reply(body=[sse_event(_chunk({}, "stop")), sse_event("[DONE]")])
+
+
+WINDOW_ERRORS: dict[str, Callable[[int, int], Reply]] = {
+    "openai": _openai_exceeded,
+    "vllm": _vllm_exceeded,
+    "llamacpp": _llamacpp_exceeded,
+    "lmstudio": _lmstudio_exceeded,
+}
+"""How each kind of server refuses a prompt larger than its window."""
+
 _POLL_S = 0.02  # how fast close() returns
 
 
@@ -241,7 +311,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if self.path.rstrip("/").endswith("/props") and props is not None:
             reply = Reply(headers={"Content-Type": "application/json"}, body=[json.dumps(props).encode()])
         else:
-            reply = error_reply(404, f"no route {self.path}")
+            reply = owner._route("GET", self.path, None)
         with contextlib.suppress(_ClientGone, BrokenPipeError, ConnectionResetError):
             self._send(reply)
 
@@ -253,7 +323,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
         except ValueError:
             body = {"_undecodable": raw.decode("utf-8", "replace")}
         owner = self.server.owner
-        reply = owner._record_and_pick(body, dict(self.headers.items()), self.path)
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            reply = owner._route("POST", self.path, body)
+        else:
+            reply = owner._record_and_pick(body, dict(self.headers.items()), self.path)
         try:
             self._send(reply)
         except (_ClientGone, BrokenPipeError, ConnectionResetError):
@@ -325,6 +398,15 @@ class ScriptedServer:
         """The JSON served at ``/props`` (None: 404, as servers other than llama.cpp answer)."""
         self.disconnects = 0
         self.disconnected = threading.Event()
+        self.routes: dict[tuple[str, str], tuple[int, Any]] = {}
+        """(method, path) -> (status, JSON body) for the paths other than chat/completions."""
+        self.other_requests: list[tuple[str, str, Any]] = []
+        self.window: int | None = None
+        """Reject chat requests whose prompt (count_tokens) is above this, the way ``window_error`` does."""
+        self.window_error = "openai"
+        self.rejected = 0
+        self.prompt_tokens: list[int] = []
+        """count_tokens of every chat request received."""
         self._httpd = _Server(("127.0.0.1", 0), _RequestHandler)
         self._httpd.owner = self
         self.port: int = self._httpd.server_address[1]
@@ -364,13 +446,25 @@ class ScriptedServer:
             time.sleep(0.005)
         return True
 
+    def _route(self, method: str, path: str, body: Any) -> Reply:
+        with self._lock:
+            self.other_requests.append((method, path, body))
+            found = self.routes.get((method, path.split("?", 1)[0]))
+        if found is None:
+            return error_reply(404, f"no route {method} {path}")
+        status, payload = found
+        return Reply(status, {"Content-Type": "application/json"}, [json.dumps(payload).encode()])
+
     def _record_and_pick(self, body: dict[str, Any], headers: dict[str, str], path: str) -> Reply:
+        tokens = count_tokens(body)
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
             self.paths.append(path)
-            if not path.rstrip("/").endswith("/chat/completions"):
-                return error_reply(404, f"no route {path}")
+            self.prompt_tokens.append(tokens)
+            if self.window is not None and tokens > self.window:
+                self.rejected += 1
+                return WINDOW_ERRORS[self.window_error](tokens, self.window)
             if self._queue:
                 return self._queue.popleft()
         if self.handler is not None:

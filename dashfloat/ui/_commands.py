@@ -13,6 +13,7 @@ from prompt_toolkit.document import Document
 from dashfloat.protocol import (
     ApprovalMode,
     ClearSession,
+    CompactConversation,
     ListPermissions,
     ListPrompts,
     ListSessions,
@@ -37,7 +38,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "/permissions": ("[remove N|save N]", "list the rules in force; remove one; save a session grant"),
     "/sessions": ("", "list saved sessions"),
     "/resume": ("ID", "resume a saved session (an id prefix is enough)"),
-    "/usage": ("", "tokens of this session by turn"),
+    "/usage": ("", "context window, fill, and tokens of this session by turn"),
+    "/status": ("", "the same as /usage"),
+    "/compact": ("[FOCUS]", "summarise the older conversation now (FOCUS: what the summary keeps)"),
     "/undo": ("", "revert the files the last turn changed (preview first)"),
     "/rewind": ("[N]", "list prompts; with N, go back to just before prompt N (files and conversation)"),
     "/exit": ("", "quit DashFloat"),
@@ -122,7 +125,7 @@ def parse(text: str, prompt_files: Sequence[PromptFile] = ()) -> Parsed:
             return Send(ClearSession())
         case "/sessions":
             return Send(ListSessions())
-        case "/usage":
+        case "/usage" | "/status":
             return Send(ShowUsage())
         case "/undo":
             return Send(UndoTurn()) if not arg else Invalid("usage: /undo (it takes no argument)")
@@ -140,6 +143,8 @@ def parse(text: str, prompt_files: Sequence[PromptFile] = ()) -> Parsed:
                 n = int(number)
                 return Send(RemovePermission(number=n) if verb == "remove" else SavePermission(number=n))
             return Invalid("usage: /permissions [remove N|save N] (N from the /permissions list)")
+        case "/compact":
+            return Send(CompactConversation(focus=arg))
         case "/model":
             return Send(SetModel(model=arg)) if arg else Invalid("usage: /model NAME")
         case "/resume":

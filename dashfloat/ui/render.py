@@ -35,7 +35,15 @@ SPINNER_STEP_S = 0.1
 """One spinner frame per 100 ms reads as motion without flicker, whatever the tick."""
 OUTPUT_INDENT = "    "
 PROMPT_MARK = "❯ "
-PHASE_WORDS = {"idle": "Idle", "streaming": "Streaming", "confirming": "Confirm", "running": "Running"}
+PHASE_WORDS = {
+    "idle": "Idle",
+    "streaming": "Streaming",
+    "compacting": "Compacting the conversation",
+    "confirming": "Confirm",
+    "running": "Running",
+}
+WAITING_WORDS = "waiting for the model (prompt processing)"
+"""The streaming phase before its first token: a local server may read the prompt for minutes."""
 DECISION_WORDS = {
     "approve": "✓ approved",
     "approve_always": "✓ approved (always, this session)",
@@ -321,7 +329,8 @@ def context_text(state: UiState) -> str:
     """``12.3k / 128k`` when the window is known, ``12.3k tokens`` otherwise."""
     used = format_count(state.context_tokens) if state.context_tokens is not None else "0"
     if state.context_window:
-        return f"{used} / {format_count(state.context_window)}"
+        assumed = " (assumed)" if state.window_source == "assumed" else ""
+        return f"{used} / {format_count(state.context_window)}{assumed}"
     return f"{used} tokens"
 
 
@@ -336,6 +345,8 @@ def render_status(state: UiState, now: float, width: int, home: str | None) -> R
         elapsed = max(0.0, now - state.phase_since)
         frame = SPINNER_FRAMES[int(elapsed / SPINNER_STEP_S) % len(SPINNER_FRAMES)]
         head = f"{frame} {word} {format_elapsed(elapsed)}"
+        if phase == "streaming" and not state.answered:
+            head += f" · {WAITING_WORDS}"
     approval = f"approve: {state.approval}" + (f" +{state.rules} rule{'s' * (state.rules != 1)}" if state.rules else "")
     optional = [state.model or "…", context_text(state), approval, "<cwd>"]
     if state.sandbox:

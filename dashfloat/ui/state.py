@@ -11,6 +11,7 @@ from dashfloat.protocol import (
     AgentToUi,
     ApprovalMode,
     ConfirmRequested,
+    ContextChanged,
     DecideConfirmation,
     Decision,
     Level,
@@ -35,6 +36,7 @@ from dashfloat.protocol import (
     TurnEnded,
     UsageShown,
     UserPromptShown,
+    WindowSource,
 )
 from dashfloat.ui._markdown import render_markdown
 from dashfloat.ui._text import Row
@@ -213,12 +215,15 @@ class UiState:
     sandbox: str = ""
     """The status bar's sandbox segment (``sandbox_label``); empty until the agent is ready."""
     context_window: int | None = None
+    window_source: WindowSource | None = None
     context_tokens: int | None = None
     history: tuple[str, ...] = ()
     session_id: str | None = None
     ready: bool = False
     phase: Phase = "idle"
     phase_since: float = 0.0
+    answered: bool = False
+    """Something arrived since the phase became streaming (before that: the model reads the prompt)."""
     now: float = 0.0
     width: int = 80
     height: int = 24
@@ -321,6 +326,7 @@ def reduce(state: UiState, event: Event) -> UiState:
                 rules=event.rules,
                 sandbox=sandbox_label(event.sandbox),
                 context_window=event.context_window,
+                window_source=event.window_source,
                 history=tuple(event.history[-HISTORY_MAX_ENTRIES:]),
                 prompt_files=tuple(event.prompt_files),
                 ready=True,
@@ -341,21 +347,22 @@ def reduce(state: UiState, event: Event) -> UiState:
         case UserPromptShown():
             return _commit(_flush_open(state), UserPrompt(event.text))
         case TokenReceived():
-            return _stream(state, event.text)
+            return _stream(dataclasses.replace(state, answered=True), event.text)
         case ReasoningReceived():
+            state = dataclasses.replace(state, answered=True)
             if state.open_prose:
                 state = _flush_open(state)
             return dataclasses.replace(state, open_reasoning=state.open_reasoning + event.text)
         case PhaseChanged():
             if event.phase != state.phase:
-                state = dataclasses.replace(state, phase=event.phase, phase_since=state.now)
+                state = dataclasses.replace(state, phase=event.phase, phase_since=state.now, answered=False)
             if event.phase == "idle":
                 state = dataclasses.replace(_drop_confirm(_flush_open(state)), live_output=None)
                 if state.last_ctrl_c is None:
                     state = dataclasses.replace(state, hint=None)  # e.g. "busy": no longer true
             return state
         case ToolCallShown():
-            state = dataclasses.replace(_flush_open(state), last_call_id=event.id)
+            state = dataclasses.replace(_flush_open(state), last_call_id=event.id, answered=True)
             return _commit(state, ToolCall(event.name, event.args))
         case ToolOutputShown():
             live = state.live_output
@@ -372,6 +379,8 @@ def reduce(state: UiState, event: Event) -> UiState:
             return dataclasses.replace(_flush_open(state), confirm=event, confirm_since=None, confirm_armed=False)
         case UsageShown():
             return dataclasses.replace(state, context_tokens=event.usage.total_tokens)
+        case ContextChanged():
+            return dataclasses.replace(state, context_tokens=event.tokens)
         case SystemEntry():
             return _commit(_flush_open(state), Notice(event.text, event.level))
         case TurnEnded():

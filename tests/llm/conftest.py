@@ -84,12 +84,22 @@ class Llm:
         idle_timeout_s: float = 5.0,
         messages: list[ChatMessage] | None = None,
         idle_timeout_from: str = "",
+        first_byte_timeout_s: float = 5.0,
         **provider: Any,
     ) -> int:
         request_id = next(_ids)
         config = ProviderConfig(name="test", base_url=base_url, model=model, **provider)
         messages = messages or [ChatMessage(role="user", content="hi")]
-        self.channel.send(StartStream(request_id, config, messages, idle_timeout_s, idle_timeout_from))
+        self.channel.send(
+            StartStream(
+                request_id,
+                config,
+                messages,
+                idle_timeout_s,
+                idle_timeout_from,
+                first_byte_timeout_s=first_byte_timeout_s,
+            )
+        )
         return request_id
 
     def collect(self, request_id: int, timeout_s: float = 10.0) -> Result:

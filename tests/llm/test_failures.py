@@ -9,8 +9,17 @@ from typing import Any
 
 import pytest
 
-from dashfloat.protocol import CancelStream, ContentDelta, StreamStatus
-from dashfloat.testing.sse_server import Drop, Pause, Reply, ScriptedServer, error_reply, sse_event, text_reply
+from dashfloat.protocol import CancelStream, ContentDelta, StreamDone, StreamStatus
+from dashfloat.testing.sse_server import (
+    WINDOW_ERRORS,
+    Drop,
+    Pause,
+    Reply,
+    ScriptedServer,
+    error_reply,
+    sse_event,
+    text_reply,
+)
 from tests.llm.conftest import TEST_KEY, TEST_KEY_ENV, Llm
 
 
@@ -79,14 +88,37 @@ def test_idle_timeout_after_a_token(llm: Llm, server: ScriptedServer) -> None:
     assert "0.3 s" in result.failed.message
 
 
-def test_idle_timeout_before_the_headers(llm: Llm, server: ScriptedServer) -> None:
-    def late(body: dict[str, Any]) -> Reply:
-        time.sleep(1.0)  # no headers for longer than the idle timeout
+def test_first_byte_deadline_before_the_headers_is_crossed_both_ways(llm: Llm, server: ScriptedServer) -> None:
+    # llama.cpp sends nothing, not even headers, while it reads the prompt.
+    def slow_first_byte(body: dict[str, Any]) -> Reply:
+        time.sleep(1.0)
         return text_reply("late")
 
-    server.handler = late
-    result = llm.run(server.base_url, idle_timeout_s=0.2)
-    assert result.failed.kind == "idle_timeout"
+    server.handler = slow_first_byte
+    result = llm.run(server.base_url, idle_timeout_s=0.2, first_byte_timeout_s=0.3)
+    assert result.failed.kind == "first_byte_timeout"
+    assert "did not start answering within 0.3 s" in result.failed.message
+    assert "first_byte_timeout_s" in result.failed.message
+    # the same slow first byte, within the deadline: the idle timeout does not apply before it
+    result = llm.run(server.base_url, idle_timeout_s=0.2, first_byte_timeout_s=8.0)
+    assert result.done.content == "late"
+
+
+def test_keep_alive_comments_are_no_progress_for_either_deadline(llm: Llm, server: ScriptedServer) -> None:
+    comments = [item for _ in range(40) for item in (b": keep-alive\n\n", Pause(0.05))]
+    server.enqueue(Reply(body=comments + list(text_reply("never").body)))
+    assert llm.run(server.base_url, first_byte_timeout_s=0.5).failed.kind == "first_byte_timeout"
+    first = sse_event({"choices": [{"index": 0, "delta": {"content": "a"}, "finish_reason": None}]})
+    server.enqueue(Reply(body=[first, *comments, *text_reply("b").body]))
+    failed = llm.run(server.base_url, idle_timeout_s=0.5, first_byte_timeout_s=8.0).failed
+    assert failed.kind == "idle_timeout" and failed.content == "a"
+
+
+def test_a_pause_after_the_first_event_is_held_to_the_idle_timeout(llm: Llm, server: ScriptedServer) -> None:
+    first = sse_event({"choices": [{"index": 0, "delta": {"content": "a"}, "finish_reason": None}]})
+    server.enqueue(Reply(body=[first, Pause(1.5), *text_reply("b").body]))
+    failed = llm.run(server.base_url, idle_timeout_s=0.3, first_byte_timeout_s=8.0).failed
+    assert failed.kind == "idle_timeout" and failed.content == "a"
 
 
 def test_400_shows_the_providers_message(llm: Llm, server: ScriptedServer) -> None:
@@ -221,3 +253,29 @@ def test_cancel_of_an_unknown_request_is_ignored(llm: Llm, server: ScriptedServe
     llm.channel.send(CancelStream(987654))
     server.enqueue(text_reply("still fine"))
     assert llm.run(server.base_url).done.content == "still fine"
+
+
+@pytest.mark.parametrize("shape", ["openai", "vllm", "llamacpp"])
+def test_each_servers_context_exceeded_error_is_its_own_kind(llm: Llm, server: ScriptedServer, shape: str) -> None:
+    server.enqueue(WINDOW_ERRORS[shape](9000, 8192))
+    failed = llm.run(server.base_url).failed
+    assert failed.kind == "context_exceeded"
+    assert "larger than the model's context window" in failed.message and "/compact" in failed.message
+    assert len(server.requests) == 1  # not retried by the stream: the agent compacts first
+
+
+def test_other_context_exceeded_shapes(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(
+        error_reply(400, "prompt is too long: 210000 tokens > 200000 maximum"),
+        error_reply(413, "Request Entity Too Large"),
+        Reply(body=[sse_event({"error": {"message": "exceeded max context length by 12 tokens"}})]),
+        error_reply(400, "messages[0].content must be a string"),
+    )
+    kinds = [llm.run(server.base_url).failed.kind for _ in range(4)]
+    assert kinds == ["context_exceeded", "context_exceeded", "context_exceeded", "bad_request"]
+
+
+def test_lm_studios_empty_200_is_an_empty_answer_for_the_agent_to_judge(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(WINDOW_ERRORS["lmstudio"](9000, 8192))
+    terminal = llm.run(server.base_url).terminal
+    assert isinstance(terminal, StreamDone) and terminal.content == "" and terminal.tool_calls == []

@@ -87,7 +87,8 @@ def test_an_answer_closed_before_any_byte_says_so_in_plain_words(llm: Llm, serve
 
 
 def test_the_idle_timeout_message_names_the_setting_it_came_from(llm: Llm, server: ScriptedServer) -> None:
-    server.enqueue(Reply(body=[Pause(3)]), Reply(body=[Pause(3)]))
+    first = sse_event({"choices": [{"index": 0, "delta": {"content": "a"}, "finish_reason": None}]})
+    server.enqueue(Reply(body=[first, Pause(3)]), Reply(body=[first, Pause(3)]))  # the idle timeout follows an event
     from_env = llm.run(server.base_url, idle_timeout_s=0.3, idle_timeout_from="DASHFLOAT_IDLE_TIMEOUT_S").failed
     assert from_env.kind == "idle_timeout" and from_env.message.endswith("raise DASHFLOAT_IDLE_TIMEOUT_S.")
     assert "config.toml" not in from_env.message

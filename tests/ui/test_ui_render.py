@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 from dashfloat.protocol import (
     AgentReady,
     ClearSession,
+    CompactConversation,
     ConfirmRequested,
+    ContextChanged,
     ListPrompts,
     ListSessions,
     PhaseChanged,
@@ -200,8 +202,12 @@ def test_status_bar_idle_and_busy() -> None:
     state = reduce(state, Tick(0.0, 100, 24))
     assert text([render_status(state, 0.0, 100, "/home/u")]) == "● Idle · gpt-x · 0 tokens · approve: edits · ~/proj"
     busy = reduce(state, PhaseChanged(phase="streaming"))
-    bar = text([render_status(busy, 3.25, 100, "/home/u")])
+    bar = text([render_status(busy, 3.25, 140, "/home/u")])
     frame = SPINNER_FRAMES[int(3.25 / SPINNER_STEP_S) % len(SPINNER_FRAMES)]
+    waiting = "waiting for the model (prompt processing)"
+    assert bar == f"{frame} Streaming 3.2s · {waiting} · gpt-x · 0 tokens · approve: edits · ~/proj"
+    answering = reduce(busy, TokenReceived(text="hi"))
+    bar = text([render_status(answering, 3.25, 100, "/home/u")])
     assert bar == f"{frame} Streaming 3.2s · gpt-x · 0 tokens · approve: edits · ~/proj"
 
 
@@ -219,6 +225,17 @@ def test_status_bar_names_the_sandbox(sandbox: SandboxState, label: str) -> None
     state = reduce(reduce(initial(0.0), ready), Tick(0.0, 100, 24))
     bar = text([render_status(state, 0.0, 100, "/home/u")])
     assert bar == f"● Idle · gpt-x · 0 tokens · approve: ask · {label} · ~/proj"
+
+
+def test_status_bar_labels_an_assumed_window_and_the_compacting_phase() -> None:
+    state = reduce(
+        initial(0.0, model="m"),
+        AgentReady(model="m", provider="p", cwd="/w", approval="ask", context_window=8192, window_source="assumed"),
+    )
+    state = reduce(state, ContextChanged(tokens=4000))
+    assert context_text(state) == "4k / 8.2k (assumed)"
+    compacting = reduce(state, PhaseChanged(phase="compacting"))
+    assert "Compacting the conversation" in text([render_status(compacting, 1.0, 120, None)])
 
 
 def test_status_bar_fits_forty_columns_by_dropping_segments() -> None:
@@ -251,6 +268,11 @@ def test_slash_commands_parse_to_messages() -> None:
     assert commands.parse("/sessions") == commands.Send(ListSessions())
     assert commands.parse("/resume ab12") == commands.Send(ResumeSession(session_id="ab12"))
     assert commands.parse("/usage") == commands.Send(ShowUsage())
+    assert commands.parse("/status") == commands.Send(ShowUsage())
+    assert commands.parse("/compact") == commands.Send(CompactConversation())
+    assert commands.parse("/compact  the test failures ") == commands.Send(
+        CompactConversation(focus="the test failures")
+    )
     assert commands.parse("/help") == commands.ShowHelp() and commands.parse("/exit") == commands.Exit()
     assert commands.parse("hello /x") == commands.Prompt("hello /x")
     assert commands.parse("//etc is a dir") == commands.Prompt("/etc is a dir")

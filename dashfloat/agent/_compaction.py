@@ -1,0 +1,217 @@
+"""Compaction planning: what to shrink, what to summarise, what to keep verbatim (pure functions).
+
+A conversation is cut only between *units*: a user message, or an assistant message together with the
+tool messages answering its calls. So no compaction can separate a call from its result, drop a result
+whose call remains, or leave a call unanswered. Decision record: docs/decisions/0031-compaction.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import msgspec
+
+from dashfloat.catalogue import EXECUTE_COMMAND, LIST_DIRECTORY, READ_FILE
+from dashfloat.protocol import ChatMessage
+
+KEEP_RECENT_UNITS: Final = 4
+"""Units at the end of the conversation never shrunk nor summarised (the model's working memory)."""
+SHRINK_MIN_BYTES: Final = 2048
+"""A tool result smaller than this is left alone: shrinking it would save less than the marker costs."""
+SHRINK_HEAD_LINES: Final = 12
+SHRINK_TAIL_LINES: Final = 8
+"""Lines of a shrunk output kept from its start and its end."""
+SHRINK_LINE_MAX_CHARS: Final = 200
+SHRINK_LIST_KEEP: Final = 10
+"""Items of a long list field (directory entries) kept from its start and its end."""
+SUMMARY_HEADER: Final = "[Summary of the earlier conversation, written at a compaction]"
+COMPACTION_PROMPT: Final = (
+    "Summarise the conversation above for your own later use: it will replace these messages. Keep the "
+    "user's goals and constraints, decisions made, files read or changed (with paths), commands run and "
+    "their outcomes, errors met, and what remains to do. Be concise and factual; use short Markdown "
+    "lists. Do not call tools."
+)
+
+ELIDED: Final = "elided at a compaction"
+"""In every marker; text that holds it was shrunk already and is not cut again."""
+
+_DECODER = msgspec.json.Decoder()
+_ENCODER = msgspec.json.Encoder()
+
+
+@dataclass(frozen=True)
+class Unit:
+    """``conversation[start:end]``: one user message, or one assistant message and its results."""
+
+    start: int
+    end: int
+
+
+def units(conversation: Sequence[ChatMessage]) -> list[Unit]:
+    """The conversation cut at every place a compaction may cut it."""
+    out: list[Unit] = []
+    start = 0
+    for i, message in enumerate(conversation):
+        if i > start and message.role != "tool":
+            out.append(Unit(start, i))
+            start = i
+    if conversation:
+        out.append(Unit(start, len(conversation)))
+    return out
+
+
+def _how_to_get_again(tool: str) -> str:
+    if tool == READ_FILE:
+        return "call read_file again (offset/limit) to see them"
+    if tool == EXECUTE_COMMAND:
+        return "run the command again to see them"
+    if tool == LIST_DIRECTORY:
+        return "list the directory again to see them"
+    return "repeat the call to see them"
+
+
+def shrink_text(text: str, tool: str) -> str:
+    """A short head and tail of ``text`` with a marker saying what was elided and how to get it again."""
+    if ELIDED in text:
+        return text
+    lines = text.splitlines()
+    keep = SHRINK_HEAD_LINES + SHRINK_TAIL_LINES
+    if len(lines) > keep:
+        head, tail = lines[:SHRINK_HEAD_LINES], lines[-SHRINK_TAIL_LINES:]
+        elided = len(lines) - keep
+    else:
+        head, tail, elided = lines, [], 0
+    cut = [line[:SHRINK_LINE_MAX_CHARS] for line in [*head, *tail]]
+    cut_chars = sum(len(a) - len(b) for a, b in zip([*head, *tail], cut, strict=True))
+    what = []
+    if elided:
+        what.append(f"{elided} lines")
+    if cut_chars:
+        what.append(f"{cut_chars} characters of long lines")
+    if not what:  # few, short lines, yet big: one huge line was cut; say so all the same
+        return text
+    marker = f"[… {' and '.join(what)} {ELIDED}; {_how_to_get_again(tool)} …]"
+    return "\n".join([*cut[: len(head)], marker, *cut[len(head) :]])
+
+
+def _shrink_value(value: Any, tool: str) -> Any:
+    if isinstance(value, str) and len(value.encode()) >= SHRINK_MIN_BYTES // 2:
+        return shrink_text(value, tool)
+    already = any(isinstance(item, str) and ELIDED in item for item in value) if isinstance(value, list) else True
+    if isinstance(value, list) and len(value) > 2 * SHRINK_LIST_KEEP and not already:
+        elided = len(value) - 2 * SHRINK_LIST_KEEP
+        marker = f"[… {elided} items {ELIDED}; {_how_to_get_again(tool)} …]"
+        return [*value[:SHRINK_LIST_KEEP], marker, *value[-SHRINK_LIST_KEEP:]]
+    return value
+
+
+def shrink_result(content: str, tool: str) -> str:
+    """A tool message's content, shrunk: the object keeps every field (``ok``, the status, the path) and
+    only its long text and list fields are cut; a result that is not a JSON object is cut as text."""
+    if len(content.encode()) < SHRINK_MIN_BYTES:
+        return content
+    try:
+        value = _DECODER.decode(content)
+    except msgspec.DecodeError:
+        return shrink_text(content, tool)
+    if not isinstance(value, dict):
+        return shrink_text(content, tool)
+    shrunk = {key: _shrink_value(item, tool) for key, item in value.items()}
+    if shrunk == value:
+        return content  # nothing to cut: keep the bytes the provider has cached
+    return _ENCODER.encode(shrunk).decode()
+
+
+@dataclass(frozen=True)
+class Shrunk:
+    """The conversation after stage 1, and how many results were cut."""
+
+    conversation: list[ChatMessage]
+    results: int
+
+
+def shrink_old_results(conversation: Sequence[ChatMessage], keep_recent: int = KEEP_RECENT_UNITS) -> Shrunk:
+    """Stage 1: cut the big tool results of every unit but the last ``keep_recent`` (calls untouched)."""
+    out = list(conversation)
+    cut = units(conversation)
+    old = cut[: max(0, len(cut) - keep_recent)]
+    count = 0
+    for unit in old:
+        names = {r.id: r.function.name for r in conversation[unit.start].tool_calls or []}
+        for i in range(unit.start + 1, unit.end):
+            message = conversation[i]
+            if message.role != "tool" or message.content is None:
+                continue
+            content = shrink_result(message.content, names.get(message.tool_call_id or "", ""))
+            if content != message.content:
+                out[i] = msgspec.structs.replace(message, content=content)
+                count += 1
+    return Shrunk(out, count)
+
+
+@dataclass(frozen=True)
+class SummaryPlan:
+    """Stage 2: ``older`` is summarised; ``prompt`` (the latest user prompt, if older) and ``recent`` stay."""
+
+    older: list[ChatMessage]
+    prompt: ChatMessage | None
+    recent: list[ChatMessage]
+
+
+def plan_summary(conversation: Sequence[ChatMessage], keep_recent: int = KEEP_RECENT_UNITS) -> SummaryPlan | None:
+    """What a summary would replace; None when there is nothing older than what must stay verbatim."""
+    cut = units(conversation)
+    if len(cut) <= keep_recent:
+        return None
+    boundary = cut[len(cut) - keep_recent].start if keep_recent > 0 else len(conversation)
+    older = list(conversation[:boundary])
+    recent = list(conversation[boundary:])
+    latest = max((i for i, m in enumerate(conversation) if m.role == "user"), default=None)
+    prompt = conversation[latest] if latest is not None and latest < boundary else None
+    if not [m for m in older if m is not prompt]:
+        return None
+    return SummaryPlan(older, prompt, recent)
+
+
+def summary_request(plan: SummaryPlan, focus: str = "") -> list[ChatMessage]:
+    """The conversation part of the summary request (the caller puts the system message first)."""
+    ask = COMPACTION_PROMPT + (f"\n\nFocus on: {focus.strip()}" if focus.strip() else "")
+    return [*plan.older, ChatMessage(role="user", content=ask)]
+
+
+def drop_front_units(messages: Sequence[ChatMessage], count: int) -> list[ChatMessage]:
+    """``messages`` without its first ``count`` units (a summary input that must shrink to fit)."""
+    cut = units(messages)
+    if count >= len(cut):
+        return []
+    return list(messages[cut[count].start :]) if count > 0 else list(messages)
+
+
+def apply_summary(plan: SummaryPlan, summary: str) -> list[ChatMessage]:
+    """The compacted conversation: the summary, the latest prompt verbatim, the recent units verbatim."""
+    head = ChatMessage(role="user", content=f"{SUMMARY_HEADER}\n\n{summary.strip()}")
+    return [head, *([plan.prompt] if plan.prompt is not None else []), *plan.recent]
+
+
+def common_suffix(a: Sequence[object], b: Sequence[object]) -> int:
+    """How many messages at the end of ``a`` and ``b`` are equal (what followed the last compaction)."""
+    n = 0
+    while n < min(len(a), len(b)) and a[len(a) - 1 - n] == b[len(b) - 1 - n]:
+        n += 1
+    return n
+
+
+def dangling_calls(conversation: Sequence[ChatMessage]) -> list[str]:
+    """Call ids not answered right after their assistant message, and results with no such call."""
+    problems: list[str] = []
+    for unit in units(conversation):
+        first = conversation[unit.start]
+        ids = [r.id for r in first.tool_calls or []] if first.role == "assistant" else []
+        answered = [m.tool_call_id or "" for m in conversation[unit.start + 1 : unit.end]]
+        if first.role == "tool":
+            answered = [first.tool_call_id or "", *answered]
+        problems += [f"unanswered {i}" for i in ids if i not in answered]
+        problems += [f"orphan {i}" for i in answered if i not in ids]
+    return problems

@@ -1,0 +1,98 @@
+"""How full a request is, before it is sent: a token estimate calibrated by the provider's own count.
+
+Pure functions and small values: the core asks ``estimate`` for every request and ``plan_fit`` what to do
+when it does not fit. Decision record: docs/decisions/0030-context-window.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import msgspec
+
+from dashfloat.catalogue import TOOLS
+from dashfloat.protocol import ChatMessage
+
+BYTES_PER_TOKEN: Final = 3.0
+"""Raw estimate: UTF-8 bytes of the encoded message per token. Real tokenizers give 3.5–4.5 for English
+and code; 3 over-counts on purpose, and the provider's reported count corrects it after one request."""
+MESSAGE_OVERHEAD_TOKENS: Final = 4
+"""Role markers and separators a chat template adds around each message."""
+CALIBRATION_MIN: Final = 0.25
+CALIBRATION_MAX: Final = 4.0
+"""A reported count further than this from the raw estimate is not believed (a proxy summing retries)."""
+ANSWER_RESERVE_MAX_TOKENS: Final = 4096
+ANSWER_RESERVE_FRACTION: Final = 0.125
+"""Room kept free for the answer: an eighth of the window, at most 4096 tokens."""
+
+_ENCODER = msgspec.json.Encoder()
+TOOLS_BYTES: Final = len(_ENCODER.encode(TOOLS))
+
+
+def raw_tokens(message: ChatMessage) -> int:
+    """The uncalibrated estimate of one message (its JSON bytes, as sent)."""
+    return int(len(_ENCODER.encode(message)) / BYTES_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS
+
+
+def raw_request_tokens(messages: Sequence[ChatMessage]) -> int:
+    """The uncalibrated estimate of a whole request: every message plus the tool catalogue."""
+    return int(TOOLS_BYTES / BYTES_PER_TOKEN) + sum(raw_tokens(m) for m in messages)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What the provider said about the last request: its front (``sent`` messages) cost ``reported``."""
+
+    sent: tuple[ChatMessage, ...]
+    reported: int
+    raw: int
+
+    @property
+    def ratio(self) -> float:
+        """Reported over raw, clamped: the factor applied to text the provider has not counted yet."""
+        if self.raw <= 0 or self.reported <= 0:
+            return 1.0
+        return min(CALIBRATION_MAX, max(CALIBRATION_MIN, self.reported / self.raw))
+
+
+def calibrate(sent: Sequence[ChatMessage], prompt_tokens: int) -> Calibration | None:
+    """A calibration from one request and the prompt_tokens reported for it (None when nothing usable)."""
+    if prompt_tokens <= 0:
+        return None
+    return Calibration(tuple(sent), prompt_tokens, raw_request_tokens(sent))
+
+
+def estimate(messages: Sequence[ChatMessage], calibration: Calibration | None) -> int:
+    """Tokens of a request of ``messages``: the reported count of the front it shares with the last
+    request, plus the calibrated raw estimate of the new tail (the only guess)."""
+    if calibration is None:
+        return raw_request_tokens(messages)
+    sent = calibration.sent
+    n = len(sent)
+    if len(messages) >= n and tuple(messages[:n]) == sent:
+        tail = sum(raw_tokens(m) for m in messages[n:])
+        return calibration.reported + round(tail * calibration.ratio)
+    # The front changed (a compaction): scale the whole raw estimate by what the provider taught us.
+    return round(raw_request_tokens(messages) * calibration.ratio)
+
+
+def answer_reserve(window: int) -> int:
+    """Tokens kept free for the answer in a window of ``window`` tokens."""
+    return min(ANSWER_RESERVE_MAX_TOKENS, max(1, int(window * ANSWER_RESERVE_FRACTION)))
+
+
+def hard_limit(window: int) -> int:
+    """The largest request ever sent: the window minus the answer reserve."""
+    return window - answer_reserve(window)
+
+
+def compact_threshold(window: int, percent: int) -> int:
+    """The request size at which automatic compaction starts (never above the hard limit)."""
+    return min(hard_limit(window), window * percent // 100)
+
+
+def fill_percent(tokens: int, window: int) -> int:
+    """How full the window is, rounded, for the status bar and /status."""
+    return round(100 * tokens / window) if window > 0 else 0

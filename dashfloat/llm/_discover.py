@@ -1,0 +1,98 @@
+"""Asking a server for its context window: a few short GETs in a worker thread, answered once per model.
+
+The parsers are in ``_window``; this module only makes the requests, in an order that costs a hosted API
+one request (``/models``) and a local server at most five, each with DISCOVERY_TIMEOUT_S.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import requests
+
+from dashfloat.config import is_local_url
+from dashfloat.llm import _window as w
+from dashfloat.protocol import DiscoverWindow, ProviderConfig, WindowFound
+
+Probe = Callable[[Any], object]
+
+
+def _get(session: requests.Session, method: str, url: str, headers: dict[str, str], json: Any = None) -> Any:
+    """The decoded JSON body of a 200, or None (any failure means "this server does not say")."""
+    try:
+        response = session.request(
+            method, url, headers=headers, json=json, timeout=(w.DISCOVERY_TIMEOUT_S, w.DISCOVERY_TIMEOUT_S)
+        )
+        if response.status_code != 200:
+            return None
+        return msgspec.json.decode(response.content[: 4 * 1024 * 1024])
+    except (requests.RequestException, msgspec.DecodeError, OSError, ValueError):
+        return None
+
+
+def discover(provider: ProviderConfig, request_id: int = 0) -> WindowFound:
+    """Ask the server behind ``provider`` (blocking; at most a few short requests)."""
+    headers = {"Accept": "application/json", **provider.headers}
+    key = os.environ.get(provider.api_key_env) if provider.api_key_env else None
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    base = provider.base_url.rstrip("/")
+    root = w.server_root(base)
+    model = provider.model
+    probes: list[tuple[str, str, str, Any, Probe]] = [
+        ("/models", "GET", f"{base}/models", None, lambda b: w.openai_models(b, model)),
+    ]
+    if is_local_url(base):
+        probes += [
+            ("llama.cpp /props n_ctx", "GET", f"{root}/props", None, w.llamacpp_props),
+            ("LM Studio /api/v0/models", "GET", f"{root}/api/v0/models", None, lambda b: w.lmstudio_models(b, model)),
+            ("Ollama /api/ps context_length", "GET", f"{root}/api/ps", None, lambda b: w.ollama_ps(b, model)),
+        ]
+    notices: list[str] = []
+    with requests.Session() as session:
+        for detail, method, url, body, parse in probes:
+            value = parse(_get(session, method, url, headers, body))
+            if (window := w.sane(value)) is not None:
+                return WindowFound(request_id, window, "server", detail, "; ".join(notices))
+            if w.reported(value):
+                notices.append(f"ignored a context window of {value!r} reported by {url}")
+        if is_local_url(base):
+            value, which = w.ollama_show(_get(session, "POST", f"{root}/api/show", headers, {"model": model}))
+            if (window := w.sane(value)) is not None:
+                return WindowFound(request_id, window, "server", f"Ollama /api/show {which}", "; ".join(notices))
+            if w.reported(value):
+                notices.append(f"ignored a context window of {value!r} reported by {root}/api/show")
+    notice = "; ".join(notices)
+    table = w.known_window(model)
+    if table is not None:
+        return WindowFound(request_id, table, "table", f"known window of {model}", notice)
+    return WindowFound(request_id, w.DEFAULT_ASSUMED_WINDOW, "assumed", "nothing reported", notice)
+
+
+class Discovery:
+    """One DiscoverWindow answered from a worker thread; ``done`` is called with the reply."""
+
+    def __init__(self, ask: DiscoverWindow, done: Callable[[DiscoverWindow, WindowFound], None]) -> None:
+        self._ask = ask
+        self._done = done
+        self._thread = threading.Thread(target=self._run, name=f"llm-window-{ask.request_id}", daemon=True)
+
+    def begin(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            found = discover(self._ask.provider, self._ask.request_id)
+        except Exception as exc:  # answer whatever broke: the agent waits for this reply
+            found = WindowFound(
+                self._ask.request_id,
+                w.DEFAULT_ASSUMED_WINDOW,
+                "assumed",
+                "discovery failed",
+                f"window discovery: {exc}",
+            )
+        self._done(self._ask, found)
