@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import itertools
 import json
-from typing import Any
 
 import msgspec
 
 from dashfloat.agent import AgentCore, AgentOptions, MemoryJournal
 from dashfloat.agent import _compaction as compaction
 from dashfloat.agent import _context as ctx
+from dashfloat.agent._core import provider_message
 from dashfloat.protocol import (
     AgentReady,
     AssembledCall,
     Cancel,
     CancelStream,
+    ChatMessage,
     CompactConversation,
     ContentDelta,
     ContextChanged,
@@ -23,6 +24,7 @@ from dashfloat.protocol import (
     Message,
     PhaseChanged,
     ProviderConfig,
+    ReadFileResult,
     RunTool,
     ShowUsage,
     StartStream,
@@ -38,6 +40,11 @@ from dashfloat.protocol import (
 from tests.agent.test_core import assert_no_dangling
 
 WINDOW = 6000
+
+
+def chat(core: AgentCore) -> list[ChatMessage]:
+    """The core's conversation as the provider sees it."""
+    return [provider_message(e) for e in core.conversation]
 
 
 def make_core(window: int | None = WINDOW, percent: int = 80) -> tuple[AgentCore, MemoryJournal]:
@@ -57,8 +64,17 @@ def entries(out: list[Message]) -> list[str]:
     return [m.text for m in out if isinstance(m, SystemEntry)]
 
 
-def big_output(i: int, lines: int = 120) -> dict[str, Any]:
-    return {"ok": True, "path": f"f{i}.txt", "content": "\n".join(f"{i} line {n} " + "x" * 40 for n in range(lines))}
+def big_output(i: int, lines: int = 120) -> ReadFileResult:
+    content = "\n".join(f"{i} line {n} " + "x" * 40 for n in range(lines))
+    return ReadFileResult(
+        path=f"f{i}.txt",
+        content=content,
+        offset=1,
+        lines=lines,
+        total_lines=lines,
+        total_bytes=len(content),
+        truncated=False,
+    )
 
 
 def round_trip(core: AgentCore, i: int) -> list[Message]:
@@ -97,14 +113,16 @@ def test_a_long_turn_never_sends_above_the_budget_and_compacts_in_both_stages() 
             assert any(isinstance(m, ContextChanged) for m in out)
         [request] = starts(out)
         assert ctx.estimate(request.messages, core.calibration) <= ctx.hard_limit(WINDOW)
-        assert_no_dangling(core.conversation)
+        assert_no_dangling(chat(core))
         assert core.conversation[0].role == "user"
         if i == 29:
             break
     assert summaries >= 1 and core.compactions > summaries  # shrinking ran as well
-    assert any(m.content and compaction.ELIDED in m.content for m in core.conversation) or summaries
-    assert journal.messages == core.conversation  # the journal holds the compacted conversation
-    assert any((m.content or "") == "read everything" for m in core.conversation)  # the latest prompt, verbatim
+    assert any(compaction.ELIDED in (getattr(m, "content", "") or "") for m in core.conversation) or summaries
+    assert journal.messages[-len(chat(core)) :] == chat(core)  # the journal holds the compacted conversation
+    assert any(
+        getattr(m, "content", None) == "read everything" for m in core.conversation
+    )  # the latest prompt, verbatim
 
 
 def test_the_system_message_and_the_front_stay_byte_identical_between_requests() -> None:
@@ -134,9 +152,10 @@ def test_compact_command_summarises_and_goes_idle() -> None:
     out = answer_summary(core, "files f0..f5 read")
     assert PhaseChanged(phase="idle") in out and core.phase == "idle"
     assert any("compacted: summarised" in e for e in entries(out))
-    assert core.conversation[0].content is not None and "files f0..f5 read" in core.conversation[0].content
-    assert core.conversation[-len(compaction.units(core.conversation)) :] != before
-    assert_no_dangling(core.conversation)
+    head = core.conversation[0]
+    assert isinstance(head, ChatMessage) and "files f0..f5 read" in (head.content or "")
+    assert core.conversation[-len(compaction.units(chat(core))) :] != before
+    assert_no_dangling(chat(core))
 
 
 def test_an_empty_or_failed_summary_leaves_the_conversation_as_it_was() -> None:
@@ -183,7 +202,7 @@ def test_context_exceeded_compacts_and_retries_once_then_says_what_to_do() -> No
     out = take(core)
     assert TurnEnded(outcome="failed") in out
     assert any("/clear starts a fresh session" in e for e in entries(out))
-    assert_no_dangling(core.conversation)
+    assert_no_dangling(chat(core))
 
 
 def test_lm_studios_empty_answer_to_a_large_request_counts_as_context_exceeded() -> None:
@@ -251,7 +270,14 @@ def test_calibration_comes_from_the_reported_prompt_tokens() -> None:
         )
     )
     take(core)
-    core.on_executor(ToolFinished(call_id="a", result={"ok": True, "content": "tiny"}))
+    core.on_executor(
+        ToolFinished(
+            call_id="a",
+            result=ReadFileResult(
+                path="x", content="tiny", offset=1, lines=1, total_lines=1, total_bytes=4, truncated=False
+            ),
+        )
+    )
     [second] = starts(take(core))
     assert core.calibration is not None and core.calibration.reported == 1234
     assert core.last_estimate == ctx.estimate(second.messages, core.calibration) > 1234
@@ -267,7 +293,7 @@ def test_a_shrunk_result_is_valid_json_that_keeps_its_status() -> None:
         out = round_trip(core, i)
         if core.waiting == "summary":
             break
-    shrunk = [m for m in core.conversation if m.role == "tool" and compaction.ELIDED in (m.content or "")]
+    shrunk = [m for m in core.conversation if isinstance(m, ChatMessage) and compaction.ELIDED in (m.content or "")]
     assert shrunk
     for message in shrunk:
         value = json.loads(message.content or "")
@@ -288,8 +314,8 @@ def test_prompts_are_numbered_from_the_transcript_and_a_rewind_undoes_later_comp
     take(core)
     answer_summary(core)
     assert core.prompts() == ["one", "two"]  # the summary is no prompt
-    assert (core.conversation[0].content or "").startswith(compaction.SUMMARY_HEADER)
+    assert (getattr(core.conversation[0], "content", "") or "").startswith(compaction.SUMMARY_HEADER)
     core._truncate(1)  # what /rewind 2 does once the files are restored
     assert core.prompts() == ["one"] and core.conversation == core.transcript
-    assert core.conversation[-1].content == "ok" and core.compaction_points == []
-    assert_no_dangling(core.conversation)
+    assert getattr(core.conversation[-1], "content", None) == "ok" and core.compaction_points == []
+    assert_no_dangling(chat(core))
