@@ -114,7 +114,7 @@ def test_a_long_turn_never_sends_above_the_budget_and_compacts_in_both_stages() 
         [request] = starts(out)
         assert ctx.estimate(request.messages, core.calibration) <= ctx.hard_limit(WINDOW)
         assert_no_dangling(chat(core))
-        assert core.conversation[0].role == "user"
+        assert chat(core)[0].role == "user"
         if i == 29:
             break
     assert summaries >= 1 and core.compactions > summaries  # shrinking ran as well

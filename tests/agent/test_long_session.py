@@ -17,10 +17,12 @@ from dashfloat.agent import _compaction as compaction
 from dashfloat.protocol import (
     AgentReady,
     AgentToUi,
+    ChatMessage,
     CompactConversation,
     ProviderConfig,
     SubmitPrompt,
     SystemEntry,
+    ToolReply,
     TurnEnded,
 )
 from dashfloat.runtime import AgentProcess
@@ -125,8 +127,9 @@ def test_two_hundred_round_trips_in_a_small_window(tmp_path: Path) -> None:
         [path] = list((state / "sessions").glob("*.jsonl"))
         loaded = load(path)
         assert len(loaded.transcript) > len(loaded.messages)
-        assert sum(m.role == "tool" for m in loaded.transcript) == PROMPTS * CALLS_PER_PROMPT
-        assert (loaded.messages[0].content or "").startswith(compaction.SUMMARY_HEADER)
+        assert sum(isinstance(m, ToolReply) for m in loaded.transcript) == PROMPTS * CALLS_PER_PROMPT
+        head = loaded.messages[0]
+        assert isinstance(head, ChatMessage) and (head.content or "").startswith(compaction.SUMMARY_HEADER)
         # --continue resumes the compacted conversation, not the whole transcript
         sent_before = len(server.requests)
         server.enqueue(text_reply("resumed"))
