@@ -17,6 +17,7 @@ from dashfloat.protocol import (
     AgentToUi,
     Cancel,
     ConfirmRequested,
+    ContextChanged,
     DecideConfirmation,
     PhaseChanged,
     PromptRestored,
@@ -176,6 +177,7 @@ class Printer:
                 | ToolOutputShown()
                 | ToolResultShown()
                 | UsageShown()
+                | ContextChanged()
                 | SessionsListed()
                 | PromptsListed()
                 | PromptRestored()
@@ -225,6 +227,7 @@ class Printer:
                 | PhaseChanged()
                 | ConfirmRequested()
                 | UsageShown()
+                | ContextChanged()
                 | SystemEntry()
                 | TurnEnded()
                 | SessionsListed()
