@@ -263,10 +263,19 @@ reads files. A driver name with ``=`` would split the override wrongly, so then 
 
 def _inside_workspace(word: str) -> bool:
     """A read-only command still must not read outside the workspace (the model would then send it away)."""
-    if word.startswith("-"):
+    if word.startswith("--"):
         value = word.partition("=")[2]
         return not value or _inside_workspace(value)
+    if word.startswith("-"):  # a short option's value may be attached anywhere in a cluster: grep -rf/etc/x
+        return all(_inside_workspace(word[i:]) for i in range(2, len(word)) if not word[i:].startswith("-"))
     return not (word.startswith(("/", "~")) or ".." in word.split("/"))
+
+
+def _follows(word: str) -> bool:
+    """tail's -f/-F, alone or in a cluster (``-fn1``), or --follow: it never ends."""
+    if word.startswith("--"):
+        return word.startswith("--follow")
+    return word.startswith("-") and ("f" in word or "F" in word)
 
 
 def read_only_command(command: str) -> str | None:
@@ -282,7 +291,7 @@ def read_only_command(command: str) -> str | None:
         return None
     match program:
         case "ls" | "cat" | "head" | "tail" | "wc" | "grep":
-            if program == "tail" and any(a in ("-f", "-F", "--follow") or a.startswith("--follow") for a in args):
+            if program == "tail" and any(_follows(a) for a in args):
                 return None  # never ends
             return shlex.join(words)
         case "rg":

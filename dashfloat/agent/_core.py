@@ -1099,6 +1099,8 @@ class AgentCore:
         """The neutralised line of a read-only command that runs unasked, else None."""
         if not self.read_only_commands or call.name != "execute_command" or not call.args:
             return None
+        if self.sandbox.mode == "off":
+            return None  # unconfined, a workspace symlink lets `cat notes` read ~/.ssh: such a line asks
         command, cwd = call.args.get("command"), call.args.get("cwd", ".")
         if not isinstance(command, str) or cwd not in (".", "", "./"):
             return None  # another cwd: asked, like any command (its path is the executor's to check)

@@ -23,6 +23,7 @@ from dashfloat.protocol import (
     ProviderConfig,
     RemovePermission,
     RunTool,
+    SandboxState,
     SavePermission,
     SetApproval,
     StreamDone,
@@ -36,13 +37,22 @@ from dashfloat.protocol import (
 PROVIDER = ProviderConfig(name="test", base_url="http://127.0.0.1:9/v1", model="m")
 
 
-def make_core(approval: str = "ask", rules: list[SourcedRule] | None = None, rules_path: str = "") -> AgentCore:
+SANDBOXED = SandboxState(mode="workspace-write")
+
+
+def make_core(
+    approval: str = "ask",
+    rules: list[SourcedRule] | None = None,
+    rules_path: str = "",
+    sandbox: SandboxState = SANDBOXED,
+) -> AgentCore:
     options = AgentOptions(
         provider=PROVIDER,
         cwd="/work",
         approval=approval,  # type: ignore[arg-type]
         rules=rules or [],
         rules_path=rules_path,
+        sandbox=sandbox,
     )
     return AgentCore(options, MemoryJournal())
 
@@ -181,6 +191,13 @@ def test_read_only_commands_run_unasked_neutralised_and_redirections_ask() -> No
     assert run.args == {"command": "rg foo"}
     finish_ok(core, "c2")
     confirm(core, command_turn(core, "rg foo > out", "c3"), "c3")
+
+
+def test_without_the_sandbox_read_only_commands_ask() -> None:
+    # nothing would confine what they read: a workspace symlink makes `cat notes` read ~/.ssh
+    for sandbox in (SandboxState(), SandboxState(unavailable="cannot run bwrap")):
+        core = make_core(sandbox=sandbox)
+        confirm(core, command_turn(core, "cat notes"))
 
 
 def test_read_only_commands_can_be_turned_off() -> None:
