@@ -863,6 +863,10 @@ class PreviewReady(Message, frozen=True):
     lines: list[str]
     digest: str | None = None
     error: str | None = None
+    summary: str = ""
+    """``+N −M · B bytes`` of a write or edit, ``in CWD`` of a command."""
+    full: str = ""
+    """The whole preview (diff, written content or command), cut at the executor's PREVIEW_FULL_MAX_BYTES."""
 
 
 class CommandStarted(Message, frozen=True):

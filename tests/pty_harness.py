@@ -75,6 +75,16 @@ class Terminal:
                 break
         return needle in (self.visible() if visible_only else self.text())
 
+    def wait_for_change(self, line: str, timeout_s: float = 10.0) -> bool:
+        """Wait until the visible screen no longer holds ``line`` (a scroll position, a counter...)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if line not in self.visible().splitlines():
+                return True
+            if not self.pump():
+                break
+        return line not in self.visible().splitlines()
+
     def settle(self, quiet_s: float = 0.3, timeout_s: float = 5.0) -> None:
         """Read until the program has been quiet for ``quiet_s``."""
         deadline = time.monotonic() + timeout_s

@@ -1298,6 +1298,8 @@ class AgentCore:
                         name=call.name,
                         args=call.args or {},
                         lines=message.lines,
+                        summary=message.summary,
+                        full=message.full,
                         scope=scope.text() if scope is not None else "",
                     )
                 )

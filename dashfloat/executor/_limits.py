@@ -32,6 +32,9 @@ LIVE_INTERVAL_S: Final = 0.1
 READ_STREAM_THRESHOLD_BYTES: Final = 256 * 1024
 EDIT_MAX_FILE_BYTES: Final = 8 * 1024 * 1024
 PREVIEW_MAX_LINES: Final = 50
+# The full preview a confirmation can open (the whole diff, written content or command): beyond this many bytes
+# it is cut with a marker naming what was left out.
+PREVIEW_FULL_MAX_BYTES: Final = 4 * 1024 * 1024
 # edit_file stops counting ambiguous matches here (a one-byte search in 8 MiB would count millions).
 LOCATE_MAX_COUNT: Final = 1000
 

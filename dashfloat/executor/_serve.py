@@ -101,7 +101,11 @@ class _Server:
                 pass
             case PreviewTool(call_id=call_id, name=name, args=args):
                 p = preview(name, args, self.root, self.sandbox.state)
-                self.send(PreviewReady(call_id=call_id, lines=p.lines, digest=p.digest, error=p.error))
+                self.send(
+                    PreviewReady(
+                        call_id=call_id, lines=p.lines, digest=p.digest, error=p.error, summary=p.summary, full=p.full
+                    )
+                )
             case RunTool():
                 if self.running is None:
                     self.run_tool(message)

@@ -14,7 +14,7 @@ from dashfloat.catalogue import EDIT_FILE, EXECUTE_COMMAND, LIST_DIRECTORY, READ
 from dashfloat.executor import _files
 from dashfloat.executor._errors import ToolError, error_result, os_message
 from dashfloat.executor._exec import Command
-from dashfloat.executor._limits import EDIT_MAX_FILE_BYTES, EXEC_TIMEOUT_S, PREVIEW_MAX_LINES
+from dashfloat.executor._limits import EDIT_MAX_FILE_BYTES, EXEC_TIMEOUT_S, PREVIEW_FULL_MAX_BYTES, PREVIEW_MAX_LINES
 from dashfloat.executor._sandbox import Sandbox, describe
 from dashfloat.executor._validate import validate
 from dashfloat.executor.path_policy import PathError, Root
@@ -31,6 +31,19 @@ class Preview:
     lines: list[str]
     digest: str | None = None
     error: str | None = None
+    summary: str = ""
+    full: str = ""
+
+
+def full_text(lines: list[str]) -> str:
+    """The whole preview as one text, cut at PREVIEW_FULL_MAX_BYTES with a marker naming the rest."""
+    text = "\n".join(lines)
+    data = text.encode("utf-8", "replace")
+    if len(data) <= PREVIEW_FULL_MAX_BYTES:
+        return text
+    kept = data[:PREVIEW_FULL_MAX_BYTES].decode("utf-8", "ignore").rpartition("\n")[0]
+    rest = len(data) - len(kept.encode())
+    return f"{kept}\n[… {rest} more bytes of the preview not shown (cap {PREVIEW_FULL_MAX_BYTES} bytes)]"
 
 
 def failure_message(exc: Exception, name: str, args: dict[str, Any]) -> str:
@@ -153,11 +166,16 @@ def _text_or_none(data: bytes) -> str | None:
 
 def diff_lines(plan: _files.PlannedWrite) -> list[str]:
     """The unified diff (hunks only) of a planned write, all ``+`` lines for a new file, windowed."""
+    return _window(full_diff(plan))
+
+
+def full_diff(plan: _files.PlannedWrite) -> list[str]:
+    """The whole unified diff (hunks only) of a planned write, or one line saying why there is none."""
     new_text = _text_or_none(plan.new)
     if plan.old_size is None:
         if new_text is None:
             return [f"[new binary file, {len(plan.new)} bytes]"]
-        return _window([f"+{line}" for line in new_text.splitlines()])
+        return [f"+{line}" for line in new_text.splitlines()]
     old_text = None if plan.old is None else _text_or_none(plan.old)
     if plan.old is None:
         return [f"[replaces a {plan.old_size}-byte file, over {EDIT_MAX_FILE_BYTES} bytes: no diff shown]"]
@@ -166,7 +184,21 @@ def diff_lines(plan: _files.PlannedWrite) -> list[str]:
     diff = list(difflib.unified_diff(old_text.splitlines(), new_text.splitlines(), lineterm="", n=3))[2:]
     if not diff:
         return ["[no line changes (the bytes differ only in line endings)]" if plan.old != plan.new else "[no change]"]
-    return _window(diff)
+    return diff
+
+
+def change_summary(plan: _files.PlannedWrite, diff: list[str]) -> str:
+    """``+N −M`` of a diff (and the size of a new file): what the confirmation's header always shows."""
+    added = sum(1 for line in diff if line.startswith("+"))
+    removed = sum(1 for line in diff if line.startswith("-"))
+    if plan.old_size is None:
+        return f"new file · +{added} · {len(plan.new)} bytes"
+    return f"+{added} −{removed} · {len(plan.new)} bytes"
+
+
+def _file_preview(plan: _files.PlannedWrite) -> Preview:
+    diff = full_diff(plan)
+    return Preview(_window(diff), digest=plan.digest, summary=change_summary(plan, diff), full=full_text(diff))
 
 
 def preview(name: str, args: Any, root: Root | str, sandbox: SandboxState | None = None) -> Preview:
@@ -183,19 +215,22 @@ def preview(name: str, args: Any, root: Root | str, sandbox: SandboxState | None
 
 def _preview_valid(name: str, valid: dict[str, Any], root: Root, sandbox: SandboxState | None) -> Preview:
     if name == WRITE_FILE:
-        plan = _files.plan_write(root, valid["path"], valid["content"])
-        return Preview(diff_lines(plan), digest=plan.digest)
+        return _file_preview(_files.plan_write(root, valid["path"], valid["content"]))
     if name == EDIT_FILE:
-        plan = _files.plan_edit(root, valid["path"], valid["search_block"], valid["replace_block"])
-        return Preview(diff_lines(plan), digest=plan.digest)
+        return _file_preview(_files.plan_edit(root, valid["path"], valid["search_block"], valid["replace_block"]))
     if name == EXECUTE_COMMAND:
         if "\0" in valid["command"]:
             raise ToolError("command contains a NUL byte")
         first, *rest = valid["command"].splitlines() or [""]
         # A confirmation is a keypress: the line says what the command will run in if approved.
+        command_lines = [f"$ {first}", *(f"  {line}" for line in rest)]
         where = f"in {command_cwd(valid, root)}"
         confinement = describe(sandbox or SandboxState(), None)
-        return Preview([*_window([f"$ {first}", *(f"  {line}" for line in rest)]), where, confinement])
+        return Preview(
+            [*_window(command_lines), where, confinement],
+            summary=where,
+            full=full_text([*command_lines, where, confinement]),
+        )
     if name in (READ_FILE, LIST_DIRECTORY):
         root.locate(valid["path"])
         return Preview([f"{name} {valid['path']}"])

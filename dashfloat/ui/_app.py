@@ -51,11 +51,14 @@ from dashfloat.ui.state import (
     Tick,
     UiState,
     close_open,
+    close_viewer,
     confirm_key,
     ctrl_c,
     decide,
     initial,
+    open_viewer,
     reduce,
+    scroll_viewer,
     take_outbox,
 )
 
@@ -488,7 +491,7 @@ class TuiShell:
             event.app.suspend_to_background()
 
         def decision(key: str, value: Decision) -> None:
-            @kb.add(key, filter=confirming)
+            @kb.add(key, filter=confirming & ~viewing)
             def _(event: KeyPressEvent) -> None:
                 self._on_text_changed()
                 match confirm_key(self.state, printable=len(key) == 1):
@@ -503,6 +506,34 @@ class TuiShell:
                     case "ignore":
                         if self.buffer.text:
                             self._apply(Hint("a confirmation is waiting: your text stays; clear it to answer"))
+
+        viewing = Condition(lambda: self.state.viewer is not None)
+        can_view = Condition(lambda: self.state.confirm is not None and self.buffer.text == "")
+
+        @kb.add("v", filter=confirming & can_view & ~viewing)
+        def _(event: KeyPressEvent) -> None:
+            self._view(open_viewer(self.state))
+
+        @kb.add("q", filter=viewing)
+        @kb.add("v", filter=viewing)
+        @kb.add("escape", filter=viewing)
+        def _(event: KeyPressEvent) -> None:
+            self._view(close_viewer(self.state))
+
+        for keys, step in (
+            (("up",), -1), (("k",), -1), (("down",), 1), (("j",), 1), (("enter",), 1),
+            (("pageup",), -10**0), (("pagedown",), 10**0), (("space",), 10**0),
+            (("home",), -(10**9)), (("end",), 10**9),
+        ):  # fmt: skip
+
+            def scroll(keys: tuple[str, ...] = keys, step: int = step) -> None:
+                @kb.add(*keys, filter=viewing)
+                def _(event: KeyPressEvent) -> None:
+                    page = max(1, self.state.height - 5)
+                    delta = step * page if keys[0] in ("pageup", "pagedown", "space") else step
+                    self._view(scroll_viewer(self.state, delta))
+
+            scroll()
 
         for key, value in (
             ("y", "approve"),
@@ -520,6 +551,10 @@ class TuiShell:
     def _show_search(self, match: str | None) -> None:
         if match is not None:
             self._set_text(match)
+
+    def _view(self, state: UiState) -> None:
+        self.state = state
+        self._dirty = True
 
     def _set_text(self, text: str) -> None:
         self.buffer.text = text

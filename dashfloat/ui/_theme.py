@@ -48,7 +48,8 @@ class Theme:
             ("md.quote", "italic"),
             ("md.quote.bar", f"{c(self.dim)}"),
             ("diff.add", f"{c(self.inline_code)}"),
-            ("diff.del", f"{c(self.dim)}"),
+            # Removed lines must not read as context: the error hue in colour, struck through without colour.
+            ("diff.del", "strike" if no_color else f"{c(self.error)}"),
             ("status", f"{c(self.dim)}"),
             ("status.sep", f"{c(self.dim)}"),
             ("status.idle", f"{c(self.dim)}"),

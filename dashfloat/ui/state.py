@@ -240,6 +240,8 @@ class UiState:
     """/NAME prompt files the agent found (project and user)."""
     live_output: LiveOutput | None = None
     """A running command's newest output (its result row replaces it)."""
+    viewer: int | None = None
+    """The full preview is open, scrolled to this row (None: the inline preview)."""
     last_call_id: str | None = None
     """The latest tool row shown: a confirmation of that same call needs no second header."""
     outbox: tuple[Entry, ...] = ()
@@ -298,7 +300,7 @@ def _drop_confirm(state: UiState) -> UiState:
 
 
 def _no_confirm(state: UiState) -> UiState:
-    return dataclasses.replace(state, confirm=None, confirm_since=None, confirm_armed=False)
+    return dataclasses.replace(state, confirm=None, confirm_since=None, confirm_armed=False, viewer=None)
 
 
 def take_outbox(state: UiState) -> tuple[UiState, tuple[Entry, ...]]:
@@ -376,7 +378,9 @@ def reduce(state: UiState, event: Event) -> UiState:
             return _commit(state, ToolResult(event.name, event.status, event.output))
         case ConfirmRequested():
             # A new confirmation starts its own guard, even if it replaces one already armed.
-            return dataclasses.replace(_flush_open(state), confirm=event, confirm_since=None, confirm_armed=False)
+            return dataclasses.replace(
+                _flush_open(state), confirm=event, confirm_since=None, confirm_armed=False, viewer=None
+            )
         case UsageShown():
             return dataclasses.replace(state, context_tokens=event.usage.total_tokens)
         case ContextChanged():
@@ -564,6 +568,8 @@ def confirm_key(state: UiState, printable: bool) -> KeyAction:
     """
     if state.confirm is None:
         return "type" if printable else "ignore"
+    if state.viewer is not None:
+        return "ignore"  # the full view is open: its own keys scroll and close it
     if state.input_empty and state.confirm_armed:
         return "decide"
     return "type" if printable else "ignore"
@@ -581,3 +587,30 @@ def ctrl_c(state: UiState, now: float, input_empty: bool) -> tuple[UiState, Ctrl
     if state.last_ctrl_c is not None and now - state.last_ctrl_c <= DOUBLE_CTRL_C_S:
         return state, "exit"
     return dataclasses.replace(state, last_ctrl_c=now, hint="press Ctrl-C again to exit"), "arm"
+
+
+def full_preview_lines(confirm: ConfirmRequested) -> list[str]:
+    """The whole preview the executor sent (the inline lines when it sent no more)."""
+    return confirm.full.split("\n") if confirm.full else list(confirm.lines)
+
+
+def viewer_rows(state: UiState) -> int:
+    """Rows of the full view: the screen less the header, the footer, the input and the status bar."""
+    return max(3, state.height - 4)
+
+
+def open_viewer(state: UiState) -> UiState:
+    """Open the full preview at its top (only while a confirmation is pending)."""
+    return dataclasses.replace(state, viewer=0) if state.confirm is not None else state
+
+
+def close_viewer(state: UiState) -> UiState:
+    return dataclasses.replace(state, viewer=None)
+
+
+def scroll_viewer(state: UiState, delta: int) -> UiState:
+    """Scroll the full view by ``delta`` lines, kept between the top and the last screenful."""
+    if state.viewer is None or state.confirm is None:
+        return state
+    last = max(0, len(full_preview_lines(state.confirm)) - viewer_rows(state))
+    return dataclasses.replace(state, viewer=min(last, max(0, state.viewer + delta)))

@@ -4,8 +4,9 @@
 
 The fake agent speaks the real protocol over a real ``multiprocessing`` pipe; every message it receives is
 logged to LOG (JSON lines), so a test can prove keys -> messages, and what it sends reaches the screen.
-Prompts it understands: ``stream N``, ``tool``, ``confirm PATH``, ``confirm-later PATH``, ``slow``, ``die``,
-``replay N``, ``timed N`` (tokens ``«i»`` whose send times go to the log); anything else is echoed as Markdown.
+Prompts it understands: ``stream N``, ``tool``, ``confirm PATH``, ``confirm-later PATH``, ``confirm-long PATH``,
+``slow``, ``die``, ``replay N``, ``timed N`` (tokens ``«i»`` whose send times go to the log); anything else is
+echoed as Markdown.
 """
 
 from __future__ import annotations
@@ -121,6 +122,8 @@ class _Agent:
                 self.finish()
             case "confirm":
                 self.confirm(arg)
+            case "confirm-long":  # a 200-line write: the inline window shows 50, the full view all of it
+                self.confirm(arg, [f"+line {i}" for i in range(1, 201)])
             case "confirm-later":  # the confirmation arrives while the user is typing
                 time.sleep(CONFIRM_DELAY_S)
                 self.confirm(arg)
@@ -143,12 +146,20 @@ class _Agent:
                 self.finish()
         return None
 
-    def confirm(self, path: str) -> None:
+    def confirm(self, path: str, full: list[str] | None = None) -> None:
         args = {"path": path, "content": "approved\n"}
+        lines = [f"+++ {path}", "+approved"] if full is None else [*full[:50], "[… 150 more lines not shown]"]
         self.send(
             ToolCallShown(id="w1", name="write_file", args=args),
             ConfirmRequested(
-                ref=1, id="w1", name="write_file", args=args, lines=[f"+++ {path}", "+approved"], scope="write_file"
+                ref=1,
+                id="w1",
+                name="write_file",
+                args=args,
+                lines=lines,
+                scope="write_file",
+                summary=f"new file · +{len(full or lines)}",
+                full="\n".join(full or lines),
             ),
             PhaseChanged(phase="confirming"),
         )

@@ -138,3 +138,34 @@ def test_typing_ahead_across_a_confirmation_decides_nothing_and_loses_no_charact
     assert term.wait_for("✓ approved write_file out.txt"), term.text()
     assert {"type": "decide_confirmation", "ref": 1, "decision": "approve"} in received(log)
     assert (tmp_path / "out.txt").exists()
+
+
+PGDN, END, HOME = "\x1b[6~", "\x1b[F", "\x1b[H"
+
+
+def test_a_200_line_preview_opens_in_full_and_scrolls_to_its_last_line(app: tuple[Term, Path]) -> None:
+    term, log = app
+    term.send("confirm-long big.txt" + ENTER)
+    assert term.wait_for("⚙ write_file big.txt · new file · +200 · v view all", visible_only=True), term.text()
+    assert term.wait_for("a always allow write_file", visible_only=True), term.text()
+    assert "+line 200" not in term.visible()
+    term.send("v")
+    assert term.wait_for("lines 1–", visible_only=True), term.text()
+    seen: set[str] = set()
+    for _ in range(40):  # page by page, as a person reads it
+        screen = term.visible()
+        seen.update(line.strip() for line in screen.splitlines() if line.strip().startswith("+line "))
+        if "+line 200" in seen:
+            break
+        [position] = [line for line in screen.splitlines() if line.startswith("lines ")]
+        term.send(PGDN)
+        assert term.wait_for_change(position), term.visible()
+    assert seen == {f"+line {i}" for i in range(1, 201)}, sorted(seen)
+    assert term.wait_for("of 200", visible_only=True)
+    term.send(HOME)
+    assert term.wait_for("lines 1–", visible_only=True)
+    term.send("q")
+    assert term.wait_for("a always allow write_file", visible_only=True), term.text()
+    assert [m for m in received(log) if m["type"] == "decide_confirmation"] == []  # viewing decided nothing
+    term.send("n")
+    assert term.wait_for("✗ rejected write_file big.txt"), term.text()

@@ -58,9 +58,13 @@ from dashfloat.ui.state import (
     ToolCall,
     ToolResult,
     UserPrompt,
+    close_viewer,
     initial,
+    open_viewer,
     reduce,
+    scroll_viewer,
     take_outbox,
+    viewer_rows,
 )
 
 
@@ -168,7 +172,7 @@ def test_live_region_shows_pending_entries_the_open_block_and_a_confirmation() -
     state = reduce(reduce(state, Tick(1.0, 80, 24)), Tick(1.0 + CONFIRM_GUARD_S, 80, 24))
     lines = plain(render_live(state, (Notice("n"), *state.outbox), 80))
     assert lines[:2] == ["· n", ""]
-    assert "open para" in lines and "⚙ edit_file a.py" in lines and "  +new" in lines
+    assert "open para" in lines and "⚙ edit_file a.py · v view all" in lines and "  +new" in lines
     assert lines[-1] == "y/Enter approve · n reject · Esc reject & stop · a always allow edit_file"
     assert plain(render_live(state, (), 40))[-1] == "y yes · n no · Esc stop · a always"
     typed = reduce(state, InputChanged(empty=False))
@@ -180,12 +184,50 @@ def test_live_region_shows_pending_entries_the_open_block_and_a_confirmation() -
     ]
 
 
-def test_a_confirmation_of_the_call_just_shown_has_no_second_header() -> None:
+def test_the_header_names_tool_path_and_summary_at_any_height() -> None:
     from dashfloat.protocol import ToolCallShown
 
-    confirm = ConfirmRequested(ref=1, id="c", name="edit_file", args={"path": "a.py"}, lines=["+new"])
-    state = reduce(reduce(initial(0.0), ToolCallShown(id="c", name="edit_file", args={"path": "a.py"})), confirm)
-    assert plain(render_live(state, (), 80))[0] == "  +new"
+    confirm = ConfirmRequested(
+        ref=1,
+        id="c",
+        name="edit_file",
+        args={"path": "src/app.py"},
+        lines=["@@ -1 +1 @@", *[f"+{i}" for i in range(200)], "-old line"],
+        summary="+200 −1 · 900 bytes",
+        scope="edit_file",
+    )
+    for height in (20, 12, 8, 3):
+        state = reduce(reduce(initial(0.0, 80, height), ToolCallShown(id="c", name="edit_file", args={})), confirm)
+        lines = plain(render_live(state, (), 80))
+        assert lines[0] == "⚙ edit_file src/app.py · +200 −1 · 900 bytes · v view all", (height, lines)
+        assert len(lines) <= max(height, 5)
+        if height >= 12:
+            assert lines[-2] == "  -old line"  # the tail of the change stays on screen with the head
+
+
+def test_the_full_view_shows_every_line_of_a_long_preview_and_scrolls_to_the_end() -> None:
+    full = "\n".join(f"+line {i}" for i in range(1, 201))
+    confirm = ConfirmRequested(ref=1, id="c", name="write_file", args={"path": "a"}, lines=["+line 1"], full=full)
+    state = open_viewer(reduce(initial(0.0, 80, 20), confirm))
+    seen: set[str] = set()
+    for _ in range(100):
+        lines = plain(render_live(state, (), 80))
+        seen.update(line.strip() for line in lines[1:-1])
+        state = scroll_viewer(state, viewer_rows(state))
+    assert seen == {f"+line {i}" for i in range(1, 201)}
+    assert plain(render_live(state, (), 80))[-1].startswith("lines 185–200 of 200")
+    assert close_viewer(state).viewer is None
+
+
+def test_removed_lines_differ_from_context_in_colour_and_without_colour() -> None:
+    from dashfloat.ui._theme import Theme
+
+    for no_color in (False, True):
+        style = Theme().style(no_color)
+        removed, context = style.get_attrs_for_style_str("class:diff.del"), style.get_attrs_for_style_str("class:dim")
+        assert removed != context
+        if no_color:
+            assert removed.strike and not context.strike
 
 
 def test_a_long_preview_is_cut_to_the_screen() -> None:
