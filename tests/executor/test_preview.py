@@ -8,6 +8,7 @@ from pathlib import Path
 
 from dashfloat.executor import (
     ABSENT_DIGEST,
+    PREVIEW_FULL_MAX_BYTES,
     PREVIEW_MAX_LINE_CHARS,
     PREVIEW_MAX_LINES,
     preview,
@@ -87,3 +88,27 @@ def test_write_digest_check_covers_creation(root: Path) -> None:
     r = run_json("write_file", args, str(root), expect_digest=digest)
     assert str(r["error"]).startswith("file changed since the preview")
     assert (root / "new.txt").read_text() == "someone else's"
+
+
+def test_the_full_preview_holds_every_line_and_the_summary_counts_them(root: Path) -> None:
+    (root / "f.py").write_text("".join(f"line {i}\n" for i in range(300)))
+    new = "".join(f"line {i}\n" for i in range(300) if i % 3) + "tail\n"
+    p = preview("write_file", {"path": "f.py", "content": new}, str(root))
+    diff = p.full.split("\n")
+    assert len(p.lines) == PREVIEW_MAX_LINES + 1 and len(diff) > PREVIEW_MAX_LINES
+    assert p.summary == f"+1 −100 · {len(new.encode())} bytes"
+    assert sum(line.startswith("-line") for line in diff) == 100 and "+tail" in diff
+    command = preview("execute_command", {"command": "make\necho done"}, str(root))
+    assert command.full == f"$ make\n  echo done\nin {root}" and command.summary == f"in {root}"
+
+
+def test_the_full_preview_is_cut_at_its_cap_with_a_marker(root: Path) -> None:
+    line = "x" * 1022  # with its "+" and the newline, 1024 bytes of preview a line
+    at_cap = "\n".join([line] * (PREVIEW_FULL_MAX_BYTES // 1024)) + "\n"
+    p = preview("write_file", {"path": "big.txt", "content": at_cap}, str(root))
+    assert "more bytes of the preview not shown" not in p.full and len(p.full.encode()) <= PREVIEW_FULL_MAX_BYTES
+    over = at_cap + line * 2 + "\n"
+    p = preview("write_file", {"path": "big.txt", "content": over}, str(root))
+    body, _, marker = p.full.rpartition("\n")
+    assert marker.startswith("[… ") and f"(cap {PREVIEW_FULL_MAX_BYTES} bytes)" in marker
+    assert len(body.encode()) <= PREVIEW_FULL_MAX_BYTES and p.summary.startswith("new file")
