@@ -144,3 +144,12 @@ def summarize_call(name: str, args: dict[str, Any], width: int = 80) -> str:
     if len(text) > width:
         text = text[: width - 1] + "…"
     return f"{name} {text}".rstrip()
+
+
+def describe_change(name: str, path: str, summary: str, approved_by: str, rule: str) -> str:
+    """``✎ edited a.py +3 −1 · 120 bytes · by rule edit_file``: the one line a landed mutation leaves (TUI and
+    headless alike)."""
+    verb = {WRITE_FILE: "wrote", EDIT_FILE: "edited", EXECUTE_COMMAND: "ran"}.get(name, name)
+    what = summary if name == EXECUTE_COMMAND else f"{path} {summary}".strip()
+    by = {"keypress": "approved by keypress", "rule": f"by rule {rule}", "flag": f"by {rule}"}.get(approved_by, "")
+    return f"✎ {verb} {what} · {by}"

@@ -636,6 +636,22 @@ class ConfirmRequested(Message, frozen=True):
     """The rule "always allow" would add (``execute_command(npm test)``); empty: it cannot be scoped."""
 
 
+class ChangeRecorded(Message, frozen=True):
+    """A mutation landed (after its ToolResultShown): what changed and who let it run.
+
+    ``diff`` is the bounded preview (50-line window) of a write or edit; for a command ``summary`` is the command.
+    """
+
+    id: str
+    name: str
+    path: str
+    summary: str
+    approved_by: Literal["keypress", "rule", "flag"]
+    rule: str = ""
+    """The allow rule that let it run (approved_by "rule"), or the mode (approved_by "flag")."""
+    diff: list[str] = []
+
+
 class UsageShown(Message, frozen=True):
     """Usage of the final episode of a turn (sent before the phase goes idle)."""
 
@@ -700,6 +716,7 @@ AgentToUi = (
     | ToolOutputShown
     | ToolResultShown
     | ConfirmRequested
+    | ChangeRecorded
     | UsageShown
     | ContextChanged
     | SystemEntry

@@ -28,6 +28,7 @@ from dashfloat.protocol import (
     Cancel,
     CancelStream,
     CancelTool,
+    ChangeRecorded,
     ChatMessage,
     ClearSession,
     CommandExited,
@@ -117,6 +118,7 @@ EMPTY_ANSWER_SUSPECT_PERCENT: Final = 50
 
 Dest = Literal["ui", "llm", "executor"]
 Outcome = Literal["completed", "failed", "cancelled", "stopped", "limit"]
+Approver = Literal["keypress", "rule", "flag"]
 Waiting = Literal["nothing", "window", "stream", "summary", "preview", "confirm", "tool", "restore", "user_command"]
 AfterSummary = Literal["request", "retry", "idle"]
 SHRINK_TARGET_PERCENT: Final = 75
@@ -312,6 +314,12 @@ class AgentCore:
         self.calls: list[AssembledCall] = []
         self.next_call = 0
         self.preview_digest: str | None = None
+        self.preview_lines: list[str] = []
+        self.preview_summary = ""
+        self.auto_approval: tuple[Approver, str] | None = None
+        """A file mutation a rule or a flag lets run: previewed for the record, then run without asking."""
+        self.change: ChangeRecorded | None = None
+        """The record of the mutation running now, sent once it lands."""
         self.stop_result: ToolResult | None = None
         self.stop_outcome: Outcome = "completed"
         self.last_usage: Usage | None = None
@@ -1087,7 +1095,16 @@ class AgentCore:
                 elif self.approval == "plan":
                     self._finish_call(ToolFailed(error=PLAN_REFUSAL))
                 elif permit == "allow" or self._auto_approved(call.name):
-                    self._run(None, by_keypress=False)
+                    approver: tuple[Approver, str] = (
+                        ("rule", rule.rule.text()) if rule is not None else ("flag", f"--approve {self.approval}")
+                    )
+                    if call.name == "execute_command":
+                        self._expect_change(call, approver, f"$ {args.get('command', '')}", [])
+                        self._run(None, by_keypress=False)
+                    else:  # previewed for the record (and its digest): what is recorded is what lands
+                        self.auto_approval = approver
+                        self.waiting = "preview"
+                        self.outbox.append(("executor", PreviewTool(call_id=call.id, name=call.name, args=args)))
                     return
                 else:
                     self.waiting = "preview"
@@ -1253,6 +1270,8 @@ class AgentCore:
     def _finish_call(self, result: ToolResult) -> None:
         call = self._current()
         self.waiting = "nothing"
+        self.auto_approval = None
+        self.change = None
         self._record(ToolReply(call_id=call.id, name=call.name, result=result))
         self._show_result(call.id, call.name, result)
         self.next_call += 1
@@ -1286,6 +1305,12 @@ class AgentCore:
                     self._advance()
                     return
                 call = self._current()
+                if self.auto_approval is not None:
+                    approver, self.auto_approval = self.auto_approval, None
+                    self._expect_change(call, approver, message.summary, message.lines)
+                    self._run(message.digest, by_keypress=False)
+                    return
+                self.preview_lines, self.preview_summary = message.lines, message.summary
                 self.confirm_ref += 1
                 self.preview_digest = message.digest
                 self.waiting = "confirm"
@@ -1310,7 +1335,10 @@ class AgentCore:
             case ToolFinished(call_id=call_id, result=result):
                 if self.waiting == "tool" and call_id == self._current().id:
                     self._keep_changes(message)
+                    change, self.change = self.change, None
                     self._finish_call(result)
+                    if change is not None and result_status(result) == "ok":
+                        self._ui(change)
                     self._advance()
             case FrameRejected(error=error):
                 self._ui(SystemEntry(text=error, level="error"))
@@ -1326,6 +1354,20 @@ class AgentCore:
             case _:
                 assert_never(message)
 
+    def _expect_change(
+        self, call: AssembledCall, approver: tuple[Approver, str], summary: str, diff: list[str]
+    ) -> None:
+        path = (call.args or {}).get("path", "")
+        self.change = ChangeRecorded(
+            id=call.id,
+            name=call.name,
+            path=path if isinstance(path, str) else "",
+            summary=summary,
+            approved_by=approver[0],
+            rule=approver[1],
+            diff=diff if approver[0] != "keypress" or call.name != "execute_command" else [],
+        )
+
     def _pending_ref(self) -> str:
         return str(self.confirm_ref) if self.waiting == "confirm" else "none"
 
@@ -1339,6 +1381,11 @@ class AgentCore:
             self.log.append(f"ignored decision {decision!r} for confirmation {ref}: pending is {self._pending_ref()}")
             return
         call = self._current()
+        if decision in ("approve", "approve_always"):
+            summary = self.preview_summary
+            if call.name == "execute_command":
+                summary = f"$ {(call.args or {}).get('command', '')}"
+            self._expect_change(call, ("keypress", ""), summary, self.preview_lines)
         match decision:
             case "approve":
                 self._run(self.preview_digest, by_keypress=True)

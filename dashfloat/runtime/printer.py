@@ -10,12 +10,13 @@ import unicodedata
 from types import FrameType
 from typing import Final, TextIO, assert_never
 
-from dashfloat.catalogue import summarize_call
+from dashfloat.catalogue import describe_change, summarize_call
 from dashfloat.protocol import (
     JSON_ENCODER,
     AgentReady,
     AgentToUi,
     Cancel,
+    ChangeRecorded,
     ConfirmRequested,
     ContextChanged,
     DecideConfirmation,
@@ -176,6 +177,7 @@ class Printer:
                 | ToolCallShown()
                 | ToolOutputShown()
                 | ToolResultShown()
+                | ChangeRecorded()
                 | UsageShown()
                 | ContextChanged()
                 | SessionsListed()
@@ -206,6 +208,8 @@ class Printer:
             case ToolCallShown(name=name, args=args):
                 self.paragraph_break = self.wrote_prose
                 self._row(f"⚙ {defused(summarize_call(name, args))}")
+            case ChangeRecorded(name=name, path=path, summary=summary, approved_by=by, rule=rule):
+                self._row(defused(describe_change(name, path, summary, by, rule)))
             case ToolResultShown(status=status, output=output):
                 self.paragraph_break = self.wrote_prose
                 if self.live_partial:

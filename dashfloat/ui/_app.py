@@ -47,6 +47,7 @@ from dashfloat.ui.state import (
     Hint,
     InputChanged,
     LocalNotice,
+    ShowChanges,
     Submitted,
     Tick,
     UiState,
@@ -593,6 +594,9 @@ class TuiShell:
             case commands.ShowHelp():
                 self._apply(Submitted(text))
                 self._apply(LocalNotice(commands.help_text(self.state.prompt_files)))
+            case commands.ShowDiff():
+                self._apply(Submitted(text))
+                self._apply(ShowChanges())
             case commands.Exit():
                 self.app.exit(result=0)
                 return

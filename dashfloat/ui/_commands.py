@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "/compact": ("[FOCUS]", "summarise the older conversation now (FOCUS: what the summary keeps)"),
     "/undo": ("", "revert the files the last turn changed (preview first)"),
     "/rewind": ("[N]", "list prompts; with N, go back to just before prompt N (files and conversation)"),
+    "/diff": ("", "what this session changed so far, file by file"),
     "/exit": ("", "quit DashFloat"),
 }
 APPROVAL_MODES: tuple[str, ...] = get_args(ApprovalMode)
@@ -58,6 +59,11 @@ class Send:
 @dataclass(frozen=True)
 class ShowHelp:
     """Show the command list."""
+
+
+@dataclass(frozen=True)
+class ShowDiff:
+    """Show what this session changed (the UI has every change record)."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +85,7 @@ class Invalid:
     error: str
 
 
-Parsed = Send | ShowHelp | Exit | Prompt | Invalid
+Parsed = Send | ShowHelp | ShowDiff | Exit | Prompt | Invalid
 
 
 def help_text(prompt_files: Sequence[PromptFile] = ()) -> str:
@@ -121,6 +127,8 @@ def parse(text: str, prompt_files: Sequence[PromptFile] = ()) -> Parsed:
             return ShowHelp()
         case "/exit":
             return Exit()
+        case "/diff":
+            return ShowDiff()
         case "/clear":
             return Send(ClearSession())
         case "/sessions":

@@ -6,11 +6,13 @@ from typing import Any, assert_never
 
 from prompt_toolkit.formatted_text import FormattedText
 
-from dashfloat.catalogue import summarize_call
-from dashfloat.protocol import ConfirmRequested
+from dashfloat.catalogue import describe_change, summarize_call
+from dashfloat.protocol import ChangeRecorded, ConfirmRequested
 from dashfloat.ui._markdown import render_markdown
 from dashfloat.ui._text import Fragment, Row, clip, row_width, sanitize, width_of, wrap
 from dashfloat.ui.state import (
+    ChangeRecord,
+    ChangesTable,
     DecisionRecord,
     Entry,
     LiveOutput,
@@ -114,8 +116,41 @@ def _entry_rows(entry: Entry, width: int) -> list[Row]:
             return [(("class:dim", "· "), *r) for r in wrap([(style, sanitize(entry.text))], width - 2)]
         case SessionTable():
             return _sessions_rows(entry, width)
+        case ChangeRecord():
+            return _change_rows(entry.change, width, with_diff=entry.change.approved_by != "keypress")
+        case ChangesTable():
+            return _changes_table(entry.changes, width)
         case _:
             assert_never(entry)
+
+
+def change_line(change: ChangeRecorded) -> str:
+    """The one line a landed mutation leaves in the transcript."""
+    return describe_change(change.name, change.path, change.summary, change.approved_by, change.rule)
+
+
+def _change_rows(change: ChangeRecorded, width: int, with_diff: bool) -> list[Row]:
+    rows: list[Row] = [(("class:dim", "  "), ("class:tool", clip(sanitize(change_line(change)), max(1, width - 2))))]
+    if with_diff:
+        for line in change.diff:
+            rows.extend(((_diff_style(line), OUTPUT_INDENT + p),) for p in _columns(sanitize(line), max(1, width - 4)))
+    return rows
+
+
+def _changes_table(changes: tuple[ChangeRecorded, ...], width: int) -> list[Row]:
+    files = [c for c in changes if c.name != "execute_command"]
+    if not files:
+        return [(("class:dim", "· no file changed in this session yet"),)]
+    by_path: dict[str, list[ChangeRecorded]] = {}
+    for change in files:
+        by_path.setdefault(change.path, []).append(change)
+    rows: list[Row] = [(("class:md.strong", f"{len(by_path)} files changed in this session"),)]
+    for path, group in by_path.items():
+        count = f"{len(group)} change{'s' * (len(group) != 1)}"
+        rows.append((("class:md.strong", clip(sanitize(f"{path} · {count}"), width)),))
+        for change in group:
+            rows.extend(_change_rows(change, width, with_diff=True))
+    return rows
 
 
 def _reasoning_rows(text: str, width: int) -> list[Row]:

@@ -10,6 +10,7 @@ from dashfloat.protocol import (
     AgentReady,
     AgentToUi,
     ApprovalMode,
+    ChangeRecorded,
     ConfirmRequested,
     ContextChanged,
     DecideConfirmation,
@@ -52,6 +53,8 @@ LIVE_OUTPUT_MAX_LINES = 8
 """Lines of a running command's output shown in the live region (its newest)."""
 LIVE_OUTPUT_MAX_LINE_CHARS = 1000
 """Characters kept of one live output line (a line without a newline grows no further)."""
+CHANGES_MAX = 1000
+"""Changes of a session kept for /diff (each holds at most the 50-line preview window)."""
 CONFIRM_GUARD_S = 0.6
 """A confirmation takes no decision key until its preview has been on screen this long (ADR 0025): longer
 than the gap between two keys of someone typing a sentence, short enough not to feel like a wait."""
@@ -129,7 +132,33 @@ class SessionTable:
     sessions: tuple[SessionInfo, ...]
 
 
-Entry = UserPrompt | Prose | Reasoning | ProseRows | ToolCall | ToolResult | DecisionRecord | Notice | SessionTable
+@dataclass(frozen=True)
+class ChangeRecord:
+    """What a landed mutation changed and who let it run; its diff when no key was pressed."""
+
+    change: ChangeRecorded
+
+
+@dataclass(frozen=True)
+class ChangesTable:
+    """/diff: what this session changed so far, file by file."""
+
+    changes: tuple[ChangeRecorded, ...]
+
+
+Entry = (
+    ChangeRecord
+    | ChangesTable
+    | UserPrompt
+    | Prose
+    | Reasoning
+    | ProseRows
+    | ToolCall
+    | ToolResult
+    | DecisionRecord
+    | Notice
+    | SessionTable
+)
 
 # ---------------------------------------------------------------- UI-internal events (never on the wire)
 
@@ -172,7 +201,12 @@ class InputChanged:
     empty: bool
 
 
-UiEvent = Tick | Submitted | LocalNotice | Hint | InputChanged
+@dataclass(frozen=True)
+class ShowChanges:
+    """/diff: print what this session changed so far."""
+
+
+UiEvent = Tick | Submitted | LocalNotice | Hint | InputChanged | ShowChanges
 Event = AgentToUi | UiEvent
 
 
@@ -240,6 +274,8 @@ class UiState:
     """/NAME prompt files the agent found (project and user)."""
     live_output: LiveOutput | None = None
     """A running command's newest output (its result row replaces it)."""
+    changes: tuple[ChangeRecorded, ...] = ()
+    """Every mutation of this session that landed, for /diff."""
     viewer: int | None = None
     """The full preview is open, scrolled to this row (None: the inline preview)."""
     last_call_id: str | None = None
@@ -339,12 +375,12 @@ def reduce(state: UiState, event: Event) -> UiState:
             if event.resumed:
                 return _commit(_flush_open(state), Notice(f"resumed session {event.session_id}"))
             if changed:
-                state = dataclasses.replace(state, context_tokens=None)
+                state = dataclasses.replace(state, context_tokens=None, changes=())
                 return _commit(_flush_open(state), Notice(f"new session {event.session_id}"))
             return state
         case SessionCleared():
             if state.session_id:  # the agent's own entry says the conversation starts empty
-                state = dataclasses.replace(state, context_tokens=None)
+                state = dataclasses.replace(state, context_tokens=None, changes=())
             return dataclasses.replace(state, session_id="")
         case UserPromptShown():
             return _commit(_flush_open(state), UserPrompt(event.text))
@@ -381,6 +417,9 @@ def reduce(state: UiState, event: Event) -> UiState:
             return dataclasses.replace(
                 _flush_open(state), confirm=event, confirm_since=None, confirm_armed=False, viewer=None
             )
+        case ChangeRecorded():
+            state = dataclasses.replace(_flush_open(state), changes=(*state.changes, event)[-CHANGES_MAX:])
+            return _commit(state, ChangeRecord(event))
         case UsageShown():
             return dataclasses.replace(state, context_tokens=event.usage.total_tokens)
         case ContextChanged():
@@ -410,6 +449,8 @@ def reduce(state: UiState, event: Event) -> UiState:
             return _overflow(state)
         case InputChanged():
             return dataclasses.replace(state, input_empty=event.empty)
+        case ShowChanges():
+            return _commit(_flush_open(state), ChangesTable(state.changes))
         case Submitted():
             history = state.history
             if event.text.strip() and (not history or history[-1] != event.text):

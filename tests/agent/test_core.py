@@ -12,6 +12,7 @@ from dashfloat.protocol import (
     Cancel,
     CancelStream,
     CancelTool,
+    ChangeRecorded,
     ChatMessage,
     ClearSession,
     ConfirmRequested,
@@ -171,6 +172,18 @@ def test_approve_runs_with_the_preview_digest() -> None:
         sandbox=SandboxPolicy(network=True),
     )
     assert expected in take(core)
+    core.on_executor(ToolFinished(call_id="w1", result={"ok": True}))
+    [change] = [m for m in take(core) if isinstance(m, ChangeRecorded)]
+    assert (change.path, change.approved_by, change.diff) == ("f", "keypress", ["+x"])
+
+
+def test_a_failed_mutation_leaves_no_change_record() -> None:
+    core = make_core()
+    ask = confirm_flow(core)
+    core.on_ui(DecideConfirmation(ref=ask.ref, decision="approve"))
+    take(core)
+    core.on_executor(ToolFinished(call_id="w1", result={"ok": False, "error": "file changed since the preview"}))
+    assert not any(isinstance(m, ChangeRecorded) for m in take(core))
 
 
 def run_policy(core: AgentCore, decision: str | None) -> SandboxPolicy:
@@ -239,9 +252,22 @@ def test_approve_always_stops_asking_for_that_tool() -> None:
     core.on_executor(ToolFinished(call_id="w2", result=read("")))
     take(core)
     done(core, "", [call("w3", "write_file", path="g", content="y")])
+    assert any(isinstance(m, PreviewTool) for m in take(core))  # previewed for the record, not asked
+    core.on_executor(PreviewReady(call_id="w3", lines=["+y"], digest="d3", summary="new file · +1 · 1 bytes"))
     out = take(core)
-    assert any(isinstance(m, RunTool) and m.call_id == "w3" for m in out)
-    assert not any(isinstance(m, PreviewTool) for m in out)
+    assert any(isinstance(m, RunTool) and m.call_id == "w3" and m.expect_digest == "d3" for m in out)
+    assert not any(isinstance(m, ConfirmRequested) for m in out)
+    core.on_executor(ToolFinished(call_id="w3", result={"ok": True}))
+    [change] = [m for m in take(core) if isinstance(m, ChangeRecorded)]
+    assert change == ChangeRecorded(
+        id="w3",
+        name="write_file",
+        path="g",
+        summary="new file · +1 · 1 bytes",
+        approved_by="rule",
+        rule="write_file",
+        diff=["+y"],
+    )
 
 
 @pytest.mark.parametrize(("mode", "asks"), [("ask", True), ("edits", False), ("all", False)])
@@ -249,7 +275,15 @@ def test_approval_modes_for_edits(mode: str, asks: bool) -> None:
     core = make_core(mode)
     core.on_ui(SubmitPrompt(text="e"))
     done(core, "", [call("e", "edit_file", path="f", search_block="a", replace_block="b")])
-    assert any(isinstance(m, PreviewTool) for m in take(core)) is asks
+    assert any(isinstance(m, PreviewTool) for m in take(core))  # always previewed: asked, or for the record
+    core.on_executor(PreviewReady(call_id="e", lines=["-a", "+b"], digest="d", summary="+1 −1 · 1 bytes"))
+    out = take(core)
+    assert any(isinstance(m, ConfirmRequested) for m in out) is asks
+    assert any(isinstance(m, RunTool) and m.expect_digest == "d" for m in out) is not asks
+    if not asks:
+        core.on_executor(ToolFinished(call_id="e", result={"ok": True}))
+        [change] = [m for m in take(core) if isinstance(m, ChangeRecorded)]
+        assert (change.approved_by, change.rule, change.diff) == ("flag", f"--approve {mode}", ["-a", "+b"])
 
 
 @pytest.mark.parametrize(("mode", "asks"), [("ask", True), ("edits", True), ("all", False)])

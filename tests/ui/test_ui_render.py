@@ -425,3 +425,33 @@ def test_the_rewind_list_numbers_prompts_and_remembers_its_session() -> None:
     empty = reduce(initial(0.0), PromptsListed(session_id="s1", prompts=[]))
     (none,) = take_outbox(empty)[1]
     assert isinstance(none, Notice) and "nothing to rewind to" in none.text
+
+
+def test_a_change_record_shows_its_diff_when_no_key_was_pressed_and_diff_lists_files() -> None:
+    from dashfloat.protocol import ChangeRecorded
+    from dashfloat.ui.state import ShowChanges
+
+    by_rule = ChangeRecorded(
+        id="1", name="edit_file", path="a.py", summary="+1 −1 · 9 bytes", approved_by="rule", rule="edit_file",
+        diff=["@@ -1 +1 @@", "-old", "+new"],
+    )  # fmt: skip
+    by_key = ChangeRecorded(
+        id="2", name="write_file", path="b.py", summary="new file · +1 · 2 bytes", approved_by="keypress", diff=["+x"]
+    )
+    state = initial(0.0)
+    for change in (by_rule, by_key):
+        state = reduce(state, change)
+    state, entries = take_outbox(state)
+    rule_rows = plain(render_entry(entries[0], 80))
+    assert rule_rows[:4] == [
+        "  ✎ edited a.py +1 −1 · 9 bytes · by rule edit_file",
+        "    @@ -1 +1 @@",
+        "    -old",
+        "    +new",
+    ]
+    assert plain(render_entry(entries[1], 80))[0] == "  ✎ wrote b.py new file · +1 · 2 bytes · approved by keypress"
+    assert "    +x" not in plain(render_entry(entries[1], 80))  # the person saw it in the confirmation
+    state, entries = take_outbox(reduce(state, ShowChanges()))
+    table = plain(render_entry(entries[0], 80))
+    assert table[0] == "2 files changed in this session"
+    assert "a.py · 1 change" in table and "b.py · 1 change" in table and "    +x" in table and "    -old" in table

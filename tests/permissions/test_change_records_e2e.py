@@ -1,0 +1,86 @@
+"""Headless runs of the real CLI: an auto-approved edit leaves its record and diff, read-only commands run
+unasked, plan mode changes nothing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from dashfloat.testing.sse_server import ScriptedServer, text_reply, tool_calls_reply
+from tests.e2e import dashfloat_argv
+
+
+def headless(server: ScriptedServer, tree: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(dashfloat_argv(server, tree, *args), env=env, capture_output=True, text=True, timeout=60)
+
+
+def events(stdout: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+EDIT = ("e1", "edit_file", {"path": "a.txt", "search_block": "hello", "replace_block": "goodbye"})
+
+
+def test_an_auto_approved_edit_carries_its_diff_in_json_and_a_summary_line_in_plain(
+    tree: Path, isolated_env: dict[str, str]
+) -> None:
+    with ScriptedServer() as server:
+        server.enqueue(tool_calls_reply([EDIT]), text_reply("done"))
+        done = headless(server, tree, isolated_env, "--approve", "edits", "--json", "-p", "edit it")
+        assert done.returncode == 0, done.stderr
+        [change] = [e for e in events(done.stdout) if e["type"] == "change_recorded"]
+        assert change == {
+            "type": "change_recorded",
+            "id": "e1",
+            "name": "edit_file",
+            "path": "a.txt",
+            "summary": "+1 −1 · 8 bytes",
+            "approved_by": "flag",
+            "rule": "--approve edits",
+            "diff": ["@@ -1 +1 @@", "-hello", "+goodbye"],
+        }
+        assert (tree / "a.txt").read_text() == "goodbye\n"
+        server.enqueue(
+            tool_calls_reply(
+                [("e2", "edit_file", {"path": "a.txt", "search_block": "goodbye", "replace_block": "hi"})]
+            ),
+            text_reply("done"),
+        )
+        done = headless(server, tree, isolated_env, "--yes", "-p", "again")
+        assert done.returncode == 0, done.stderr
+        assert "✎ edited a.txt +1 −1 · 3 bytes · by --approve all" in done.stderr.splitlines()
+        assert "every edit, write and command now runs without asking" in done.stderr
+
+
+def test_read_only_commands_run_unasked_and_a_redirection_is_asked(tree: Path, isolated_env: dict[str, str]) -> None:
+    with ScriptedServer() as server:
+        server.enqueue(
+            tool_calls_reply(
+                [
+                    ("c1", "execute_command", {"command": "grep -rn hello ."}),  # rg is not on every machine
+                    ("c2", "execute_command", {"command": "grep hello a.txt > out.txt"}),
+                    ("c3", "execute_command", {"command": "git status"}),
+                ]
+            ),
+            text_reply("done"),
+        )
+        done = headless(server, tree, isolated_env, "--json", "-p", "search")
+        results = {e["id"]: e for e in events(done.stdout) if e["type"] == "tool_result_shown"}
+        assert results["c1"]["status"] == "ok" and "hello" in results["c1"]["output"], results["c1"]
+        assert results["c2"]["status"] == "rejected"  # it asked; headless asks nobody
+        assert not (tree / "out.txt").exists()
+        assert results["c3"]["status"] != "rejected"  # ran unasked (outside a repository git itself says so)
+
+
+def test_plan_mode_changes_nothing_and_tells_the_model(tree: Path, isolated_env: dict[str, str]) -> None:
+    with ScriptedServer() as server:
+        server.enqueue(
+            tool_calls_reply([EDIT, ("c1", "execute_command", {"command": "cat a.txt"})]), text_reply("planned")
+        )
+        done = headless(server, tree, isolated_env, "--approve", "plan", "--json", "-p", "plan it")
+        assert done.returncode == 0, done.stderr
+        assert (tree / "a.txt").read_text() == "hello\n"
+        tool_messages = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+        assert "plan mode" in tool_messages[0]["content"] and "hello" in tool_messages[1]["content"]
