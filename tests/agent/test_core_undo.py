@@ -19,7 +19,9 @@ from dashfloat.protocol import (
     DecideConfirmation,
     Message,
     PhaseChanged,
+    PreviewReady,
     PreviewRestore,
+    PreviewTool,
     PromptRestored,
     ProviderConfig,
     RestoreApplied,
@@ -80,11 +82,18 @@ def one(messages: list[Message], kind: type[Any]) -> Any:
     return found
 
 
+def previewed_for_the_record(core: AgentCore, call_id: str) -> None:
+    """An auto-approved write is previewed (for its change record and digest) before it runs."""
+    one(take(core, "executor"), PreviewTool)
+    core.on_executor(PreviewReady(call_id=call_id, lines=["+x"], digest="absent", summary="new file · +1 · 1 bytes"))
+
+
 def turn_with_a_write(core: AgentCore, prompt: str, call_id: str, path: str) -> RunTool:
     core.on_ui(SubmitPrompt(text=prompt))
     take(core)
     call = AssembledCall(id=call_id, name="write_file", args={"path": path, "content": "x"})
     core.on_llm(StreamDone(request_id=core.request_id, content="", tool_calls=[call], finish_reason="tool_calls"))
+    previewed_for_the_record(core, call_id)
     run = one(take(core, "executor"), RunTool)
     checkpoint = Checkpoint(path=path, existed=False, after="a" * 64)
     core.on_executor(
@@ -109,6 +118,7 @@ def test_a_landed_write_is_recorded_with_its_turn_and_the_notice_is_shown() -> N
     take(core)
     call = AssembledCall(id="c1", name="write_file", args={"path": "f", "content": "x"})
     core.on_llm(StreamDone(request_id=core.request_id, content="", tool_calls=[call], finish_reason="tool_calls"))
+    previewed_for_the_record(core, "c1")
     run = one(take(core, "executor"), RunTool)
     assert run.checkpoint_store == STORE
     checkpoint = Checkpoint(path="f", existed=False, after="a" * 64)

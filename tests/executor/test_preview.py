@@ -99,7 +99,7 @@ def test_the_full_preview_holds_every_line_and_the_summary_counts_them(root: Pat
     assert p.summary == f"+1 −100 · {len(new.encode())} bytes"
     assert sum(line.startswith("-line") for line in diff) == 100 and "+tail" in diff
     command = preview("execute_command", {"command": "make\necho done"}, str(root))
-    assert command.full == f"$ make\n  echo done\nin {root}" and command.summary == f"in {root}"
+    assert command.full.startswith(f"$ make\n  echo done\nin {root}") and command.summary == f"in {root}"
 
 
 def test_the_full_preview_is_cut_at_its_cap_with_a_marker(root: Path) -> None:
