@@ -18,6 +18,7 @@ from dashfloat.protocol import (
     ConfirmRequested,
     ContentDelta,
     DecideConfirmation,
+    EditFileResult,
     FrameRejected,
     ListDirectoryResult,
     Message,
@@ -41,6 +42,7 @@ from dashfloat.protocol import (
     TokenReceived,
     ToolCallShown,
     ToolCancelled,
+    ToolFailed,
     ToolFinished,
     ToolResultShown,
     TurnEnded,
@@ -172,7 +174,7 @@ def test_approve_runs_with_the_preview_digest() -> None:
         sandbox=SandboxPolicy(network=True),
     )
     assert expected in take(core)
-    core.on_executor(ToolFinished(call_id="w1", result={"ok": True}))
+    core.on_executor(ToolFinished(call_id="w1", result=WriteFileResult(path="f", bytes=1, created=True)))
     [change] = [m for m in take(core) if isinstance(m, ChangeRecorded)]
     assert (change.path, change.approved_by, change.diff) == ("f", "keypress", ["+x"])
 
@@ -182,7 +184,7 @@ def test_a_failed_mutation_leaves_no_change_record() -> None:
     ask = confirm_flow(core)
     core.on_ui(DecideConfirmation(ref=ask.ref, decision="approve"))
     take(core)
-    core.on_executor(ToolFinished(call_id="w1", result={"ok": False, "error": "file changed since the preview"}))
+    core.on_executor(ToolFinished(call_id="w1", result=ToolFailed(error="file changed since the preview")))
     assert not any(isinstance(m, ChangeRecorded) for m in take(core))
 
 
@@ -257,7 +259,7 @@ def test_approve_always_stops_asking_for_that_tool() -> None:
     out = take(core)
     assert any(isinstance(m, RunTool) and m.call_id == "w3" and m.expect_digest == "d3" for m in out)
     assert not any(isinstance(m, ConfirmRequested) for m in out)
-    core.on_executor(ToolFinished(call_id="w3", result={"ok": True}))
+    core.on_executor(ToolFinished(call_id="w3", result=WriteFileResult(path="g", bytes=1, created=True)))
     [change] = [m for m in take(core) if isinstance(m, ChangeRecorded)]
     assert change == ChangeRecorded(
         id="w3",
@@ -281,7 +283,7 @@ def test_approval_modes_for_edits(mode: str, asks: bool) -> None:
     assert any(isinstance(m, ConfirmRequested) for m in out) is asks
     assert any(isinstance(m, RunTool) and m.expect_digest == "d" for m in out) is not asks
     if not asks:
-        core.on_executor(ToolFinished(call_id="e", result={"ok": True}))
+        core.on_executor(ToolFinished(call_id="e", result=EditFileResult(path="f", line=1, bytes=1)))
         [change] = [m for m in take(core) if isinstance(m, ChangeRecorded)]
         assert (change.approved_by, change.rule, change.diff) == ("flag", f"--approve {mode}", ["-a", "+b"])
 
