@@ -2,7 +2,7 @@
 
 One episode is one streamed completion. ``Episode.feed`` takes the data of one SSE event at a time and
 returns the deltas to show; it raises ``StreamError`` for an error the provider reported inside the stream
-and for a crossed bound. Every provider quirk of /work/shared/providers.md that lives in the chunks (not
+and for a crossed bound. Every provider quirk of docs/provider-quirks.md that lives in the chunks (not
 in the framing or HTTP) is handled here, so each is tested in tests/llm/test_episode.py without a server.
 """
 

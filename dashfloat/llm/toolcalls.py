@@ -1,6 +1,6 @@
 """The pure tool-call accumulator: stream deltas in, assembled calls out (seed §1, issue 3 §3).
 
-Providers deviate from the OpenAI fragment shape in many ways (/work/shared/providers.md); every rule
+Providers deviate from the OpenAI fragment shape in many ways (docs/provider-quirks.md); every rule
 below exists for one of them and has a test in tests/llm/test_toolcalls.py.
 """
 

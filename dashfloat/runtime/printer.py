@@ -6,7 +6,6 @@ import os
 import select
 import signal
 import sys
-import unicodedata
 from types import FrameType
 from typing import Final, TextIO, assert_never
 
@@ -39,6 +38,7 @@ from dashfloat.protocol import (
     UserPromptShown,
 )
 from dashfloat.runtime._agent_link import AgentProcess
+from dashfloat.textsafe import defuse
 
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
@@ -53,21 +53,8 @@ _EXIT_CODES: Final = {"completed": EXIT_OK, "stopped": EXIT_OK, "failed": EXIT_F
 
 
 def defused(text: str) -> str:
-    """Text for a terminal's stderr: control characters in caret form, other invisible ones dropped.
-
-    Tool names, arguments and outputs come from the model and from files; on a terminal they must not be able
-    to move the cursor, clear the screen or forge lines. (The TUI does the same, with width bookkeeping.)
-    """
-    if text.isprintable():
-        return text
-    return "".join(
-        ch
-        if ch.isprintable() or ch == " "
-        else "^" + chr((ord(ch) + 64) % 128)
-        if unicodedata.category(ch) == "Cc"
-        else ""
-        for ch in text.expandtabs(4)
-    )
+    """Text for a terminal's stderr, on one line: control characters (newlines too) in caret form."""
+    return defuse(text, keep_newlines=False)
 
 
 class Printer:

@@ -11,13 +11,12 @@ Public API (pure library code):
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
 from pathlib import Path
 
 import msgspec
 
+from dashfloat.sessions._files import replace_atomically, write_all
 from dashfloat.sessions.state import ensure_private_dir
 
 HISTORY_MAX_ENTRIES = 1000
@@ -83,28 +82,11 @@ def append_history(path: Path, text: str) -> None:
     try:
         os.fchmod(fd, 0o600)
         # A torn last line must not swallow this entry.
-        _write_all(fd, line if terminated else b"\n" + line)
+        write_all(fd, line if terminated else b"\n" + line)
     finally:
         os.close(fd)
 
 
 def _rewrite(path: Path, entries: list[str]) -> None:
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            _write_all(fd, b"".join(msgspec.json.encode(e) + b"\n" for e in entries))
-            os.fsync(fd)  # never replace the old history with an empty file after a power loss
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+    # fsynced: never replace the old history with an empty file after a power loss
+    replace_atomically(path, b"".join(msgspec.json.encode(e) + b"\n" for e in entries))

@@ -52,6 +52,7 @@ from dashfloat.protocol import (
     WriteFileResult,
     result_json,
 )
+from dashfloat.sessions._files import fsync_dir, replace_atomically, write_all
 from dashfloat.sessions.state import ensure_private_dir
 
 # 2: checkpoint, command, undone and rewind lines; 3: tool results are typed ``tool_result`` lines
@@ -215,14 +216,6 @@ def _entry_line(entry: ConversationEntry) -> bytes:
     return _encode(_ReplyLine(entry) if isinstance(entry, ToolReply) else _MessageLine(entry))
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class SessionWriter:
     """Appends lines to one session file; every append is on disk (fsynced) before it returns."""
 
@@ -244,7 +237,7 @@ class SessionWriter:
             raise SessionError(f"{path}: a session with this id already exists") from None
         writer = cls(path, fd)
         writer._write(_encode(header))
-        _fsync_dir(sessions_dir)  # the new directory entry must survive a power loss too
+        fsync_dir(sessions_dir)  # the new directory entry must survive a power loss too
         return writer
 
     @classmethod
@@ -307,7 +300,7 @@ class SessionWriter:
         if self._fd is None:
             raise SessionError(f"{self.path}: the session log is closed")
         try:
-            _write_all(self._fd, data)
+            write_all(self._fd, data)
             os.fsync(self._fd)
         except OSError as exc:
             # Take a half-written line back off so the next append does not glue onto it;
@@ -318,30 +311,12 @@ class SessionWriter:
         self._size += len(data)
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
 def _rewrite(path: Path, loaded: LoadedSession) -> None:
     """Replace ``path`` atomically with the repaired session (header, messages, usage records)."""
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     lines = [_encode(loaded.header)]
     lines += [_encode(e) if isinstance(e, UsageRecord | CompactionRecord) else _entry_line(e) for e in loaded.lines]
     lines += [_encode(r) for r in loaded.changes]  # live ones only: undone and rewound ones are applied
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            _write_all(fd, b"".join(lines))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
+    replace_atomically(path, b"".join(lines))
 
 
 # ---------------------------------------------------------------- reading and repair

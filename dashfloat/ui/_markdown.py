@@ -13,7 +13,7 @@ from pygments.lexers._mapping import LEXERS
 from pygments.token import Token
 from pygments.util import ClassNotFound
 
-from dashfloat.ui._text import Fragment, Row, clip, indent, row_width, sanitize, width_of, wrap
+from dashfloat.ui._text import Fragment, Row, clip, hard_break, indent, row_width, sanitize, width_of, wrap
 
 MARKDOWN_CACHE_ENTRIES = 256
 """Rendered blocks kept per (source, width): the live region re-renders the same open block each tick."""
@@ -174,24 +174,8 @@ def _code_chunk(chunk: str, language: str, width: int) -> tuple[Row, ...]:
     prefix: Fragment = ("class:md.code", CODE_INDENT)
     for line in lines:
         # Code keeps its spaces: break long lines by columns, never reflow them.
-        rows.extend((prefix, *row) for row in _hard_break(line, room))
+        rows.extend((prefix, *row) for row in hard_break(line, room))
     return tuple(rows)
-
-
-def _hard_break(line: list[Fragment], width: int) -> list[Row]:
-    rows: list[list[Fragment]] = [[]]
-    used = 0
-    for style, text in line:
-        start = 0
-        for i, ch in enumerate(text):
-            w = width_of(ch)
-            if used + w > width and used:
-                rows[-1].append((style, text[start:i]))
-                rows.append([])
-                start, used = i, 0
-            used += w
-        rows[-1].append((style, text[start:]))
-    return [tuple(f for f in row if f[1]) for row in rows]
 
 
 def _token_class(token: object) -> str:

@@ -2,34 +2,19 @@
 
 from __future__ import annotations
 
-import unicodedata
-
 from prompt_toolkit.utils import get_cwidth
+
+from dashfloat.textsafe import defuse
 
 Fragment = tuple[str, str]
 Row = tuple[Fragment, ...]
 """One screen row: (style, text) fragments, no newline inside."""
 
-TAB_WIDTH = 4
-
 
 def sanitize(text: str) -> str:
-    """Tabs to spaces, other control characters to caret notation, so widths stay exact."""
-    if text.isprintable():
-        return text
-    out: list[str] = []
-    for line in text.split("\n"):
-        line = line.expandtabs(TAB_WIDTH)
-        out.append("".join(_visible(ch) for ch in line))
-    return "\n".join(out)
-
-
-def _visible(ch: str) -> str:
-    if ch.isprintable() or ch == " ":
-        return ch
-    if unicodedata.category(ch) == "Cc":
-        return "^" + chr((ord(ch) + 64) % 128)
-    return ch if get_cwidth(ch) > 0 else ""  # zero-width joiners etc. may stay; others vanish
+    """Tabs to spaces, other control characters to caret notation, so widths stay exact (newlines kept)."""
+    # Zero-width joiners and the like may stay when they take columns; other invisible characters vanish.
+    return defuse(text, keep_newlines=True, keep_invisible=lambda ch: get_cwidth(ch) > 0)
 
 
 def width_of(text: str) -> int:
@@ -58,21 +43,27 @@ def clip(text: str, width: int, ellipsis: str = "…") -> str:
     return "".join(out) + (ellipsis if width >= get_cwidth(ellipsis) else "")
 
 
-def _split_chars(style: str, text: str, room: int, width: int) -> list[list[Fragment]]:
-    """Hard-break ``text`` (no spaces) into pieces: the first fits ``room``, the rest ``width``."""
-    pieces: list[list[Fragment]] = []
-    current: list[str] = []
+def hard_break(fragments: list[Fragment], width: int, room: int | None = None) -> list[Row]:
+    """Styled text broken by columns, never reflowed: the first row holds ``room`` columns, the others ``width``.
+
+    A character wider than a whole row still gets a row of its own. With ``room`` smaller than the first
+    character, the first row is empty (the caller's current line is full).
+    """
+    width = max(1, width)
+    limit = width if room is None else room
+    rows: list[list[Fragment]] = [[]]
     used = 0
-    limit = room
-    for ch in text:
-        w = get_cwidth(ch)
-        if used + w > limit:
-            pieces.append([(style, "".join(current))] if current else [])
-            current, used, limit = [], 0, width
-        current.append(ch)
-        used += w
-    pieces.append([(style, "".join(current))])
-    return pieces
+    for style, text in fragments:
+        start = 0
+        for i, ch in enumerate(text):
+            w = get_cwidth(ch)
+            if used + w > limit and (used or (len(rows) == 1 and limit < width)):
+                rows[-1].append((style, text[start:i]))
+                rows.append([])
+                start, used, limit = i, 0, width
+            used += w
+        rows[-1].append((style, text[start:]))
+    return [tuple(f for f in row if f[1]) for row in rows]
 
 
 def wrap(fragments: list[Fragment], width: int) -> list[Row]:
@@ -112,11 +103,11 @@ def wrap(fragments: list[Fragment], width: int) -> list[Row]:
                     line.append((style, word))
                     used = w
                     continue
-                for i, piece in enumerate(_split_chars(style, word, width - used, width)):
+                for i, piece in enumerate(hard_break([(style, word)], width, room=width - used)):
                     if i:
                         finish()
                     line.extend(piece)
-                    used += sum(get_cwidth(t) for _, t in piece)
+                    used += row_width(piece)
     finish()
     return rows
 

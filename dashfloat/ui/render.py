@@ -9,7 +9,7 @@ from prompt_toolkit.formatted_text import FormattedText
 from dashfloat.catalogue import describe_change, summarize_call
 from dashfloat.protocol import ChangeRecorded, ConfirmRequested
 from dashfloat.ui._markdown import render_markdown
-from dashfloat.ui._text import Fragment, Row, clip, row_width, sanitize, width_of, wrap
+from dashfloat.ui._text import Fragment, Row, clip, hard_break, row_width, sanitize, width_of, wrap
 from dashfloat.ui.state import (
     ChangeRecord,
     ChangesTable,
@@ -183,18 +183,7 @@ def _verbatim(text: str, width: int, style: str) -> list[Row]:
 
 
 def _columns(line: str, width: int) -> list[str]:
-    pieces: list[str] = []
-    current: list[str] = []
-    used = 0
-    for ch in line:
-        w = width_of(ch)
-        if used + w > width and current:
-            pieces.append("".join(current))
-            current, used = [], 0
-        current.append(ch)
-        used += w
-    pieces.append("".join(current))
-    return pieces
+    return ["".join(text for _, text in row) for row in hard_break([("", line)], width)]
 
 
 def _result_rows(entry: ToolResult, width: int) -> list[Row]:
