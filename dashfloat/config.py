@@ -1,4 +1,4 @@
-"""Provider configuration: flags > environment > ``$XDG_CONFIG_HOME/dashfloat/config.toml`` (issue 3 §1).
+"""Provider configuration: flags > environment > ``$XDG_CONFIG_HOME/dashfloat/config.toml`` (docs/providers.md).
 
 The file names providers; the key itself never appears in it, only the variable that holds it.
 """
