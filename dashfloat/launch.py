@@ -88,6 +88,13 @@ def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> Launc
         # the keys the LLM process reads from the environment are not the commands' business
         hide_env=[KEY_ENV, provider.api_key_env or ""],
     )
+    if args.sandbox and args.sandbox != "off" and sandbox.unavailable:
+        # asked for by name (a script's --sandbox read-only): running unconfined instead would betray it
+        stop()
+        raise LaunchError(
+            f"--sandbox {args.sandbox} cannot start: {sandbox.unavailable}; nothing ran "
+            "(--sandbox off runs commands unconfined, with your full permissions)"
+        )
     options = AgentOptions(
         provider=provider,
         cwd=cwd,

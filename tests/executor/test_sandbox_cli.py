@@ -48,3 +48,18 @@ def test_the_fallback_is_announced_at_start(tmp_path: Path) -> None:
     assert "commands are NOT sandboxed: cannot run bwrap" in stderr
     assert "they run with your full permissions" in stderr
     assert outside.exists()  # it said so, and ran as today
+
+
+def test_a_sandbox_asked_for_by_flag_that_cannot_start_is_an_error_not_an_unconfined_run(tmp_path: Path) -> None:
+    tree = tmp_path / "work"
+    tree.mkdir()
+    env = {**isolated_environment(tmp_path), BWRAP_ENV: "/nonexistent/bwrap"}
+    for mode in ("read-only", "workspace-write"):
+        with ScriptedServer() as server:
+            server.enqueue(tool_calls_reply([("c1", "execute_command", {"command": "touch made"})]), text_reply("done"))
+            argv = dashfloat_argv(server, tree, "--approve", "all", "--sandbox", mode, "-p", "go")
+            done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 2, done.stderr
+        assert f"--sandbox {mode}" in done.stderr and "cannot run bwrap" in done.stderr
+        assert "--sandbox off" in done.stderr  # says how to run unconfined on purpose
+        assert not (tree / "made").exists()
