@@ -492,7 +492,8 @@ class TuiShell:
             event.app.suspend_to_background()
 
         def decision(key: str, value: Decision) -> None:
-            @kb.add(key, filter=confirming & ~viewing)
+            # Not while Ctrl-R searches: its keys are a query (a "y" searched for would otherwise approve).
+            @kb.add(key, filter=confirming & ~viewing & ~searching)
             def _(event: KeyPressEvent) -> None:
                 self._on_text_changed()
                 match confirm_key(self.state, printable=len(key) == 1):
@@ -511,7 +512,7 @@ class TuiShell:
         viewing = Condition(lambda: self.state.viewer is not None)
         can_view = Condition(lambda: self.state.confirm is not None and self.buffer.text == "")
 
-        @kb.add("v", filter=confirming & can_view & ~viewing)
+        @kb.add("v", filter=confirming & can_view & ~viewing & ~searching)
         def _(event: KeyPressEvent) -> None:
             self._view(open_viewer(self.state))
 

@@ -1,0 +1,56 @@
+"""Keys typed into Ctrl-R's search while a confirmation waits search; they never answer it (real TUI, pty)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dashfloat.testing.sse_server import ScriptedServer, text_reply, tool_calls_reply
+from tests.e2e import dashfloat_argv, wait_for
+from tests.pty_harness import Terminal
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    with ScriptedServer() as scripted:
+        yield scripted
+
+
+def test_search_keys_during_a_confirmation_search_and_decide_nothing(
+    tree: Path, isolated_env: dict[str, str], server: ScriptedServer
+) -> None:
+    server.enqueue(
+        text_reply("noted"),
+        tool_calls_reply([("w1", "write_file", {"path": "new.txt", "content": "x\n"})]),
+        text_reply("not written"),
+    )
+    term = Terminal(dashfloat_argv(server, tree), isolated_env, cols=100, rows=30)
+    try:
+        assert term.wait_for("Idle", visible_only=True, timeout_s=20), term.text()
+        term.send("yes ship it\r")
+        assert term.wait_for("noted"), term.text()
+        assert term.wait_for("Idle", visible_only=True), term.text()
+        term.send("write it\r")
+        assert term.wait_for("y/Enter approve", visible_only=True), term.text()  # armed: y would answer now
+        term.send("\x12")  # Ctrl-R: from here keys are a search query
+        assert term.wait_for("reverse-i-search", visible_only=True), term.text()
+        term.send("y")
+        assert term.wait_for("(reverse-i-search)`y'", visible_only=True), term.text()
+        assert term.wait_for("❯ yes ship it", visible_only=True), term.text()
+        term.send("\x1b")  # Esc ends the search (the draft, empty, comes back); it does not answer
+        assert wait_for(lambda: term.pump() and "reverse-i-search" not in term.visible(), timeout_s=10)
+        term.send("\x12")
+        assert term.wait_for("reverse-i-search", visible_only=True), term.text()
+        term.send("\r")  # Enter ends the search; it does not approve
+        assert wait_for(lambda: term.pump() and "reverse-i-search" not in term.visible(), timeout_s=10)
+        term.settle()
+        assert "approved" not in term.text() and "rejected" not in term.text()
+        assert not (tree / "new.txt").exists()
+        assert len(server.requests) == 2  # the call is still waiting for its answer
+        term.send("n")
+        assert term.wait_for("not written"), term.text()
+        assert not (tree / "new.txt").exists()
+    finally:
+        term.close()
