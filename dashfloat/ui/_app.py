@@ -208,6 +208,9 @@ class TuiShell:
         self._on_text_changed()
         before = self.state
         self.state = reduce(before, Tick(self.clock(), size.columns, size.rows))
+        if self._search is not None and self.state.hint is None:
+            # The turn's end cleared the hint line; a search still taking keys must keep saying so.
+            self.state = reduce(self.state, Hint(self._search.prompt(self.state.history)))
         # Only time moved unless the tick committed rows or the screen changed size.
         if (self.state.open_skip, self.state.hint, self.state.width, self.state.height, self.state.confirm_armed) != (
             before.open_skip,

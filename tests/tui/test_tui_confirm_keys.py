@@ -54,3 +54,26 @@ def test_search_keys_during_a_confirmation_search_and_decide_nothing(
         assert not (tree / "new.txt").exists()
     finally:
         term.close()
+
+
+def test_a_search_begun_during_a_turn_stays_shown_when_the_turn_ends(
+    tree: Path, isolated_env: dict[str, str], server: ScriptedServer
+) -> None:
+    # The end of a turn clears the hint line; a search still taking keys must still say so, or the next prompt
+    # typed goes into the search unseen and Enter merely keeps a match (the prompt is never sent).
+    server.enqueue(text_reply("earlier answer"), text_reply("a slow answer " * 20, delay_s=0.05))
+    term = Terminal(dashfloat_argv(server, tree), isolated_env, cols=100, rows=30)
+    try:
+        assert term.wait_for("Idle", visible_only=True, timeout_s=20), term.text()
+        term.send("an earlier prompt\r")
+        assert term.wait_for("earlier answer"), term.text()
+        assert term.wait_for("Idle", visible_only=True), term.text()
+        term.send("tell me slowly\r")
+        assert term.wait_for("Streaming", visible_only=True), term.text()
+        term.send("\x12")  # Ctrl-R while the answer streams
+        assert term.wait_for("(reverse-i-search)", visible_only=True), term.text()
+        assert term.wait_for("Idle", visible_only=True, timeout_s=30), term.text()
+        term.settle()
+        assert term.wait_for("(reverse-i-search)", visible_only=True), term.text()
+    finally:
+        term.close()
