@@ -155,8 +155,14 @@ def test_tool_rows_and_results_are_drawn() -> None:
 def test_esc_and_ctrl_c_cancel_when_busy() -> None:
     async def main() -> None:
         async with running_ui() as ui:
+            keys = ui.shell.app.key_processor
+            processed: list[object] = []
+            keys.after_key_press += processed.append
             ui.keys(ESC)
-            await ui.frames(8)
+            # Wait for the key to be read and its binding decided (a lone Esc waits for a longer sequence),
+            # not for frames: on a loaded machine it could otherwise be decided only after the phase below
+            # changed, and then rightly cancel.
+            await ui.until(lambda: len(processed) >= 1 and not keys.key_buffer)
             assert ui.link.sent == []  # idle: nothing to cancel
             ui.link.push(PhaseChanged(phase="streaming"))
             await ui.until(lambda: any("Streaming" in x for x in ui.visible()))
