@@ -121,6 +121,9 @@ def unscopable(words: Sequence[str]) -> str | None:
         return "it starts with an environment assignment"
     if program in WRAPPERS:
         return f"{program} runs other programs or inline code"
+    if program == "git" and (len(words) < 2 or words[1].startswith("-")):
+        # -c, --config-env and --exec-path name programs git then runs; only "git SUBCOMMAND" can be allowed
+        return "only git SUBCOMMAND can be allowed (git's options before one, such as -c, run programs)"
     if INTERPRETERS.match(program):
         if len(words) < 2 or words[1].startswith("-") or words[1] in INLINE_CODE_FLAGS:
             return f"{program} would run inline code or a module (only a script file can be allowed)"

@@ -70,6 +70,9 @@ def test_always_is_scoped_to_program_and_subcommand(line: str, scope: tuple[str,
         "sed -i s/a/b/ f",
         "perl -e 1",
         "npm test 'unclosed",
+        "git",
+        "git --no-pager diff",
+        "git -c core.pager=sh log",
         "",
     ],
 )
@@ -135,6 +138,14 @@ def test_deny_wins_and_names_the_rule() -> None:
 def test_malformed_rules_say_what_is_wrong(text: str, effect: str, problem: str) -> None:
     with pytest.raises(RuleError, match=problem.replace("(", r"\(").replace(")", r"\)")):
         parse_rule(text, effect)  # type: ignore[arg-type]
+
+
+def test_no_allow_rule_covers_git_options_before_the_subcommand() -> None:
+    # git -c / --exec-path / --config-env name programs to run: "always allow git" must not cover them.
+    rule = Rule("execute_command", prefix=("git",))
+    assert matches(rule, "allow", "execute_command", cmd("git status"), CWD)
+    for line in ("git -c alias.x=!sh x", "git --exec-path=/tmp/x status", "git -c core.pager=sh log"):
+        assert not matches(rule, "allow", "execute_command", cmd(line), CWD)
 
 
 WORD = st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=8)
