@@ -93,7 +93,9 @@ def shrink_text(text: str, tool: str) -> str:
     if not what:  # few, short lines, yet big: one huge line was cut; say so all the same
         return text
     marker = f"[… {' and '.join(what)} {ELIDED}; {_how_to_get_again(tool)} …]"
-    return "\n".join([*cut[: len(head)], marker, *cut[len(head) :]])
+    shrunk = "\n".join([*cut[: len(head)], marker, *cut[len(head) :]])
+    # A few characters cut from a few lines cost less than the marker: never make a result longer.
+    return shrunk if len(shrunk) < len(text) else text
 
 
 def _shrink_value(value: Any, tool: str) -> Any:
@@ -121,7 +123,8 @@ def shrink_result(content: str, tool: str) -> str:
     shrunk = {key: _shrink_value(item, tool) for key, item in value.items()}
     if shrunk == value:
         return content  # nothing to cut: keep the bytes the provider has cached
-    return _ENCODER.encode(shrunk).decode()
+    encoded = _ENCODER.encode(shrunk).decode()
+    return encoded if len(encoded.encode()) < len(content.encode()) else content
 
 
 @dataclass(frozen=True)

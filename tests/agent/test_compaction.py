@@ -93,6 +93,14 @@ def test_a_shrunk_result_keeps_head_tail_and_says_how_to_get_it_again() -> None:
     assert "980 lines elided at a compaction; call read_file again (offset/limit)" in text
 
 
+def test_a_shrink_that_would_cost_more_than_it_cuts_keeps_the_result() -> None:
+    # Ten lines one character over the line cap: the marker would outweigh the ten characters cut.
+    text = "\n".join(["x" * (c.SHRINK_LINE_MAX_CHARS + 1)] * 10)
+    assert c.shrink_text(text, "read_file") == text
+    content = json.dumps({"ok": True, "output": text})
+    assert len(c.shrink_result(content, "read_file").encode()) <= len(content.encode())
+
+
 def test_the_shrink_threshold_is_crossed() -> None:
     small = json.dumps({"ok": True, "output": "y" * (c.SHRINK_MIN_BYTES - 40)})
     assert c.shrink_result(small, "read_file") == small
