@@ -35,6 +35,9 @@ from dashfloat.protocol import (
 )
 from tests.executor.conftest import gone, run_json
 
+# The interpreter itself, not the venv's link to it: the venv may live under /tmp (a clone there), which the
+# sandbox replaces with a private one; these snippets need only the standard library.
+PYTHON = os.path.realpath(sys.executable)
 TIMEOUT_S = 60.0
 
 
@@ -145,7 +148,7 @@ def test_a_denied_unix_socket_cannot_be_connected_to(root: Path, fixed: Root) ->
         server.listen(1)
         server.setblocking(False)
         code = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({str(path)!r}); print('connected')"
-        command = f'{sys.executable} -c "{code}"'
+        command = f'{PYTHON} -c "{code}"'
         assert "connected" in run(fixed, command, session())["output"]  # the gap the deny closes
         assert accepted(server)
         result = run(fixed, command, session(deny=[str(path)]))
@@ -182,7 +185,7 @@ def listener() -> Iterator[socket.socket]:
 
 def connect_command(port: int) -> str:
     code = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=20); print('connected')"
-    return f'{sys.executable} -c "{code}"'
+    return f'{PYTHON} -c "{code}"'
 
 
 def accepted(server: socket.socket) -> bool:

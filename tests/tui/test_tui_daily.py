@@ -148,6 +148,8 @@ def test_prompt_files_of_the_project_and_the_user_are_slash_commands(
     server.enqueue(text_reply("reviewed"))
     term = launch(server, tree, isolated_env)
     try:
+        # The prompt files come with the agent's ready message (the status bar's sandbox segment shows it).
+        assert term.wait_for("sandbox: ", visible_only=True), term.text()
         term.send("/help\r")
         assert term.wait_for("/review [args]"), term.text()
         assert term.wait_for("/standup [args]"), term.text()
