@@ -133,9 +133,8 @@ def _check_url(path: Path | str, field: str, url: str) -> str:
     return url.rstrip("/")
 
 
-def load_config(env: Mapping[str, str]) -> ConfigFile | None:
-    """The decoded config file, or None when there is none."""
-    path = config_path(env)
+def read_toml(path: Path) -> dict[str, Any] | None:
+    """A TOML file of ours as a table, or None when it does not exist; any other failure names the file."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -143,11 +142,19 @@ def load_config(env: Mapping[str, str]) -> ConfigFile | None:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read: {exc.strerror}") from exc
     try:
-        document: dict[str, Any] = tomllib.loads(raw.decode("utf-8"))
+        return tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: (file): not UTF-8 text") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: (file): not valid TOML: {exc}") from exc
+
+
+def load_config(env: Mapping[str, str]) -> ConfigFile | None:
+    """The decoded config file, or None when there is none."""
+    path = config_path(env)
+    document = read_toml(path)
+    if document is None:
+        return None
     providers = document.pop("providers", {})
     if not isinstance(providers, dict):
         raise ConfigError(f"{path}: providers: expected a table of [providers.NAME] tables")

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from dashfloat.config import ConfigError, config_path
+from dashfloat.config import ConfigError, config_path, read_toml
 from dashfloat.permissions import RuleError, SourcedRule, parse_rule
 
 PROJECT_PERMISSIONS = Path(".dashfloat") / "permissions.toml"
@@ -29,21 +28,6 @@ _HEADER = (
 def user_permissions_path(env: Mapping[str, str]) -> Path:
     """The user's rule file, beside config.toml."""
     return config_path(env).parent / "permissions.toml"
-
-
-def _read(path: Path) -> dict[str, Any] | None:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot be read: {exc.strerror}") from exc
-    try:
-        return tomllib.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: (file): not UTF-8 text") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: (file): not valid TOML: {exc}") from exc
 
 
 def _rules(path: Path, document: dict[str, Any], effect: Literal["allow", "deny"]) -> list[SourcedRule]:
@@ -65,14 +49,14 @@ def load_rules(env: Mapping[str, str], cwd: str) -> list[SourcedRule]:
     """The user's rules, then the project's deny rules; ConfigError names the file, the rule and the problem."""
     rules: list[SourcedRule] = []
     user = user_permissions_path(env)
-    document = _read(user)
+    document = read_toml(user)
     if document is not None:
         unknown = sorted(set(document) - {"allow", "deny"})
         if unknown:
             raise ConfigError(f"{user}: {unknown[0]}: unknown field (the file holds allow and deny)")
         rules += _rules(user, document, "allow") + _rules(user, document, "deny")
     project = Path(cwd) / PROJECT_PERMISSIONS
-    document = _read(project)
+    document = read_toml(project)
     if document is not None:
         if "allow" in document:
             raise ConfigError(
