@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import select
 import signal
 import sys
 from types import FrameType
@@ -19,7 +18,7 @@ from dashfloat.protocol import (
     UndoTurn,
 )
 from dashfloat.runtime._agent_link import AgentProcess
-from dashfloat.runtime.printer import EXIT_INTERRUPTED, defused
+from dashfloat.runtime.printer import EXIT_INTERRUPTED, defused, read_until_exit
 
 EXIT_RESTORED: Final = 0
 EXIT_NOT_ALL_RESTORED: Final = 1
@@ -55,17 +54,7 @@ class RestoreDriver:
                 self.link.send(UndoTurn())
             else:
                 self.link.send(RewindTo(prompt=-self.rewind_turns))
-            while True:
-                if self.interrupts > 1:
-                    return EXIT_INTERRUPTED
-                try:
-                    select.select([self.link.fileno()], [], [], 0.5)
-                except InterruptedError:
-                    continue
-                for message in self.link.receive():
-                    code = self._show(message)
-                    if code is not None:
-                        return code
+            return read_until_exit(self.link, self._show, lambda: self.interrupts, self.out)
         finally:
             signal.signal(signal.SIGINT, previous)
 

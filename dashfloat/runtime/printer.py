@@ -6,6 +6,7 @@ import os
 import select
 import signal
 import sys
+from collections.abc import Callable
 from types import FrameType
 from typing import Final, TextIO, assert_never
 
@@ -49,12 +50,34 @@ EXIT_BROKEN_PIPE: Final = 128 + signal.SIGPIPE
 # A live output line without its newline is held this long at most (--verbose).
 LIVE_PARTIAL_MAX_CHARS: Final = 1000
 
+# The read loop wakes this often even when nothing arrives, to see a second Ctrl-C.
+READ_WAKE_S: Final = 0.5
+
 _EXIT_CODES: Final = {"completed": EXIT_OK, "stopped": EXIT_OK, "failed": EXIT_FAILED, "limit": EXIT_FAILED}
 
 
 def defused(text: str) -> str:
     """Text for a terminal's stderr, on one line: control characters (newlines too) in caret form."""
     return defuse(text, keep_newlines=False)
+
+
+def read_until_exit(
+    link: AgentProcess, show: Callable[[AgentToUi], int | None], interrupts: Callable[[], int], out: TextIO
+) -> int:
+    """Show the agent's messages until ``show`` returns an exit code; a second Ctrl-C ends it at once."""
+    while True:
+        if interrupts() > 1:
+            return EXIT_INTERRUPTED
+        try:
+            select.select([link.fileno()], [], [], READ_WAKE_S)
+        except InterruptedError:
+            continue
+        for message in link.receive():
+            code = show(message)
+            if code is not None:
+                out.flush()
+                return code
+        out.flush()  # once per batch, not once per message: a fast stream stays cheap
 
 
 class Printer:
@@ -107,19 +130,7 @@ class Printer:
 
     def _run(self, prompt: str) -> int:
         self.link.send(SubmitPrompt(text=prompt))
-        while True:
-            if self.interrupts > 1:
-                return EXIT_INTERRUPTED
-            try:
-                select.select([self.link.fileno()], [], [], 0.5)
-            except InterruptedError:
-                continue
-            for message in self.link.receive():
-                code = self._show(message)
-                if code is not None:
-                    self.out.flush()
-                    return code
-            self.out.flush()  # once per batch, not once per message: a fast stream stays cheap
+        return read_until_exit(self.link, self._show, lambda: self.interrupts, self.out)
 
     def _show(self, message: AgentToUi) -> int | None:
         self._note(message)
