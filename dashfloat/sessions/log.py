@@ -231,14 +231,22 @@ class SessionWriter:
             raise SessionError(f"invalid session id {header.id!r}: letters, digits, '.', '_' and '-' only")
         ensure_private_dir(sessions_dir)
         path = sessions_dir / f"{header.id}{SESSION_SUFFIX}"
+        # The file appears with its header or not at all: a kill between creating it and writing the header
+        # would leave a file no later start could read. The header goes to a private temp, then is linked
+        # into place (link, unlike rename, refuses an existing session).
+        tmp = sessions_dir / f".{header.id}.{secrets.token_hex(4)}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            write_all(fd, _encode(header))
+            os.fsync(fd)
+            os.link(tmp, path)
         except FileExistsError:
             raise SessionError(f"{path}: a session with this id already exists") from None
-        writer = cls(path, fd)
-        writer._write(_encode(header))
+        finally:
+            os.close(fd)
+            tmp.unlink(missing_ok=True)
         fsync_dir(sessions_dir)  # the new directory entry must survive a power loss too
-        return writer
+        return cls(path, os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC))
 
     @classmethod
     def open_existing(cls, path: Path) -> tuple[SessionWriter, LoadedSession]:

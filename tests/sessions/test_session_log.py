@@ -168,6 +168,9 @@ def test_create_refuses_bad_ids_and_duplicates(sdir: Path) -> None:
     SessionWriter.create(sdir, h).close()
     with pytest.raises(SessionError, match="already exists"):
         SessionWriter.create(sdir, h)
+    # The session file appears whole (header included) or not at all: no temp is left beside it either way.
+    assert sorted(p.name for p in sdir.iterdir()) == [f"{h.id}.jsonl"]
+    assert load(sdir / f"{h.id}.jsonl").header == h
 
 
 def test_a_closed_writer_refuses_appends(sdir: Path) -> None:
