@@ -109,10 +109,11 @@ def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> Launc
         resume_id=args.resume or "",
         continue_latest=args.continue_latest or (restoring and not args.resume),
         replay=not restoring,
+        restoring=restoring,
         rules=rules,
         rules_path=str(user_permissions_path(env)),
         read_only_commands=read_only,
-        notice=notice,
+        notice="" if restoring else notice,
     )
     return Launch(options=options, log_path=os.path.join(state, "dashfloat.log"), stop=stop)
 

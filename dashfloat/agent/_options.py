@@ -33,6 +33,8 @@ class AgentOptions(msgspec.Struct, frozen=True):
     """Replay a resumed transcript to the UI (not after a crash restart: the UI still shows it)."""
     continue_latest: bool = False
     """``--continue``: load the newest session of this working directory."""
+    restoring: bool = False
+    """``--undo`` / ``--rewind``: the session is loaded only to restore it, never started anew."""
     rules: list[SourcedRule] = []
     """Saved permission rules: the user's file, then the project's deny rules (permission_files.py)."""
     rules_path: str = ""

@@ -22,7 +22,9 @@ def _resume(core: AgentCore, journal: SessionJournal, options: AgentOptions) -> 
         else:
             path = session_log.newest_for_cwd(journal.sessions_dir, options.cwd)
         if path is None:
-            core.outbox.append(("ui", SystemEntry(text="no saved session for this directory: starting a new one")))
+            # A restore starts nothing: it says why, and the core's refusal ("nothing to undo") follows.
+            text = "no saved session for this directory" + ("" if options.restoring else ": starting a new one")
+            core.outbox.append(("ui", SystemEntry(text=text)))
             return
         loaded = journal.open(path)
     except (session_log.SessionError, OSError) as exc:

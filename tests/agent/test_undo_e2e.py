@@ -197,6 +197,18 @@ def test_usage_errors_exit_2(work: Path, tmp_path: Path) -> None:
             assert done.returncode == 2, (args, done.stderr)
 
 
+def test_undo_without_a_saved_session_says_so_and_starts_nothing(work: Path, tmp_path: Path) -> None:
+    with ScriptedServer() as server:
+        for args in (["--undo"], ["--rewind", "1"]):
+            done = cli(server, work, tmp_path, *args)
+            assert done.returncode == 1, (args, done.stderr)
+            assert "no saved session for this directory" in done.stderr
+            assert "starting a new one" not in done.stderr
+        assert not server.requests, "a restore never asks the model anything"
+        sessions = state_dir(tmp_path) / "sessions"
+        assert not sessions.exists() or not any(sessions.iterdir()), "a restore never creates a session"
+
+
 def test_headless_rewind_goes_back_n_turns(work: Path, tmp_path: Path) -> None:
     with ScriptedServer() as server:
         for n in (1, 2, 3):
