@@ -103,6 +103,10 @@ def parse_rule(text: str, effect: Literal["allow", "deny"]) -> Rule:
     return Rule(tool, pattern=spec)
 
 
+SUBCOMMAND = r"[A-Za-z][A-Za-z0-9:_-]*"
+"""A word that reads as a subcommand (test, diff, run:dev), not a path or a value."""
+
+
 def command_words(command: str) -> list[str] | None:
     """The words of a plain command line, or None when it has shell syntax beyond words or does not split."""
     if not command.strip() or any(ch in SHELL_META for ch in command):
@@ -138,13 +142,20 @@ def command_scope(command: str) -> Rule | None:
     if words is None or unscopable(words) is not None:
         return None
     program = posixpath.basename(words[0])
-    prefix = [words[0]]
-    if len(words) > 1:
-        second = words[1]
-        is_word = re.fullmatch(r"[A-Za-z][A-Za-z0-9:_-]*", second) is not None
-        if INTERPRETERS.match(program) or is_word:
-            prefix.append(second)  # a subcommand (npm test, git diff), or an interpreter's script
-    return Rule("execute_command", prefix=tuple(prefix))
+    if len(words) == 1:
+        return Rule("execute_command", prefix=(words[0],))
+    if INTERPRETERS.match(program):
+        return Rule("execute_command", prefix=(words[0], words[1]))  # an interpreter's script
+    # Options before the subcommand stay in the grant: "npm -s test" allows "npm -s test …", never all of npm.
+    options = 0
+    while 1 + options < len(words) and words[1 + options].startswith("-"):
+        options += 1
+    after = words[1 + options] if 1 + options < len(words) else ""
+    if re.fullmatch(SUBCOMMAND, after):
+        return Rule("execute_command", prefix=tuple(words[: 2 + options]))  # npm test, git diff, make -j4 test
+    if options:
+        return Rule("execute_command", prefix=tuple(words[: 1 + options]))  # pytest -q tests/x.py: pytest -q
+    return Rule("execute_command", prefix=(words[0],))
 
 
 def call_scope(name: str, args: Mapping[str, Any]) -> Rule | None:
