@@ -158,6 +158,19 @@ def command_scope(command: str) -> Rule | None:
     return Rule("execute_command", prefix=(words[0],))
 
 
+def no_scope_reason(name: str, args: Mapping[str, Any]) -> str:
+    """Why "always allow" cannot be offered for this call (the key line says it); empty when it can."""
+    if call_scope(name, args) is not None:
+        return ""
+    command = args.get("command") if name == "execute_command" else None
+    if not isinstance(command, str):
+        return "this tool is confirmed each time"
+    words = command_words(command)
+    if words is None:
+        return "the line has shell syntax"
+    return unscopable(words) or "it cannot be scoped"
+
+
 def call_scope(name: str, args: Mapping[str, Any]) -> Rule | None:
     """What "always allow" on this call grants, or None when nothing safe can be granted."""
     if name == "execute_command":

@@ -634,6 +634,8 @@ class ConfirmRequested(Message, frozen=True):
     """The whole preview (diff, written content or command), bounded by the executor's cap."""
     scope: str = ""
     """The rule "always allow" would add (``execute_command(npm test)``); empty: it cannot be scoped."""
+    no_scope: str = ""
+    """Why no "always" is offered when ``scope`` is empty (shown on the key line)."""
 
 
 class ChangeRecorded(Message, frozen=True):

@@ -20,7 +20,7 @@ from dashfloat.agent._restore import RestoreFlow
 from dashfloat.agent._resumed import Resumed
 from dashfloat.agent._summary import result_excerpt, result_status
 from dashfloat.catalogue import EDIT_TOOLS, EXECUTE_COMMAND, MUTATING_TOOLS
-from dashfloat.permissions import SourcedRule, call_scope, read_only_command, verdict
+from dashfloat.permissions import SourcedRule, call_scope, no_scope_reason, read_only_command, verdict
 from dashfloat.protocol import (
     AgentReady,
     ApprovalMode,
@@ -1326,6 +1326,7 @@ class AgentCore:
                         summary=message.summary,
                         full=message.full,
                         scope=scope.text() if scope is not None else "",
+                        no_scope=no_scope_reason(call.name, call.args or {}),
                     )
                 )
             case ToolFinished(call_id=call_id, result=result) if (

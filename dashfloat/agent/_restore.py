@@ -32,6 +32,7 @@ Out = list[tuple[Literal["ui", "executor"], Message]]
 RESTORE_TOOL = "undo"
 REWIND_TOOL = "rewind"
 CONFLICT_TOOL = "restore conflicting file"
+RESTORE_NO_SCOPE = "a restore is confirmed each time"
 PROMPT_EXCERPT_MAX_CHARS = 60
 
 _WORDS = {
@@ -159,7 +160,10 @@ class RestoreFlow:
         args: dict[str, object] = {"prompt": self.first_turn}
         if self.text is None:
             args = {"turns": list(self.plan.turns)}
-        return [("ui", ConfirmRequested(ref=self.ref, id=f"{name}-{self.ref}", name=name, args=args, lines=lines))]
+        message = ConfirmRequested(
+            ref=self.ref, id=f"{name}-{self.ref}", name=name, args=args, lines=lines, no_scope=RESTORE_NO_SCOPE
+        )
+        return [("ui", message)]
 
     def _count(self) -> str:
         if not self.files:
@@ -180,7 +184,12 @@ class RestoreFlow:
         file, preview = self.files[index], self.previews[index]
         lines = [f"{file.path} was {preview.reason}.", "restore it anyway (your change there is lost)?", *preview.lines]
         message = ConfirmRequested(
-            ref=self.ref, id=f"conflict-{self.ref}", name=CONFLICT_TOOL, args={"path": file.path}, lines=lines
+            ref=self.ref,
+            id=f"conflict-{self.ref}",
+            name=CONFLICT_TOOL,
+            args={"path": file.path},
+            lines=lines,
+            no_scope=RESTORE_NO_SCOPE,
         )
         return [("ui", message)]
 

@@ -334,8 +334,10 @@ def _confirm_footer(state: UiState, width: int) -> Row:
         )
         style = "class:tool"
     else:
+        why = sanitize(confirm.no_scope) or "cannot be scoped"
         footers = (
-            "y/Enter approve · n reject · Esc reject & stop · (no always: not a plain command)",
+            f"y/Enter approve · n reject · Esc reject & stop · (no always: {why})",
+            "y/Enter approve · n reject · Esc reject & stop",
             "y yes · n no · Esc stop",
         )
         style = "class:tool"

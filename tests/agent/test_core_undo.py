@@ -153,6 +153,7 @@ def test_undo_previews_asks_applies_and_records_then_goes_idle() -> None:
         )
     )
     ask = one(take(core, "ui"), ConfirmRequested)
+    assert ask.scope == "" and ask.no_scope == "a restore is confirmed each time"
     assert ask.name == "undo" and ask.lines[:3] == [
         "undo of turn 1: 1 file to restore",
         "── f: delete (DashFloat created it)",

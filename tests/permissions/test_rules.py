@@ -16,6 +16,7 @@ from dashfloat.permissions import (
     call_scope,
     command_scope,
     matches,
+    no_scope_reason,
     parse_rule,
     read_only_command,
     verdict,
@@ -251,3 +252,18 @@ def test_git_runs_with_the_repositorys_programs_neutralised() -> None:
     for needle in ("--no-pager", "core.fsmonitor=false", "diff.external=", "--no-ext-diff", "--no-textconv"):
         assert needle in line
     assert line.endswith("HEAD")
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "reason"),
+    [
+        ("execute_command", cmd("npm test"), ""),
+        ("write_file", {"path": "a"}, ""),
+        ("execute_command", cmd("ls | head"), "the line has shell syntax"),
+        ("execute_command", cmd("bash -c x"), "bash runs other programs or inline code"),
+        ("execute_command", cmd("FOO=1 make"), "it starts with an environment assignment"),
+        ("execute_command", {}, "this tool is confirmed each time"),
+    ],
+)
+def test_the_reason_no_always_is_offered(name: str, args: dict[str, str], reason: str) -> None:
+    assert no_scope_reason(name, args) == reason

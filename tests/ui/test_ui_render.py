@@ -184,6 +184,21 @@ def test_live_region_shows_pending_entries_the_open_block_and_a_confirmation() -
     ]
 
 
+@pytest.mark.parametrize(
+    ("no_scope", "footer"),
+    [
+        ("a restore is confirmed each time", "(no always: a restore is confirmed each time)"),
+        ("the line has shell \x1b[31msyntax", "(no always: the line has shell ^[[31msyntax)"),
+        ("", "(no always: cannot be scoped)"),
+    ],
+)
+def test_the_key_line_says_why_no_always_is_offered(no_scope: str, footer: str) -> None:
+    confirm = ConfirmRequested(ref=1, id="u", name="undo", args={}, lines=["undo of turn 1"], no_scope=no_scope)
+    state = reduce(reduce(reduce(initial(0.0), confirm), Tick(1.0, 80, 24)), Tick(1.0 + CONFIRM_GUARD_S, 80, 24))
+    assert plain(render_live(state, (), 100))[-1] == f"y/Enter approve · n reject · Esc reject & stop · {footer}"
+    assert plain(render_live(state, (), 50))[-1] == "y/Enter approve · n reject · Esc reject & stop"
+
+
 def test_the_header_names_tool_path_and_summary_at_any_height() -> None:
     from dashfloat.protocol import ToolCallShown
 
