@@ -86,6 +86,9 @@ class SandboxPolicy(msgspec.Struct, frozen=True, omit_defaults=True):
     mode: Literal["workspace-write", "read-only"] = "workspace-write"
     network: bool = False
     """True only for a call a person approved with a keypress, or when ``--network``/config enables it."""
+    private_home: bool = False
+    """Give the call an empty home (``SandboxState.home``): a command run unasked follows symlinks in the
+    tree that its checked arguments cannot show, so what it reads stays out of the user's files."""
 
 
 class SandboxState(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -100,6 +103,10 @@ class SandboxState(msgspec.Struct, frozen=True, omit_defaults=True):
     """Absolute paths hidden from sandboxed commands (credential stores, config ``[sandbox] deny_read``)."""
     hide_env: list[str] = []
     """Environment variables removed from sandboxed commands (the provider's API key variables)."""
+    home: list[str] = []
+    """The user's home directories, emptied for a call with ``SandboxPolicy.private_home``."""
+    home_keep: list[str] = []
+    """``PATH`` directories inside ``home``, kept readable in an emptied home (a ``~/.cargo/bin/rg``)."""
 
 
 class FunctionCall(msgspec.Struct, frozen=True):

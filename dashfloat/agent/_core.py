@@ -1135,10 +1135,12 @@ class AgentCore:
         self.waiting = "tool"
         self._set_phase("running")
         # Network only for a command a person just approved, unless the session enabled it (--network); a
-        # read-only command run unasked gets the read-only sandbox too, so a mistake in the allowlist cannot write.
+        # read-only command run unasked gets the read-only sandbox too, so a mistake in the allowlist cannot write,
+        # and an empty home, so a symlink in the tree cannot read the user's files to the model.
         policy = SandboxPolicy(
             mode="read-only" if read_only else "workspace-write",
             network=not read_only and (by_keypress or self.sandbox.network),
+            private_home=read_only,
         )
         run = RunTool(
             call_id=call.id,

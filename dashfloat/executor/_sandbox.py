@@ -24,6 +24,8 @@ BWRAP_ENV: Final = "DASHFLOAT_BWRAP"
 # The start-up probe runs `true` in a sandbox; a machine that cannot do that in this long cannot sandbox.
 SANDBOX_PROBE_TIMEOUT_S: Final = 10.0
 
+# Root's home, emptied with the user's for a command run unasked (when readable, it is someone's files too).
+ROOT_HOMES: Final = ("/root",)
 # Credential stores hidden from every sandboxed command (config `[sandbox] deny_read` adds more).
 DEFAULT_DENY_READ: Final = (
     "~/.ssh",
@@ -74,6 +76,23 @@ def expand_denies(paths: Sequence[str], home: str) -> list[str]:
     return found
 
 
+def home_dirs(home: str, env: Mapping[str, str]) -> tuple[list[str], list[str]]:
+    """The home directories an unasked command does not see (``home`` and root's), and the ``PATH``
+    directories inside them that stay, so the programs installed there still run."""
+    dirs: list[str] = []
+    for path in (home, *ROOT_HOMES):
+        real = os.path.realpath(path)
+        if real != "/" and os.path.isdir(real) and real not in dirs:
+            dirs.append(real)
+    keep: list[str] = []
+    for entry in env.get("PATH", "").split(os.pathsep):
+        real = os.path.realpath(entry) if entry.startswith("/") else ""
+        inside = any(real.startswith(d + "/") for d in dirs)
+        if inside and os.path.isdir(real) and real not in keep:
+            keep.append(real)
+    return dirs, keep
+
+
 def detect(
     mode: SandboxMode,
     network: bool,
@@ -87,6 +106,7 @@ def detect(
     hidden = sorted({name for name in hide_env if name})
     if mode == "off":
         return SandboxState(mode="off", network=network, deny_read=denies, hide_env=hidden)
+    homes, keep = home_dirs(home, env)
     try:
         probe = subprocess.run(
             [bwrap_binary(env), "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--", "/bin/true"],
@@ -103,7 +123,7 @@ def detect(
         why = probe.stderr.decode(errors="replace").strip().splitlines()
         reason = f"bwrap cannot create namespaces here: {why[-1] if why else f'exit status {probe.returncode}'}"
         return SandboxState(mode="off", network=network, unavailable=reason, deny_read=denies, hide_env=hidden)
-    return SandboxState(mode=mode, network=network, deny_read=denies, hide_env=hidden)
+    return SandboxState(mode=mode, network=network, deny_read=denies, hide_env=hidden, home=homes, home_keep=keep)
 
 
 def effective(state: SandboxState, policy: SandboxPolicy) -> SandboxMode:
@@ -123,11 +143,18 @@ def bwrap_argv(
     cwd: str,
     command: str,
     status_fd: int,
+    private_home: bool = False,
 ) -> list[str]:
     """The bwrap command line for one call; ``root_fd`` (the executor's held root) and ``status_fd`` are
     passed to bwrap, which binds the very directory the file tools use, even if the path was swapped."""
     assert mode != "off"
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    if private_home:
+        # Mounted before the deny list and the working directory, which bwrap then makes inside the empty home.
+        for path in state.home:
+            argv += ["--tmpfs", path]
+        for path in state.home_keep:
+            argv += ["--ro-bind", path, path]
     for path in state.deny_read:
         if stat.S_ISDIR(os.stat(path).st_mode):
             argv += ["--tmpfs", path, "--remount-ro", path]
@@ -190,7 +217,7 @@ class Sandbox:
         mode = effective(self.state, policy)
         if mode == "off":
             return None
-        return Wrap(self, mode, policy.network, root_fd, root)
+        return Wrap(self, mode, policy.network, root_fd, root, policy.private_home)
 
 
 @dataclass(frozen=True)
@@ -202,6 +229,7 @@ class Wrap:
     network: bool
     root_fd: int
     root: str
+    private_home: bool = False
 
     def argv(self, command: str, cwd: str, status_fd: int) -> list[str]:
         """The command line; OSError naming why when bwrap cannot be run at all."""
@@ -217,4 +245,5 @@ class Wrap:
             cwd,
             command,
             status_fd,
+            self.private_home,
         )

@@ -185,7 +185,7 @@ def test_read_only_commands_run_unasked_neutralised_and_redirections_ask() -> No
     core = make_core()
     [run] = runs(command_turn(core, "git status"))
     assert "core.fsmonitor=false" in run.args["command"] and run.args["command"].endswith("status")
-    assert run.sandbox.mode == "read-only" and not run.sandbox.network
+    assert run.sandbox.mode == "read-only" and not run.sandbox.network and run.sandbox.private_home
     finish_ok(core, "c")
     [run] = runs(command_turn(core, "rg foo", "c2"))
     assert run.args == {"command": "rg foo"}

@@ -173,6 +173,37 @@ def test_home_credential_stores_are_denied_by_default(root: Path, fixed: Root, t
         shutil.rmtree(home)
 
 
+def test_an_unasked_command_gets_an_empty_home_that_keeps_the_working_directory_and_path(tmp_path: Path) -> None:
+    # A hostile tree's symlink to ~/.bash_history passes the word check of a read-only command; the home is
+    # what is emptied, so the link leads nowhere, while the tree (inside the home) and PATH programs stay.
+    home = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    try:
+        (home / ".bash_history").write_text("SECRET HISTORY\n")
+        (home / "bin").mkdir()
+        (home / "bin" / "tool").write_text("#!/bin/sh\necho tool-ran\n")
+        (home / "bin" / "tool").chmod(0o755)
+        tree = home / "proj"
+        tree.mkdir()
+        (tree / "notes").symlink_to(home / ".bash_history")
+        (tree / "a.txt").write_text("inside\n")
+        sandbox = session(env={"HOME": str(home), "PATH": f"{home}/bin:{os.environ['PATH']}"})
+        assert str(home) in sandbox.state.home and str(home / "bin") in sandbox.state.home_keep
+        fixed = Root(str(tree))
+        try:
+            command = f"cat notes; cat a.txt; ls -A {home}; {home}/bin/tool; echo written > b.txt"
+            asked = run(fixed, command, sandbox)
+            assert "SECRET HISTORY" in asked["output"]  # the gap: an approved command sees the home
+            unasked = run(fixed, command, sandbox, mode="read-only", private_home=True)
+            output = unasked["output"]
+            assert "SECRET" not in output and ".bash_history" not in output
+            assert "inside\n" in output and "tool-ran\n" in output and "proj\n" in output
+            assert (tree / "b.txt").read_text() == "written\n"  # from the approved call only
+        finally:
+            fixed.close()
+    finally:
+        shutil.rmtree(home)
+
+
 @pytest.fixture
 def listener() -> Iterator[socket.socket]:
     server = socket.socket()
