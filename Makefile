@@ -39,15 +39,21 @@ run: compile
 	    cp -R README.md Makefile pyproject.toml dashfloat docs tests "$$scratch"/; } && \
 	  echo "DashFloat works in a scratch copy of this checkout: $$scratch (removed at exit)" && \
 	  (cd "$$scratch" && "$(CURDIR)/$(BIN)/dashfloat" $(ARGS)); status=$$?; \
-	  echo; echo "To use DashFloat on your own project: run 'make install' here (links dashfloat into ~/.local/bin)"; \
+	  echo; echo "To use DashFloat on your own project: run 'make install' here (installs dashfloat into ~/.local/bin)"; \
 	  echo "or 'pipx install .', then run 'dashfloat' in your project's directory."; exit $$status
 
-# Puts the `dashfloat` of this checkout's .venv on PATH (~/.local/bin); `pipx install .` is the other way.
-install: compile
-	mkdir -p "$(HOME)/.local/bin"
-	ln -sf "$(CURDIR)/$(BIN)/dashfloat" "$(HOME)/.local/bin/dashfloat"
-	@case ":$$PATH:" in *":$(HOME)/.local/bin:"*) echo "dashfloat is on PATH: run it in your project's directory";; \
-	  *) echo "add $(HOME)/.local/bin to PATH (e.g. in ~/.profile), then run dashfloat in your project";; esac
+# For users: a regular (non-editable) install in its own venv, and `dashfloat` on PATH (~/.local/bin). The
+# editable install `make run` uses (for development) puts an import finder in front of every start (issue 19).
+# `pipx install .` is the other way.
+INSTALL_DIR ?= $(HOME)/.local/share/dashfloat
+BIN_DIR ?= $(HOME)/.local/bin
+install:
+	$(PYTHON) -m venv "$(INSTALL_DIR)/venv"
+	"$(INSTALL_DIR)/venv/bin/python" -m pip install --quiet --disable-pip-version-check .
+	mkdir -p "$(BIN_DIR)"
+	ln -sf "$(INSTALL_DIR)/venv/bin/dashfloat" "$(BIN_DIR)/dashfloat"
+	@case ":$$PATH:" in *":$(BIN_DIR):"*) echo "dashfloat is on PATH: run it in your project's directory";; \
+	  *) echo "add $(BIN_DIR) to PATH (e.g. in ~/.profile), then run dashfloat in your project";; esac
 
 bench: compile
 	$(BIN)/python -m bench.run

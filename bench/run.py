@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bench.common import Figure
 
-MODULES = ("runtime", "stream", "executor", "checkpoints", "sessions", "compaction", "ui", "startup")
+MODULES = ("runtime", "stream", "executor", "checkpoints", "sessions", "compaction", "ui", "startup", "speed")
 OUT_DIR = Path(__file__).parent
 
 

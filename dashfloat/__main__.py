@@ -1,7 +1,5 @@
 """`python -m dashfloat`."""
 
-import sys
+from dashfloat.cli import entry
 
-from dashfloat.cli import main
-
-sys.exit(main())
+entry()

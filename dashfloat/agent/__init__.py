@@ -1,11 +1,16 @@
 """The Agent Manager process: the conversation, the tool loop, confirmations, cancellation."""
 
-from dashfloat.agent._core import MAX_EPISODES_PER_TURN, AgentCore, Journal, MemoryJournal, provider_message
-from dashfloat.agent._main import agent_process_main
-from dashfloat.agent._options import AgentOptions
-from dashfloat.agent._process import AgentShell, Worker, Workers, serve
-from dashfloat.agent._summary import RESULT_EXCERPT_MAX_LINES, result_excerpt, result_status
-from dashfloat.agent._workers import AGENT_PROCESS_NAME, EXECUTOR_PROCESS_NAME, LLM_PROCESS_NAME, ForkWorkers
+from typing import TYPE_CHECKING
+
+from dashfloat._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from dashfloat.agent._core import MAX_EPISODES_PER_TURN, AgentCore, Journal, MemoryJournal, provider_message
+    from dashfloat.agent._main import agent_process_main
+    from dashfloat.agent._options import AgentOptions
+    from dashfloat.agent._process import AgentShell, Worker, Workers, serve
+    from dashfloat.agent._summary import RESULT_EXCERPT_MAX_LINES, result_excerpt, result_status
+    from dashfloat.agent._workers import AGENT_PROCESS_NAME, EXECUTOR_PROCESS_NAME, LLM_PROCESS_NAME, ForkWorkers
 
 __all__ = [
     "AGENT_PROCESS_NAME",
@@ -27,3 +32,27 @@ __all__ = [
     "result_status",
     "serve",
 ]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "MAX_EPISODES_PER_TURN": "_core",
+        "AgentCore": "_core",
+        "Journal": "_core",
+        "MemoryJournal": "_core",
+        "provider_message": "_core",
+        "agent_process_main": "_main",
+        "AgentOptions": "_options",
+        "AgentShell": "_process",
+        "Worker": "_process",
+        "Workers": "_process",
+        "serve": "_process",
+        "RESULT_EXCERPT_MAX_LINES": "_summary",
+        "result_excerpt": "_summary",
+        "result_status": "_summary",
+        "AGENT_PROCESS_NAME": "_workers",
+        "EXECUTOR_PROCESS_NAME": "_workers",
+        "LLM_PROCESS_NAME": "_workers",
+        "ForkWorkers": "_workers",
+    },
+)

@@ -7,7 +7,6 @@ from multiprocessing.connection import Connection
 import msgspec
 
 from dashfloat.agent._options import AgentOptions
-from dashfloat.agent._process import serve
 from dashfloat.agent._workers import AGENT_PROCESS_NAME, ForkWorkers
 from dashfloat.procutil import become_child, die_with_parent, set_name
 
@@ -19,4 +18,7 @@ def agent_process_main(conn: Connection, options_json: bytes, log_path: str, clo
     set_name(AGENT_PROCESS_NAME)
     options = msgspec.json.decode(options_json, type=AgentOptions)
     workers = ForkWorkers(options.cwd, options.exec_timeout_s, log_path, [conn.fileno()], options.sandbox)
+    workers.prefork()  # first: the workers import requests and the tools while we import the core
+    from dashfloat.agent._process import serve
+
     serve(conn, options, workers)

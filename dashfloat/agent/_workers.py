@@ -47,6 +47,18 @@ class ForkedWorker:
             self._channel.send(Shutdown())
 
 
+def _llm_main(conn: Connection) -> None:
+    from dashfloat.llm import serve  # imported in the child: requests is the LLM process's own, not the agent's
+
+    serve(conn)
+
+
+def _executor_main(conn: Connection, *args: Any) -> None:
+    from dashfloat.executor import serve
+
+    serve(conn, *args)
+
+
 def _worker_entry(
     target: Callable[..., None], conn: Connection, name: str, log_path: str, close_fds: list[int], *args: Any
 ) -> None:
@@ -72,6 +84,13 @@ class ForkWorkers:
         self.log_path = log_path
         self.held_fds = list(held_fds)
         self._live: list[ForkedWorker] = []
+        self._preforked_llm: ForkedWorker | None = None
+        self._preforked_executor: ForkedWorker | None = None
+
+    def prefork(self) -> None:
+        """Fork both workers now, before the agent imports its own code: they start in parallel with it."""
+        self._preforked_llm = self.start_llm()
+        self._preforked_executor = self.start_executor()
 
     def _start(self, target: Callable[..., None], union: Any, name: str, process_name: str, *args: Any) -> ForkedWorker:
         """Fork ``target(conn, *args)``; ``name`` names the channel, ``process_name`` the process."""
@@ -93,15 +112,17 @@ class ForkWorkers:
         return worker
 
     def start_llm(self) -> ForkedWorker:
-        from dashfloat.llm import serve as llm_serve
-
-        return self._start(llm_serve, LlmToAgent, "llm->agent", LLM_PROCESS_NAME)
+        if self._preforked_llm is not None:
+            worker, self._preforked_llm = self._preforked_llm, None
+            return worker
+        return self._start(_llm_main, LlmToAgent, "llm->agent", LLM_PROCESS_NAME)
 
     def start_executor(self) -> ForkedWorker:
-        from dashfloat.executor import serve as executor_serve
-
+        if self._preforked_executor is not None:
+            worker, self._preforked_executor = self._preforked_executor, None
+            return worker
         return self._start(
-            executor_serve,
+            _executor_main,
             ExecutorToAgent,
             "executor->agent",
             EXECUTOR_PROCESS_NAME,

@@ -24,6 +24,9 @@ ERROR_BODY_MAX_BYTES: Final = 64 * 1024
 """How much of a non-200 or non-SSE body is read to find the provider's message."""
 DELTA_MAX_CHARS: Final = 16 * 1024
 """Largest coalesced ContentDelta / ReasoningDelta text sent to the agent."""
+DELTA_BATCH_S: Final = 0.004
+"""Deltas arriving within this long of the last message sent join the next one (paced providers send one token
+per event); a lone token waits at most this long, far below the UI's 33 ms tick."""
 MAX_ATTEMPTS: Final = 3
 """Tries per request for retryable failures before the first token (429, 5xx, connection errors)."""
 BACKOFF_BASE_S: Final = 0.25

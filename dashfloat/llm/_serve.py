@@ -6,6 +6,7 @@ import collections
 import contextlib
 import os
 import sys
+import time
 from multiprocessing.connection import Connection, wait
 from typing import assert_never
 
@@ -14,7 +15,7 @@ import msgspec
 from dashfloat import procutil
 from dashfloat.channel import Channel, PeerDied, ProtocolError
 from dashfloat.llm._discover import Discovery
-from dashfloat.llm._limits import DELTA_MAX_CHARS
+from dashfloat.llm._limits import DELTA_BATCH_S, DELTA_MAX_CHARS
 from dashfloat.llm._stream import DeltaKind, ProviderMemory, Stream
 from dashfloat.protocol import (
     AgentToLlm,
@@ -40,6 +41,7 @@ class _Loop:
         self.windows: dict[tuple[str, str], WindowFound] = {}
         """Discovered windows by (base URL, model): each server is asked once per model."""
         self.found: collections.deque[tuple[DiscoverWindow, WindowFound]] = collections.deque()
+        self._last_sent = 0.0
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -53,6 +55,9 @@ class _Loop:
             while True:
                 ready = wait([self.channel.conn, self._wake_r])
                 if self._wake_r in ready:
+                    hold = self._last_sent + DELTA_BATCH_S - time.monotonic()
+                    if hold > 0 and self.channel.conn not in ready:
+                        ready = wait([self.channel.conn], hold)  # deltas arriving meanwhile join this message
                     with contextlib.suppress(BlockingIOError):
                         os.read(self._wake_r, 4096)
                     for stream in list(self.streams.values()):
@@ -61,6 +66,7 @@ class _Loop:
                         ask, found = self.found.popleft()
                         self.windows[(ask.provider.base_url, ask.provider.model)] = found
                         self.channel.send(found)
+                    self._last_sent = time.monotonic()
                 if self.channel.conn in ready and not self._handle(self.channel.recv()):
                     return
         except PeerDied:

@@ -1,7 +1,22 @@
 """The supervisor: starts the agent (which forks its two workers), runs the UI or the printer, stops all."""
 
-from dashfloat.runtime._agent_link import MAX_RESTARTS, AgentProcess
-from dashfloat.runtime._run import run
-from dashfloat.runtime.printer import Printer
+from typing import TYPE_CHECKING
+
+from dashfloat._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from dashfloat.runtime._agent_link import MAX_RESTARTS, AgentProcess
+    from dashfloat.runtime._run import run
+    from dashfloat.runtime.printer import Printer
 
 __all__ = ["MAX_RESTARTS", "AgentProcess", "Printer", "run"]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "MAX_RESTARTS": "_agent_link",
+        "AgentProcess": "_agent_link",
+        "run": "_run",
+        "Printer": "printer",
+    },
+)

@@ -6,12 +6,13 @@ import contextlib
 import os
 import time
 from collections import deque
+from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Final
 
 import msgspec
 
-from dashfloat.agent import AGENT_PROCESS_NAME, AgentOptions, agent_process_main
+from dashfloat.agent import AGENT_PROCESS_NAME, AgentOptions
 from dashfloat.channel import Channel, PeerDied, ProtocolError
 from dashfloat.procutil import FORK, stop_process
 from dashfloat.protocol import (
@@ -29,6 +30,12 @@ MAX_RESTARTS: Final = 5
 RESTART_WINDOW_S: Final = 60.0
 SHUTDOWN_WAIT_S: Final = 0.6
 """The agent's own shutdown (cancel, stop workers) must fit in this; then it is SIGKILLed."""
+
+
+def _agent_main(conn: Connection, options_json: bytes, log_path: str, close_fds: list[int]) -> None:
+    from dashfloat.agent import agent_process_main  # in the forked child: the main process never loads it
+
+    agent_process_main(conn, options_json, log_path, close_fds)
 
 
 class AgentProcess:
@@ -51,7 +58,7 @@ class AgentProcess:
                 options, resume_id=self.session_id, replay=False, continue_latest=False, notice=""
             )
         self.process = FORK.Process(
-            target=agent_process_main,
+            target=_agent_main,
             args=(
                 theirs,
                 msgspec.json.encode(options),

@@ -10,7 +10,6 @@ from types import FrameType
 from dashfloat.agent import AgentOptions
 from dashfloat.procutil import become_subreaper, reap_orphans
 from dashfloat.runtime._agent_link import AgentProcess
-from dashfloat.runtime.printer import Printer
 
 
 def run(
@@ -48,6 +47,8 @@ def run(
 
             return RestoreDriver(link, undo_request[0], undo_request[1]).run()
         if prompt is not None:
+            from dashfloat.runtime.printer import Printer  # after the fork: the agent starts meanwhile
+
             return Printer(link, json_mode, verbose=verbose).run(prompt)
         from dashfloat.ui import UiOptions, run_tui
 

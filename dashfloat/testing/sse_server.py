@@ -19,6 +19,7 @@ import json
 import re
 import select
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -300,8 +301,14 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         return  # quiet: test output stays readable
 
+    def setup(self) -> None:
+        super().setup()
+        self.server.owner._note_connection()
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.do_handshake()  # here, in the connection's thread, not in the accept loop
+
     def handle(self) -> None:
-        with contextlib.suppress(ConnectionResetError, BrokenPipeError):
+        with contextlib.suppress(ConnectionResetError, BrokenPipeError, ssl.SSLError):
             super().handle()  # a client that resets between requests is not an error
 
     def do_GET(self) -> None:
@@ -384,7 +391,8 @@ class _Server(ThreadingHTTPServer):
 class ScriptedServer:
     """The scripted endpoint; use as a context manager, ``base_url`` ends in ``/v1``."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        """``tls``: serve HTTPS with this server context (a test or bench makes a throwaway certificate)."""
         self._queue: collections.deque[Reply] = collections.deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -397,6 +405,8 @@ class ScriptedServer:
         self.props: dict[str, Any] | None = None
         """The JSON served at ``/props`` (None: 404, as servers other than llama.cpp answer)."""
         self.disconnects = 0
+        self.connections = 0
+        """TCP connections accepted: a client that reuses its connection makes one for many requests."""
         self.disconnected = threading.Event()
         self.routes: dict[tuple[str, str], tuple[int, Any]] = {}
         """(method, path) -> (status, JSON body) for the paths other than chat/completions."""
@@ -409,8 +419,10 @@ class ScriptedServer:
         """count_tokens of every chat request received."""
         self._httpd = _Server(("127.0.0.1", 0), _RequestHandler)
         self._httpd.owner = self
+        if tls is not None:
+            self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True, do_handshake_on_connect=False)
         self.port: int = self._httpd.server_address[1]
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.base_url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}/v1"
         self._thread = threading.Thread(target=self._serve, name="scripted-sse", daemon=True)
 
     def __enter__(self) -> ScriptedServer:
@@ -474,6 +486,10 @@ class ScriptedServer:
     def _record_get(self, path: str) -> None:
         with self._lock:
             self.gets.append(path)
+
+    def _note_connection(self) -> None:
+        with self._lock:
+            self.connections += 1
 
     def _note_disconnect(self) -> None:
         with self._lock:

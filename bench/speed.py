@@ -1,0 +1,391 @@
+"""Issue 19's targets, each against a baseline measured in the same run: start-up, a tool turn, a flooded and a
+paced stream (CPU per token across every DashFloat process), TLS connection reuse, idle memory."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+
+from bench.common import Figure
+from dashfloat.protocol import SubmitPrompt, ToolResultShown
+from dashfloat.testing.sse_server import BodyItem, Pause, Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
+from tests.e2e import agent_tree, collect, dashfloat_argv, isolated_environment, turn_over
+from tests.pty_harness import Terminal
+
+FLOOR = [sys.executable, "-c", "import prompt_toolkit, requests, msgspec"]
+PACED_TOKENS_PER_S = 5_000
+UI_TICK_MS = 1000 / 30  # dashfloat/ui/_app.py TICK_S
+PROMPT_GLYPH = "❯"
+END_MARK = "ENDMARK"
+
+
+def _chunk(text: str) -> bytes:
+    return sse_event({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]})
+
+
+def _paced(tokens: int, rate: float, written: list[float]) -> Iterator[BodyItem]:
+    """One event per write on a fixed schedule, as a real provider paces its tokens; notes when the last went."""
+    yield _chunk("")
+    started = time.perf_counter()
+    for i in range(tokens - 1):
+        delay = started + i / rate - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        yield _chunk("tok ")
+    yield _chunk(END_MARK)
+    written.append(time.perf_counter())
+    yield sse_event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    yield sse_event("[DONE]")
+
+
+def _paced_reply(tokens: int, written: list[float]) -> Reply:
+    return Reply(body=_paced(tokens, PACED_TOKENS_PER_S, written))
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _headless(server: ScriptedServer, cwd: Path, env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        dashfloat_argv(server, cwd, *args), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+
+
+def _tree_pss_mb(pid: int) -> float:
+    total = 0.0
+    root = psutil.Process(pid)
+    for process in [root, *root.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            total += getattr(process.memory_full_info(), "pss", 0) / 2**20
+    return total
+
+
+def _ms_since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
+
+
+def headless(quick: bool, root: Path, env: dict[str, str]) -> list[Figure]:
+    runs = 3 if quick else 7
+    tokens = 20_000
+    paced_tokens = 5_000 if quick else 20_000
+    floor: list[float] = []
+    first: list[float] = []
+    short: list[float] = []
+    short_cpu: list[float] = []
+    tool: list[float] = []
+    stream: list[float] = []
+    paced_cpu: list[float] = []
+    with ScriptedServer() as server:
+        for run in range(runs + 1):  # the first run warms the page cache and is dropped
+            started = time.perf_counter()
+            subprocess.run(FLOOR, check=True)
+            floor.append(_ms_since(started))
+
+            server.enqueue(text_reply("hi"))
+            seen = len(server.requests)
+            cpu = _children_cpu_s()
+            started = time.perf_counter()
+            main = _headless(server, root, env, "-p", "hello")
+            server.wait_requests(seen + 1, 20)
+            first.append(_ms_since(started))
+            main.wait(30)
+            short.append(_ms_since(started))
+            short_cpu.append(_children_cpu_s() - cpu)
+
+            server.enqueue(tool_calls_reply([("c", "read_file", {"path": "a.txt"})]), text_reply("ok"))
+            started = time.perf_counter()
+            _headless(server, root, env, "-p", "read").wait(30)
+            tool.append(_ms_since(started))
+
+            server.enqueue(text_reply("tok " * tokens, chunk_size=4))
+            started = time.perf_counter()
+            _headless(server, root, env, "--json", "-p", "stream").wait(60)
+            stream.append(_ms_since(started))
+
+            if run > 0 and (not quick or run == 1):
+                written: list[float] = []
+                server.enqueue(_paced_reply(paced_tokens, written))
+                cpu = _children_cpu_s()
+                _headless(server, root, env, "-p", "paced").wait(120)
+                paced_cpu.append(_children_cpu_s() - cpu)
+        server.enqueue(Reply(body=[sse_event({"choices": []}), Pause(5.0)]))
+        idle = _headless(server, root, env, "-p", "wait")
+        time.sleep(2.0)
+        idle_pss = _tree_pss_mb(idle.pid)
+        idle.kill()
+        idle.wait()
+    drop = slice(1, None)
+    floor, first, short, tool, stream = floor[drop], first[drop], short[drop], tool[drop], stream[drop]
+    base_cpu = statistics.median(short_cpu[drop])
+    per_100k = [(cpu - base_cpu) * 100_000 / paced_tokens for cpu in paced_cpu]
+    floor_ms = statistics.median(floor)
+    short_ms = statistics.median(short)
+    return [
+        Figure(
+            "issue 19 · headless: first request reaches the provider",
+            "ms",
+            first,
+            "python -c 'import prompt_toolkit, requests, msgspec'",
+            floor,
+            target="≤ 0.5× the interpreter floor",
+            met=statistics.median(first) <= 0.5 * floor_ms,
+        ),
+        Figure(
+            "issue 19 · headless: one-tool turn",
+            "ms",
+            tool,
+            "python -c 'import prompt_toolkit, requests, msgspec'",
+            floor,
+            target="≤ 0.6× the interpreter floor",
+            met=statistics.median(tool) <= 0.6 * floor_ms,
+        ),
+        Figure(
+            "issue 19 · headless --json: 20k-token stream turn, server flooding",
+            "ms",
+            stream,
+            "headless short turn",
+            short,
+            target="≤ the short turn + 150 ms",
+            met=statistics.median(stream) <= short_ms + 150,
+            note=f"short turn {short_ms:.0f} ms; stream − short = {statistics.median(stream) - short_ms:.0f} ms",
+        ),
+        Figure(
+            "issue 19 · headless: CPU per 100k tokens, all processes, paced at 5 000 tokens/s",
+            "CPU s",
+            per_100k,
+            target="≤ 3 s",
+            met=statistics.median(per_100k) <= 3.0,
+            note=(
+                f"{paced_tokens} tokens, one SSE event per write; user+system CPU of the whole process tree (reaped "
+                f"children) minus a short turn's ({base_cpu:.2f} s: start-up and exit), scaled to 100k"
+            ),
+        ),
+        Figure(
+            "issue 19 · headless: idle PSS of the four processes",
+            "MB",
+            [idle_pss],
+            target="≤ 35 MB",
+            met=idle_pss <= 35,
+        ),
+    ]
+
+
+def _tui_turn(argv: list[str], env: dict[str, str], server: ScriptedServer, tokens: int) -> float:
+    """Start the TUI, stream ``tokens`` paced tokens (none: start and exit only), exit; the last token's delay."""
+    term = Terminal(argv, env, cols=100, rows=30)
+    delay = 0.0
+    try:
+        if not term.wait_for(PROMPT_GLYPH, visible_only=True, timeout_s=20):
+            raise RuntimeError("no prompt")
+        if tokens:
+            written: list[float] = []
+            server.enqueue(_paced_reply(tokens, written))
+            term.send("go\r")
+            while END_MARK not in term.text():
+                if not term.pump(0.002):
+                    raise RuntimeError("the TUI exited mid-stream")
+            delay = (time.perf_counter() - written[0]) * 1000 if written else 0.0
+            time.sleep(0.2)  # the turn's end ([DONE], idle) follows the mark
+        term.send("\x04")  # Ctrl-D on an empty prompt leaves
+        if term.wait_exit(20) is None:
+            raise RuntimeError("the TUI did not exit")
+    finally:
+        term.close()
+    return delay
+
+
+def tui(quick: bool, root: Path, env: dict[str, str]) -> list[Figure]:
+    runs = 1 if quick else 3
+    tokens = 5_000 if quick else 20_000
+    cpu_short: list[float] = []
+    cpu_paced: list[float] = []
+    last_token: list[float] = []
+    pss: list[float] = []
+    with ScriptedServer() as server:
+        argv = dashfloat_argv(server, root)
+        for _ in range(runs):
+            cpu = _children_cpu_s()
+            _tui_turn(argv, env, server, 0)
+            cpu_short.append(_children_cpu_s() - cpu)
+            cpu = _children_cpu_s()
+            last_token.append(_tui_turn(argv, env, server, tokens))
+            cpu_paced.append(_children_cpu_s() - cpu)
+        term = Terminal(argv, env, cols=100, rows=30)
+        try:
+            if term.wait_for(PROMPT_GLYPH, visible_only=True, timeout_s=20):
+                time.sleep(2.0)
+                pss.append(_tree_pss_mb(term.pid))
+        finally:
+            term.close()
+    base = statistics.median(cpu_short)
+    per_100k = [(cpu - base) * 100_000 / tokens for cpu in cpu_paced]
+    return [
+        Figure(
+            "issue 19 · TUI: CPU per 100k tokens incl. the UI, paced at 5 000 tokens/s",
+            "CPU s",
+            per_100k,
+            target="≤ 5 s",
+            met=statistics.median(per_100k) <= 5.0,
+            note=f"{tokens} tokens in a pty; minus a start-and-exit TUI session's CPU ({base:.2f} s)",
+        ),
+        Figure(
+            "issue 19 · TUI: last paced token, server write → on screen",
+            "ms",
+            last_token,
+            target=f"≤ one UI tick ({UI_TICK_MS:.0f} ms)",
+            met=max(last_token) <= UI_TICK_MS,
+            note="read back through pyte in the bench process (its parsing delay is included)",
+        ),
+        Figure(
+            "issue 19 · TUI: idle PSS of the four processes",
+            "MB",
+            pss,
+            target="≤ 45 MB",
+            met=bool(pss) and statistics.median(pss) <= 45,
+        ),
+    ]
+
+
+def _self_signed(directory: Path) -> tuple[Path, Path]:
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        [
+            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+            "-keyout", str(key), "-out", str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+def _second_episodes(server: ScriptedServer, root: Path, turns: int) -> list[float]:
+    """Tool result shown → turn over: the second episode's request, reply and end, on a warm agent."""
+    out: list[float] = []
+    with agent_tree(server, root, approval="all") as link:
+        collect(link, lambda m: type(m).__name__ == "AgentReady")
+        for _ in range(turns + 1):
+            server.enqueue(tool_calls_reply([("c", "read_file", {"path": "a.txt"})]), text_reply("ok"))
+            link.send(SubmitPrompt(text="read"))
+            collect(link, lambda m: isinstance(m, ToolResultShown))
+            started = time.perf_counter()
+            collect(link, turn_over)
+            out.append(_ms_since(started))
+    return out[1:]
+
+
+def tls(quick: bool, root: Path) -> list[Figure]:
+    turns = 5 if quick else 20
+    with tempfile.TemporaryDirectory() as tmp:
+        cert, key = _self_signed(Path(tmp))
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        previous = os.environ.get("REQUESTS_CA_BUNDLE")
+        os.environ["REQUESTS_CA_BUNDLE"] = str(cert)  # requests trusts our certificate (the LLM process inherits it)
+        try:
+            with ScriptedServer() as plain_server:
+                plain = _second_episodes(plain_server, root, turns)
+            with ScriptedServer(tls=context) as tls_server:
+                secure = _second_episodes(tls_server, root, turns)
+                connections = tls_server.connections
+        finally:
+            if previous is None:
+                os.environ.pop("REQUESTS_CA_BUNDLE", None)
+            else:
+                os.environ["REQUESTS_CA_BUNDLE"] = previous
+    ratio = statistics.median(secure) / statistics.median(plain)
+    return [
+        Figure(
+            "issue 19 · tool round trip, second episode, local TLS provider",
+            "ms",
+            secure,
+            "the same against plain HTTP",
+            plain,
+            target="≤ 1.1× plain HTTP",
+            met=ratio <= 1.1,
+            note=f"{turns + 1} tool turns on one warm agent; the TLS server accepted {connections} connection(s)",
+        )
+    ]
+
+
+def _first_request_ms(server: ScriptedServer, root: Path, env: dict[str, str]) -> float:
+    server.enqueue(text_reply("hi"))
+    seen = len(server.requests)
+    started = time.perf_counter()
+    main = _headless(server, root, env, "-p", "hello")
+    server.wait_requests(seen + 1, 20)
+    elapsed = _ms_since(started)
+    main.wait(30)
+    return elapsed
+
+
+def installs(quick: bool, root: Path, env: dict[str, str]) -> list[Figure]:
+    """The same start against a regular install (what `make install` gives users) and the editable one."""
+    runs = 3 if quick else 7
+    repo = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory() as tmp:
+        site = Path(tmp) / "site"
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--target",
+             str(site), str(repo)],
+            check=True,
+            capture_output=True,
+        )  # fmt: skip
+        regular_env = {**env, "PYTHONPATH": str(site)}  # ahead of the editable finder
+        editable: list[float] = []
+        regular: list[float] = []
+        with ScriptedServer() as server:
+            for _ in range(runs + 1):
+                editable.append(_first_request_ms(server, root, env))
+                regular.append(_first_request_ms(server, root, regular_env))
+    return [
+        Figure(
+            "issue 19 · headless: first request, regular install (make install)",
+            "ms",
+            regular[1:],
+            "editable install (make run)",
+            editable[1:],
+            note="the regular install has no import finder in front of every import",
+        )
+    ]
+
+
+def run(quick: bool) -> list[Figure]:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "work"
+        root.mkdir()
+        (root / "a.txt").write_text("hello\n")
+        env = isolated_environment(Path(tmp))
+        figures = headless(quick, root, env)
+        figures += tui(quick, root, env)
+        figures += tls(quick, root)
+        figures += installs(quick, root, env)
+    return figures
+
+
+def _main() -> None:
+    for figure in run(quick="--quick" in sys.argv):
+        ratio = figure.ratio()
+        print(
+            f"{figure.name}: {figure.median():.3f} {figure.unit}"
+            + (f" ({ratio:.2f}× {figure.baseline_name})" if ratio else "")
+            + f" target {figure.target}: {'met' if figure.met else 'MISSED'}"
+        )
+
+
+if __name__ == "__main__":
+    _main()

@@ -1,0 +1,28 @@
+"""Start-up: the main process forks the agent without loading the agent's code, the LLM's HTTP stack or the UI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = ("dashfloat.agent._core", "dashfloat.agent._process", "requests", "prompt_toolkit", "dashfloat.llm")
+
+
+def test_what_the_main_process_imports_before_it_forks_the_agent() -> None:
+    probe = (
+        "import json, sys\n"
+        "from dashfloat.launch import prepare\n"
+        "from dashfloat.runtime import AgentProcess\n"
+        "from dashfloat.agent import AgentOptions\n"
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(result.stdout) == []
+
+
+def test_the_lazy_exports_still_give_every_name() -> None:
+    from dashfloat import agent, runtime
+
+    assert agent.AgentCore.__name__ == "AgentCore"
+    assert runtime.Printer.__name__ == "Printer"
