@@ -57,7 +57,8 @@ def handler(delay_s: float) -> Callable[[dict[str, Any]], Reply]:
 
     def answer(body: dict[str, Any]) -> Reply:
         messages = body.get("messages") if isinstance(body.get("messages"), list) else []
-        prompt_tokens = len(json.dumps(messages)) // 4  # the usual ~4 characters per token estimate
+        # The usual ~4 characters a token, over the whole request: a real server's prompt holds the tools too.
+        prompt_tokens = len(json.dumps(body)) // 4
         return Reply(body=stream(respond(messages or []), delay_s, prompt_tokens))
 
     return answer
