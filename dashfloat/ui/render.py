@@ -162,7 +162,7 @@ def _tool_row(glyph_style: str, name: str, args: dict[str, Any], width: int) -> 
     name = sanitize(name).replace("\n", " ")  # the model chooses the name: it may hold control characters
     summary = sanitize(args_summary(name, args)).replace("\n", " ")
     room = width - 2 - width_of(name) - 1
-    if room < 1:
+    if room < 1 or not summary:
         return ((glyph_style, "⚙ "), ("class:tool.name", clip(name, max(1, width - 2))))
     return ((glyph_style, "⚙ "), ("class:tool.name", name), ("class:dim", " " + clip(summary, room)))
 

@@ -197,6 +197,7 @@ def test_the_key_line_says_why_no_always_is_offered(no_scope: str, footer: str) 
     state = reduce(reduce(reduce(initial(0.0), confirm), Tick(1.0, 80, 24)), Tick(1.0 + CONFIRM_GUARD_S, 80, 24))
     assert plain(render_live(state, (), 100))[-1] == f"y/Enter approve · n reject · Esc reject & stop · {footer}"
     assert plain(render_live(state, (), 50))[-1] == "y/Enter approve · n reject · Esc reject & stop"
+    assert plain(render_live(state, (), 100))[0] == "⚙ undo · v view all"  # no summary: no stray blank
 
 
 def test_the_header_names_tool_path_and_summary_at_any_height() -> None:
