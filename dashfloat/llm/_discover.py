@@ -16,6 +16,7 @@ import requests
 
 from dashfloat.config import is_local_url
 from dashfloat.llm import _window as w
+from dashfloat.llm._http import process_session
 from dashfloat.protocol import DiscoverWindow, ProviderConfig, WindowFound
 
 Probe = Callable[[Any], object]
@@ -53,19 +54,19 @@ def discover(provider: ProviderConfig, request_id: int = 0) -> WindowFound:
             ("Ollama /api/ps context_length", "GET", f"{root}/api/ps", None, lambda b: w.ollama_ps(b, model)),
         ]
     notices: list[str] = []
-    with requests.Session() as session:
-        for detail, method, url, body, parse in probes:
-            value = parse(_get(session, method, url, headers, body))
-            if (window := w.sane(value)) is not None:
-                return WindowFound(request_id, window, "server", detail, "; ".join(notices))
-            if w.reported(value):
-                notices.append(f"ignored a context window of {value!r} reported by {url}")
-        if is_local_url(base):
-            value, which = w.ollama_show(_get(session, "POST", f"{root}/api/show", headers, {"model": model}))
-            if (window := w.sane(value)) is not None:
-                return WindowFound(request_id, window, "server", f"Ollama /api/show {which}", "; ".join(notices))
-            if w.reported(value):
-                notices.append(f"ignored a context window of {value!r} reported by {root}/api/show")
+    session = process_session()  # the chat request that follows reuses the connection
+    for detail, method, url, body, parse in probes:
+        value = parse(_get(session, method, url, headers, body))
+        if (window := w.sane(value)) is not None:
+            return WindowFound(request_id, window, "server", detail, "; ".join(notices))
+        if w.reported(value):
+            notices.append(f"ignored a context window of {value!r} reported by {url}")
+    if is_local_url(base):
+        value, which = w.ollama_show(_get(session, "POST", f"{root}/api/show", headers, {"model": model}))
+        if (window := w.sane(value)) is not None:
+            return WindowFound(request_id, window, "server", f"Ollama /api/show {which}", "; ".join(notices))
+        if w.reported(value):
+            notices.append(f"ignored a context window of {value!r} reported by {root}/api/show")
     notice = "; ".join(notices)
     table = w.known_window(model)
     if table is not None:

@@ -1,8 +1,14 @@
-"""The HTTP side: a requests Session whose sockets the serve loop can shut down from another thread."""
+"""The HTTP side: one requests Session per process, whose sockets the serve loop can shut down from another thread.
+
+The Session's pool keeps each provider connection alive across streams (no new TCP + TLS handshake per
+episode); a stream that takes a kept-alive connection reports its socket just as one that connects does, so an
+abort still cuts it.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -36,12 +42,24 @@ class _HTTPSConnection(urllib3.connection.HTTPSConnection):
         _register(self.sock)
 
 
+def _reused(conn: Any) -> Any:
+    if conn.sock is not None:  # a kept-alive connection from the pool (a new one reports itself in connect)
+        _register(conn.sock)
+    return conn
+
+
 class _HTTPPool(urllib3.HTTPConnectionPool):
     ConnectionCls = _HTTPConnection
+
+    def _get_conn(self, timeout: float | None = None) -> Any:
+        return _reused(super()._get_conn(timeout))
 
 
 class _HTTPSPool(urllib3.HTTPSConnectionPool):
     ConnectionCls = _HTTPSConnection
+
+    def _get_conn(self, timeout: float | None = None) -> Any:
+        return _reused(super()._get_conn(timeout))
 
 
 class _Adapter(requests.adapters.HTTPAdapter):
@@ -52,14 +70,25 @@ class _Adapter(requests.adapters.HTTPAdapter):
         self.poolmanager.pool_classes_by_scheme = {"http": _HTTPPool, "https": _HTTPSPool}
 
 
-def new_session(on_socket: Callable[[socket.socket], None]) -> requests.Session:
-    """A Session for one stream; must be used from the thread that calls this."""
+_process_session: tuple[int, requests.Session] | None = None
+"""(pid, Session): a Session's pool must never cross a fork (two processes would share one socket)."""
+_process_session_lock = threading.Lock()
+
+
+def process_session(on_socket: Callable[[socket.socket], None] | None = None) -> requests.Session:
+    """This process's Session; the sockets the calling thread then uses (new or reused) go to ``on_socket``.
+    Never closed: its connections live as long as the process."""
+    global _process_session
     _local.on_socket = on_socket
-    session = requests.Session()
-    adapter = _Adapter()
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    return session
+    pid = os.getpid()
+    with _process_session_lock:
+        if _process_session is None or _process_session[0] != pid:
+            session = requests.Session()
+            adapter = _Adapter()
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
+            _process_session = (pid, session)
+        return _process_session[1]
 
 
 def shutdown(sock: socket.socket) -> None:
@@ -76,6 +105,18 @@ def body_chunks(response: requests.Response) -> Iterator[bytes]:
         if not chunk:
             return
         yield chunk
+
+
+def finish_body(response: requests.Response, limit: int) -> None:
+    """Read what is left of a body we are done with (an SSE stream's end after ``[DONE]``: its last chunk),
+    at most ``limit`` bytes: a body read to its end puts the connection back in the pool for the next request;
+    one left unread closes it when the response closes."""
+    size = 0
+    with contextlib.suppress(requests.RequestException, urllib3.exceptions.HTTPError, OSError):
+        for chunk in body_chunks(response):
+            size += len(chunk)
+            if size > limit:
+                return
 
 
 def read_bounded(response: requests.Response, limit: int) -> bytes:

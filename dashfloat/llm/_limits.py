@@ -27,6 +27,11 @@ DELTA_MAX_CHARS: Final = 16 * 1024
 DELTA_BATCH_S: Final = 0.004
 """Deltas arriving within this long of the last message sent join the next one (paced providers send one token
 per event); a lone token waits at most this long, far below the UI's 33 ms tick."""
+BODY_END_WAIT_S: Final = 0.5
+"""After ``[DONE]``, how long the rest of the body (its closing chunk) may take; then the connection is closed
+instead of kept for the next request."""
+BODY_END_MAX_BYTES: Final = 64 * 1024
+"""Bytes read after ``[DONE]`` to reach the body's end; a server sending more loses its kept-alive connection."""
 MAX_ATTEMPTS: Final = 3
 """Tries per request for retryable failures before the first token (429, 5xx, connection errors)."""
 BACKOFF_BASE_S: Final = 0.25

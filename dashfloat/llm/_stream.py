@@ -34,9 +34,11 @@ from dashfloat.llm._errors import (
     status_error,
 )
 from dashfloat.llm._framing import WholeEventClient, decoded, framed_events, looks_like_sse
-from dashfloat.llm._http import body_chunks, new_session, read_bounded, shutdown
+from dashfloat.llm._http import body_chunks, finish_body, process_session, read_bounded, shutdown
 from dashfloat.llm._limits import (
     BACKOFF_BASE_S,
+    BODY_END_MAX_BYTES,
+    BODY_END_WAIT_S,
     CONNECT_TIMEOUT_S,
     DROPPED_TOOLS_RATIO,
     ERROR_BODY_MAX_BYTES,
@@ -169,6 +171,21 @@ class Stream:
         if self.cancelled.is_set():
             shutdown(sock)
 
+    def _let_go(self) -> None:
+        """The request is over: its connection went back to the pool (or closed), so an abort of this stream
+        must no longer touch it (the next stream may be using it)."""
+        with self._lock:
+            self._sockets.clear()
+
+    def _finish_body(self, response: requests.Response) -> None:
+        """After ``[DONE]``: read the body's end (the server sends it at once) so the connection can be reused;
+        a server that keeps the body open costs at most BODY_END_WAIT_S and its connection."""
+        with self._lock:
+            for sock in self._sockets:
+                with contextlib.suppress(OSError):
+                    sock.settimeout(BODY_END_WAIT_S)
+        finish_body(response, BODY_END_MAX_BYTES)
+
     def _emit(self, item: Item, wake: bool = True) -> None:
         """Queue ``item`` for the serve loop; answer deltas wait for ``_wake_loop`` at the next socket read."""
         self.outbox.append(item)
@@ -256,7 +273,7 @@ class Stream:
         idle_s = self.start.idle_timeout_s
         first_byte_s = self.start.first_byte_timeout_s
         connect_s = min(CONNECT_TIMEOUT_S, idle_s, first_byte_s)
-        session = new_session(self._on_socket)
+        session = process_session(self._on_socket)
         target = url
         try:
             for _ in range(MAX_REDIRECTS + 1):
@@ -295,7 +312,7 @@ class Stream:
                 "set base_url to the server's real address.",
             )
         finally:
-            session.close()
+            self._let_go()
 
     def _request_error(self, exc: BaseException, url: str, connect_s: float, answered: bool) -> StreamError:
         error = classify_request_error(
@@ -318,7 +335,7 @@ class Stream:
     def _probe_tools(self, base: str, headers: dict[str, str], timeout_s: float) -> None:
         """Ask a llama.cpp server once whether its chat template takes tools (other servers: a quiet 404)."""
         props_url = base.rstrip("/").removesuffix("/v1") + "/props"
-        session = new_session(self._on_socket)
+        session = process_session(self._on_socket)
         try:
             probe_headers = {k: v for k, v in headers.items() if k != "Content-Type"}
             probe_headers["Accept"] = "application/json"
@@ -331,13 +348,14 @@ class Stream:
             )
             with response:
                 if response.status_code != 200:
+                    finish_body(response, ERROR_BODY_MAX_BYTES)  # a 404's short body: the connection stays
                     return
                 props = msgspec.json.decode(read_bounded(response, ERROR_BODY_MAX_BYTES))
         except (requests.RequestException, msgspec.DecodeError, OSError) as exc:
             _log(self.request_id, f"no /props at {props_url}: {type(exc).__name__}")
             return
         finally:
-            session.close()
+            self._let_go()
         caps = props.get("chat_template_caps") if isinstance(props, dict) else None
         if isinstance(caps, dict) and (caps.get("supports_tools") is False or caps.get("supports_tool_calls") is False):
             self._warn_tools(
@@ -412,6 +430,8 @@ class Stream:
                 for delta in episode.feed(event.data):
                     self._emit(delta, wake=False)
                 if episode.done:
+                    self._wake_loop()  # the last deltas go now, not after the body's end
+                    self._finish_body(response)
                     break
         except UnicodeDecodeError as exc:
             raise StreamError(

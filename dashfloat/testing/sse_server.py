@@ -373,8 +373,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         while (left := deadline - time.monotonic()) > 0 and not self.server.owner._stopping.is_set():
             readable, _, _ = select.select([self.connection], [], [], min(left, 0.05))
             if readable:
-                try:
-                    peeked = self.connection.recv(1, socket.MSG_PEEK)
+                try:  # a TLS socket refuses MSG_PEEK: peek its raw bytes (a cut connection reads as b"")
+                    peeked = socket.socket.recv(self.connection, 1, socket.MSG_PEEK)
                 except OSError:
                     raise _ClientGone from None
                 if not peeked:
