@@ -514,6 +514,15 @@ class RewindTo(Message, frozen=True):
     session_id: str = ""
 
 
+class FindPaths(Message, frozen=True):
+    """@ completion: workspace paths matching ``query`` (UI -> agent -> executor); replies PathsFound, same ``ref``."""
+
+    ref: int
+    query: str
+    refresh: bool = False
+    """A new mention began: the executor rebuilds its file index if the index is not fresh."""
+
+
 class Shutdown(Message, frozen=True):
     """Stop cleanly: answer open work, stop children, exit (sent by the supervisor on any channel)."""
 
@@ -537,6 +546,7 @@ UiToAgent = (
     | CompactConversation
     | Shutdown
     | RunUserCommand
+    | FindPaths
 )
 
 # ---------------------------------------------------------------- Agent -> UI (display contract)
@@ -705,6 +715,16 @@ class PromptRestored(Message, frozen=True):
     text: str
 
 
+class PathsFound(Message, frozen=True):
+    """Reply to FindPaths ``ref`` (executor -> agent -> UI): the best paths, best first; directories end in ``/``."""
+
+    ref: int
+    query: str
+    paths: list[str]
+    notice: str = ""
+    """Why the answer may be incomplete (the index stopped at its bound, the executor restarted)."""
+
+
 class RestoreEnded(Message, frozen=True):
     """An undo or rewind is over: ``restored`` files, ``skipped`` ones (listed), or nothing applied."""
 
@@ -734,6 +754,7 @@ AgentToUi = (
     | PromptsListed
     | PromptRestored
     | RestoreEnded
+    | PathsFound
 )
 
 # ---------------------------------------------------------------- Agent -> LLM stream
@@ -877,7 +898,7 @@ class ApplyRestore(Message, frozen=True):
     digests: list[str]
 
 
-AgentToExecutor = PreviewTool | RunTool | CancelTool | PreviewRestore | ApplyRestore | Shutdown
+AgentToExecutor = PreviewTool | RunTool | CancelTool | PreviewRestore | ApplyRestore | FindPaths | Shutdown
 
 # ---------------------------------------------------------------- Executor -> Agent
 
@@ -944,7 +965,14 @@ class FrameRejected(Message, frozen=True):
 
 
 ExecutorToAgent = (
-    PreviewReady | CommandStarted | CommandOutput | ToolFinished | RestorePreviewed | RestoreApplied | FrameRejected
+    PreviewReady
+    | CommandStarted
+    | CommandOutput
+    | ToolFinished
+    | RestorePreviewed
+    | RestoreApplied
+    | PathsFound
+    | FrameRejected
 )
 
 # ---------------------------------------------------------------- wire forms

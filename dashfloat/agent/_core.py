@@ -44,6 +44,7 @@ from dashfloat.protocol import (
     DiscoverWindow,
     EditFileResult,
     ExecutorToAgent,
+    FindPaths,
     FrameRejected,
     FunctionCall,
     ListDirectoryResult,
@@ -52,6 +53,7 @@ from dashfloat.protocol import (
     ListSessions,
     LlmToAgent,
     Message,
+    PathsFound,
     Phase,
     PhaseChanged,
     PreviewReady,
@@ -300,6 +302,8 @@ class AgentCore:
         self.prompt_files: list[PromptFile] = []
         self.pending_context: list[str] = []
         """Outputs of !commands, sent to the model with the next prompt."""
+        self.finding: FindPaths | None = None
+        """The newest @ completion request the executor has not answered (answered for it if the executor dies)."""
         self._reset_turn()
 
     # ------------------------------------------------------------ plumbing
@@ -421,6 +425,10 @@ class AgentCore:
                 self._submit(text)
             case RunUserCommand(command=command):
                 self._run_user_command(command)
+            case FindPaths():
+                # @ completion: the executor answers (it holds the file index); not part of any turn
+                self.finding = message
+                self.outbox.append(("executor", message))
             case DecideConfirmation():
                 self._decide(message)
             case Cancel():
@@ -1350,6 +1358,10 @@ class AgentCore:
             case RestorePreviewed() | RestoreApplied():
                 if self.restore is not None and self.waiting == "restore":
                     self._restore_step(self.restore.on_executor(message))
+            case PathsFound(ref=ref):
+                if self.finding is not None and self.finding.ref == ref:
+                    self.finding = None
+                self._ui(message)
             case CommandOutput(call_id=call_id, text=text, skipped_bytes=skipped):
                 running = self.user_command[0] if self.user_command else None
                 if call_id == running or (self.waiting == "tool" and call_id == self._current().id):
@@ -1452,6 +1464,10 @@ class AgentCore:
 
     def on_executor_died(self, reason: str) -> None:
         """The executor died; a fresh one is already running. In-flight work becomes an error result."""
+        if self.finding is not None:
+            finding, self.finding = self.finding, None
+            notice = f"the executor process died ({reason}); type on to ask again"
+            self._ui(PathsFound(ref=finding.ref, query=finding.query, paths=[], notice=notice))
         if self.waiting in ("preview", "tool"):  # a pending confirmation's digest stays valid for the fresh one
             self._finish_call(ToolFailed(error=f"executor crashed: {reason}"))
             self._advance()

@@ -59,3 +59,14 @@ CHECKPOINT_FILE_MAX_BYTES: Final = 16 * 1024 * 1024
 # changed paths are named.
 COMMAND_SCAN_MAX_FILES: Final = 10_000
 COMMAND_CHANGES_MAX_PATHS: Final = 50
+
+# @ completion (docs/decisions/0032-path-mentions.md): the file index holds at most this many paths and takes at
+# most this long to build (git ls-files or the walk stop there and say so); a query answers at most this many
+# candidates; a query longer than this is refused (nobody types it; compiling its pattern is not free).
+PATH_INDEX_MAX_ENTRIES: Final = 50_000
+PATH_INDEX_MAX_WALK_S: Final = 1.0
+PATH_CANDIDATES_MAX: Final = 20
+PATH_QUERY_MAX_CHARS: Final = 512
+# The index is rebuilt when a new mention begins and it is older than this (files made outside DashFloat show
+# up), and after any write, edit or command the executor ran; otherwise one index serves every keystroke.
+PATH_INDEX_REFRESH_AGE_S: Final = 10.0

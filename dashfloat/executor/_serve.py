@@ -5,23 +5,26 @@ from __future__ import annotations
 import collections
 import os
 import signal
+import time
 import types
 from multiprocessing.connection import Connection
 from typing import assert_never
 
 from dashfloat import procutil
-from dashfloat.catalogue import EXECUTE_COMMAND
+from dashfloat.catalogue import EXECUTE_COMMAND, MUTATING_TOOLS
 from dashfloat.channel import Channel, PeerDied, ProtocolError
 from dashfloat.executor import _changes
 from dashfloat.executor._capture import LiveTail
 from dashfloat.executor._checkpoints import run_checkpointed
 from dashfloat.executor._errors import error_result
 from dashfloat.executor._exec import Command
+from dashfloat.executor._limits import PATH_CANDIDATES_MAX, PATH_QUERY_MAX_CHARS
+from dashfloat.executor._path_index import PathIndex, build_index, find_paths, stale
 from dashfloat.executor._restore import apply_restore, preview_restore
 from dashfloat.executor._sandbox import Sandbox
 from dashfloat.executor._tools import failure_message, preview, start_command
 from dashfloat.executor._validate import validate
-from dashfloat.executor.path_policy import Root
+from dashfloat.executor.path_policy import PathError, Root
 from dashfloat.protocol import (
     AgentToExecutor,
     ApplyRestore,
@@ -29,7 +32,9 @@ from dashfloat.protocol import (
     CommandOutput,
     CommandStarted,
     ExecutorToAgent,
+    FindPaths,
     FrameRejected,
+    PathsFound,
     PreviewReady,
     PreviewRestore,
     PreviewTool,
@@ -61,6 +66,8 @@ class _Server:
         self.running: tuple[str, Command] | None = None
         self.before_command: _changes.Snapshot | str | None = None
         self.queued: collections.deque[RunTool] = collections.deque()
+        self.index: PathIndex | None = None
+        """The file index for @ completion: built at the first FindPaths, dropped when a tool may change files."""
 
     def on_sigterm(self, signum: int, frame: types.FrameType | None) -> None:
         if self.running is not None:
@@ -115,6 +122,8 @@ class _Server:
                 self.send(RestorePreviewed(ref=ref, files=preview_restore(self.root, store, files)))
             case ApplyRestore(ref=ref, store=store, files=files, digests=digests):
                 self.send(RestoreApplied(ref=ref, outcomes=apply_restore(self.root, store, files, digests)))
+            case FindPaths():
+                self.send(self.find_paths(message))
             case CancelTool(call_id=call_id):
                 if self.running is not None and self.running[0] == call_id:
                     self.running[1].cancel()
@@ -128,7 +137,22 @@ class _Server:
             case _:
                 assert_never(message)
 
+    def find_paths(self, message: FindPaths) -> PathsFound:
+        if len(message.query) > PATH_QUERY_MAX_CHARS:
+            notice = f"a mention longer than {PATH_QUERY_MAX_CHARS} characters is not completed"
+            return PathsFound(message.ref, message.query, [], notice=notice)
+        index = self.index
+        if index is None or stale(index, message.refresh, time.monotonic()):
+            try:
+                index = self.index = build_index(self.root)
+            except PathError as exc:  # the root is gone: every tool says so, and so does completion
+                return PathsFound(message.ref, message.query, [], notice=str(exc))
+        paths = find_paths(index, self.root, message.query, PATH_CANDIDATES_MAX)
+        return PathsFound(message.ref, message.query, paths, notice=index.notice)
+
     def run_tool(self, message: RunTool) -> None:
+        if message.name in MUTATING_TOOLS:
+            self.index = None  # what it writes or runs may add or remove files: the next mention lists afresh
         if message.name != EXECUTE_COMMAND:
             done = run_checkpointed(
                 message.name,

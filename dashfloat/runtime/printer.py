@@ -20,6 +20,7 @@ from dashfloat.protocol import (
     ConfirmRequested,
     ContextChanged,
     DecideConfirmation,
+    PathsFound,
     PhaseChanged,
     PromptRestored,
     PromptsListed,
@@ -182,6 +183,7 @@ class Printer:
                 | PromptsListed()
                 | PromptRestored()
                 | RestoreEnded()
+                | PathsFound()
             ):
                 pass
             case _:
@@ -236,6 +238,7 @@ class Printer:
                 | PromptsListed()
                 | PromptRestored()
                 | RestoreEnded()
+                | PathsFound()
             ):
                 pass  # rows of their own above (system entries, confirmations), or nothing in headless mode
             case _:

@@ -16,6 +16,7 @@ from dashfloat.protocol import (
     DecideConfirmation,
     Decision,
     Level,
+    PathsFound,
     Phase,
     PhaseChanged,
     PromptFile,
@@ -437,6 +438,8 @@ def reduce(state: UiState, event: Event) -> UiState:
             return dataclasses.replace(state, input_restore=event.text)
         case RestoreEnded():
             return _flush_open(state)
+        case PathsFound():
+            return state  # @ completion's answer: the shell's completer keeps it (ui/_mentions.py)
         case Tick():
             skip = _reflowed_skip(state, event.width) if event.width != state.width else state.open_skip
             state = dataclasses.replace(state, now=event.now, width=event.width, height=event.height, open_skip=skip)

@@ -1,0 +1,178 @@
+"""The workspace's file index for ``@`` completion: built once, bounded, ``.gitignore`` respected.
+
+In a git work tree the index is ``git ls-files --cached --others --exclude-standard`` (git's own reading of
+every ignore file, as fast as git is); elsewhere, or when git fails, a breadth-first walk that honours the
+``.gitignore`` files it meets (``pathspec``'s gitignore rules). Both stop at PATH_INDEX_MAX_ENTRIES entries
+or after PATH_INDEX_MAX_WALK_S, and say so. ``.git`` is never entered; symlinks are listed, never followed.
+Directories are entries too, with a trailing ``/``.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import select
+import stat
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pathspec
+
+from dashfloat.executor._fuzzy import rank
+from dashfloat.executor._limits import PATH_INDEX_MAX_ENTRIES, PATH_INDEX_MAX_WALK_S, PATH_INDEX_REFRESH_AGE_S
+from dashfloat.executor.path_policy import PathError, Root
+
+# git may run programs named in the repository's own config (core.fsmonitor); a listing needs none of them.
+_GIT_LIST = [
+    "git",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.untrackedCache=false",
+    "ls-files",
+    "-z",
+    "--cached",
+    "--others",
+    "--exclude-standard",
+]
+_GIT_READ_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class PathIndex:
+    """The paths of the workspace (directories end in ``/``), sorted; ``notice`` says where it stopped early."""
+
+    paths: list[str]
+    built_at: float
+    notice: str = ""
+
+
+def _with_directories(files: list[str], max_entries: int) -> tuple[list[str], bool]:
+    """The files plus every directory above them, at most ``max_entries`` in all (True: some were left out)."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for path in files:
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            directory = "/".join(parts[:depth]) + "/"
+            if directory not in seen:
+                seen.add(directory)
+                out.append(directory)
+        out.append(path)
+        if len(out) > max_entries:
+            return out[:max_entries], True
+    return out, False
+
+
+def _git_files(root: str, max_entries: int, deadline: float, clock: Callable[[], float]) -> tuple[list[str], str]:
+    """git's listing of the work tree under ``root``; raises OSError when git cannot list it (not a repository)."""
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
+    proc = subprocess.Popen(
+        _GIT_LIST, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+    )
+    assert proc.stdout is not None
+    data = bytearray()
+    notice = ""
+    try:
+        while True:
+            left = deadline - clock()
+            if left <= 0:
+                notice = f"the file index stopped after {PATH_INDEX_MAX_WALK_S:g} s"
+                break
+            ready, _, _ = select.select([proc.stdout], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(proc.stdout.fileno(), _GIT_READ_BYTES)
+            if not chunk:
+                break
+            data += chunk
+            if data.count(b"\0") > max_entries:
+                break  # enough: the entry bound says so below
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        proc.stdout.close()
+    if not notice and proc.returncode != 0 and data.count(b"\0") <= max_entries:
+        raise OSError(f"git ls-files exited {proc.returncode}")
+    names = [os.fsdecode(name) for name in bytes(data).split(b"\0")[:-1]]
+    return names, notice
+
+
+def _walk_files(root: Root, max_entries: int, deadline: float, clock: Callable[[], float]) -> tuple[list[str], str]:
+    """A breadth-first walk of the root honouring each directory's ``.gitignore``; entries include directories."""
+    out: list[str] = []
+    # (relative directory with trailing "/" or "", the ignore specs in force with the directory each is relative to)
+    queue: collections.deque[tuple[str, list[tuple[str, pathspec.GitIgnoreSpec]]]] = collections.deque([("", [])])
+    while queue:
+        rel, specs = queue.popleft()
+        try:
+            entries = sorted(os.scandir(os.path.join(root.path, rel) if rel else root.path), key=lambda e: e.name)
+        except OSError:
+            continue
+        ignore = next((e for e in entries if e.name == ".gitignore" and e.is_file(follow_symlinks=False)), None)
+        if ignore is not None:
+            try:
+                with open(ignore.path, encoding="utf-8", errors="replace") as f:
+                    specs = [*specs, (rel, pathspec.GitIgnoreSpec.from_lines(f.read(_GIT_READ_BYTES).splitlines()))]
+            except OSError:
+                pass
+        for entry in entries:
+            if clock() >= deadline:
+                return out, f"the file index stopped after {PATH_INDEX_MAX_WALK_S:g} s"
+            if entry.name == ".git":
+                continue
+            try:
+                is_dir = stat.S_ISDIR(entry.stat(follow_symlinks=False).st_mode)
+            except OSError:
+                continue
+            path = f"{rel}{entry.name}{'/' if is_dir else ''}"
+            if any(spec.match_file(path[len(base) :]) for base, spec in specs):
+                continue
+            if len(out) == max_entries:  # one more than the bound holds
+                return out, f"the file index stopped at {max_entries} entries"
+            out.append(path)
+            if is_dir:
+                queue.append((path, specs))
+    return out, ""
+
+
+def build_index(
+    root: Root,
+    max_entries: int = PATH_INDEX_MAX_ENTRIES,
+    max_walk_s: float = PATH_INDEX_MAX_WALK_S,
+    clock: Callable[[], float] = time.monotonic,
+) -> PathIndex:
+    """The workspace's paths, bounded in count and time (see the module docstring)."""
+    root.check()
+    started = clock()
+    deadline = started + max_walk_s
+    try:
+        files, notice = _git_files(root.path, max_entries, deadline, clock)
+        paths, cut = _with_directories(files, max_entries)
+        if cut and not notice:
+            notice = f"the file index stopped at {max_entries} entries"
+    except OSError:
+        paths, notice = _walk_files(root, max_entries, deadline, clock)
+    return PathIndex(sorted(paths), started, notice)
+
+
+def stale(index: PathIndex | None, refresh: bool, now: float) -> bool:
+    """Whether to (re)build: none yet, or a new mention began and the index is PATH_INDEX_REFRESH_AGE_S old."""
+    return index is None or (refresh and now - index.built_at >= PATH_INDEX_REFRESH_AGE_S)
+
+
+def find_paths(index: PathIndex, root: Root, query: str, limit: int) -> list[str]:
+    """The best ``limit`` paths for ``query`` that the path policy lets a tool use (a symlink out is dropped)."""
+    found: list[str] = []
+    for path in rank(query, index.paths, limit * 2):
+        try:
+            root.locate(path)
+        except (PathError, OSError):
+            continue
+        found.append(path)
+        if len(found) == limit:
+            break
+    return found

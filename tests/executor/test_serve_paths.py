@@ -1,0 +1,70 @@
+"""@ completion through a real executor process: FindPaths answers, bounds, and a fresh index after a write."""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dashfloat.channel import Channel
+from dashfloat.executor import serve
+from dashfloat.executor._limits import PATH_CANDIDATES_MAX, PATH_QUERY_MAX_CHARS
+from dashfloat.protocol import AgentToExecutor, ExecutorToAgent, FindPaths, PathsFound, RunTool, ToolFinished
+
+REPLY_TIMEOUT_S = 20.0
+
+
+@pytest.fixture
+def channel(root: Path) -> Iterator[Channel[ExecutorToAgent]]:
+    ctx = multiprocessing.get_context("spawn")
+    ours, theirs = ctx.Pipe()
+    proc = ctx.Process(target=serve, args=(theirs, str(root), 5.0), daemon=True)
+    proc.start()
+    theirs.close()
+    yield Channel(ours, ExecutorToAgent, "executor->agent")
+    ours.close()
+    proc.join(REPLY_TIMEOUT_S)
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
+
+
+def ask(channel: Channel[ExecutorToAgent], message: AgentToExecutor) -> ExecutorToAgent:
+    channel.send(message)
+    assert channel.poll(REPLY_TIMEOUT_S), "no reply from the executor"
+    return channel.recv()
+
+
+def test_find_paths_answers_with_the_same_ref_and_query(channel: Channel[ExecutorToAgent], root: Path) -> None:
+    (root / "README.md").write_text("# x\n")
+    (root / "other.txt").write_text("")
+    found = ask(channel, FindPaths(ref=7, query="READ", refresh=True))
+    assert found == PathsFound(ref=7, query="READ", paths=["README.md"])
+
+
+def test_the_candidate_bound_holds(channel: Channel[ExecutorToAgent], root: Path) -> None:
+    for i in range(PATH_CANDIDATES_MAX + 5):
+        (root / f"file{i:03}.txt").write_text("")
+    found = ask(channel, FindPaths(ref=1, query="file"))
+    assert isinstance(found, PathsFound) and len(found.paths) == PATH_CANDIDATES_MAX
+
+
+def test_a_query_over_its_bound_is_refused_with_a_notice(channel: Channel[ExecutorToAgent], root: Path) -> None:
+    (root / "a.txt").write_text("")
+    found = ask(channel, FindPaths(ref=1, query="a" * (PATH_QUERY_MAX_CHARS + 1)))
+    assert isinstance(found, PathsFound) and found.paths == [] and str(PATH_QUERY_MAX_CHARS) in found.notice
+    at_bound = ask(channel, FindPaths(ref=2, query="a" * PATH_QUERY_MAX_CHARS))
+    assert isinstance(at_bound, PathsFound) and at_bound.notice == ""
+
+
+def test_the_index_is_built_once_and_renewed_after_a_write(channel: Channel[ExecutorToAgent], root: Path) -> None:
+    (root / "first.txt").write_text("")
+    assert ask(channel, FindPaths(ref=1, query="txt", refresh=True)).paths == ["first.txt"]  # type: ignore[union-attr]
+    (root / "second.txt").write_text("")  # made behind the executor's back: the index is not rebuilt per key
+    assert ask(channel, FindPaths(ref=2, query="txt")).paths == ["first.txt"]  # type: ignore[union-attr]
+    done = ask(channel, RunTool("w1", "write_file", {"path": "third.txt", "content": "3\n"}))
+    assert isinstance(done, ToolFinished)
+    after = ask(channel, FindPaths(ref=3, query="txt"))
+    assert isinstance(after, PathsFound) and after.paths == ["first.txt", "third.txt", "second.txt"]
