@@ -7,11 +7,13 @@ path out of a turn leaves a conversation with a tool message for every announced
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol, assert_never
 
 import msgspec
 
 from dashfloat.agent import _compaction as compaction
+from dashfloat.agent import _mentions as mentions
 from dashfloat.agent import undo
 from dashfloat.agent._context import Calibration, calibrate, compact_threshold, estimate, fill_percent, hard_limit
 from dashfloat.agent._options import AgentOptions
@@ -121,7 +123,9 @@ EMPTY_ANSWER_SUSPECT_PERCENT: Final = 50
 Dest = Literal["ui", "llm", "executor"]
 Outcome = Literal["completed", "failed", "cancelled", "stopped", "limit"]
 Approver = Literal["keypress", "rule", "flag"]
-Waiting = Literal["nothing", "window", "stream", "summary", "preview", "confirm", "tool", "restore", "user_command"]
+Waiting = Literal[
+    "nothing", "window", "stream", "summary", "preview", "confirm", "tool", "restore", "user_command", "mention"
+]
 AfterSummary = Literal["request", "retry", "idle"]
 SHRINK_TARGET_PERCENT: Final = 75
 """Stage 1 shrinks until the request is this far below the threshold, so that the next few requests keep
@@ -246,6 +250,28 @@ def _compact(tokens: int) -> str:
     return f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
 
 
+@dataclass
+class Attaching:
+    """A submitted prompt while its @mentions are read, one at a time."""
+
+    text: str
+    """The prompt as typed (what a cancel puts back into the input)."""
+    context: list[str]
+    """The !command outputs that go with it (back to waiting on a cancel)."""
+    prompt: str
+    """The user message before the attachments."""
+    paths: list[str]
+    next: int = 0
+    call: tuple[str, str, str] | None = None
+    """The read in flight: (call id, tool name, mentioned path)."""
+    parts: list[str] = field(default_factory=list)
+    budget: int = mentions.MENTIONS_ATTACHED_MAX_BYTES
+
+    @property
+    def call_id(self) -> str | None:
+        return self.call[0] if self.call is not None else None
+
+
 class AgentCore:
     """The conversation, the phase, and the tool loop; ``outbox`` holds what to send where."""
 
@@ -302,6 +328,7 @@ class AgentCore:
         self.prompt_files: list[PromptFile] = []
         self.pending_context: list[str] = []
         """Outputs of !commands, sent to the model with the next prompt."""
+        self.mentions_read = 0
         self.finding: FindPaths | None = None
         """The newest @ completion request the executor has not answered (answered for it if the executor dies)."""
         self._reset_turn()
@@ -313,6 +340,8 @@ class AgentCore:
         self.waiting: Waiting = "nothing"
         self.user_command: tuple[str, str] | None = None
         """The running !command: (call id, command line)."""
+        self.attaching: Attaching | None = None
+        """A submitted prompt whose @mentions are being read (it goes to the model once they all are)."""
         self.episodes = 0
         self.partial: list[str] = []
         self.calls: list[AssembledCall] = []
@@ -525,8 +554,62 @@ class AgentCore:
             self.history.append(text)
         self._reset_turn()
         context, self.pending_context = self.pending_context, []
-        self._record(ChatMessage(role="user", content="\n\n".join([*context, text])))
+        prompt = "\n\n".join([*context, text])
+        found = mentions.mentioned(text)
+        if not found.paths:
+            self._record(ChatMessage(role="user", content=prompt))
+            self._start_stream()
+            return
+        # Each @mention is read like a read_file call (its row, read_file's caps); the prompt goes once all are.
+        self.attaching = Attaching(text, context, prompt, found.paths)
+        self.waiting = "mention"
+        self._set_phase("running")
+        if found.beyond:
+            limit = mentions.MENTIONS_MAX_PER_PROMPT
+            note = f"only the first {limit} mentions are attached ({found.beyond} more are not)"
+            self._ui(SystemEntry(text=note, level="warning"))
+        self._attach_next()
+
+    def _attach_next(self) -> None:
+        """Read the next mention, or send the prompt with every attachment once none is left."""
+        attaching = self.attaching
+        assert attaching is not None
+        while attaching.next < len(attaching.paths):
+            path = attaching.paths[attaching.next]
+            attaching.next += 1
+            self.mentions_read += 1
+            call_id = f"mention-{self.mentions_read}"
+            name, args = mentions.read_call(path)
+            self._ui(ToolCallShown(id=call_id, name=name, args=args))
+            if attaching.budget <= 0:
+                limit = mentions.MENTIONS_ATTACHED_MAX_BYTES
+                reason = f"not read: this prompt's attachments reached their bound of {limit} bytes"
+                self._show_result(call_id, name, ToolFailed(error=reason))
+                attaching.parts.append(mentions.not_attached(path, reason).text)
+                continue
+            attaching.call = (call_id, name, path)
+            self.outbox.append(("executor", RunTool(call_id=call_id, name=name, args=args)))
+            return
+        self.attaching = None
+        self.waiting = "nothing"
+        self._record(ChatMessage(role="user", content=mentions.with_attachments(attaching.prompt, attaching.parts)))
         self._start_stream()
+
+    def _attached(self, result: ToolResult) -> None:
+        """The read of the current mention is back: its row, its part of the prompt, then the next one."""
+        attaching = self.attaching
+        assert attaching is not None and attaching.call is not None
+        call_id, name, path = attaching.call
+        attaching.call = None
+        self._show_result(call_id, name, result)
+        part = mentions.attachment(path, result, attaching.budget)
+        attaching.budget = 0 if part.cut else attaching.budget - part.used  # cut: nothing more fits
+        attaching.parts.append(part.text)
+        if part.cut:
+            limit = mentions.MENTIONS_ATTACHED_MAX_BYTES
+            note = f"@{path} is attached cut short: this prompt's attachments are bounded at {limit} bytes in all"
+            self._ui(SystemEntry(text=note, level="warning"))
+        self._attach_next()
 
     def _run_user_command(self, command: str) -> None:
         """!command: the user's own command through the executor (same sandbox and cwd), no confirmation."""
@@ -1343,6 +1426,10 @@ class AgentCore:
                 self.waiting == "user_command" and self.user_command and call_id == self.user_command[0]
             ):
                 self._user_command_done(result)
+            case ToolFinished(call_id=call_id, result=result) if (
+                self.waiting == "mention" and self.attaching and self.attaching.call_id == call_id
+            ):
+                self._attached(result)
             case ToolFinished(call_id=call_id, result=result):
                 if self.waiting == "tool" and call_id == self._current().id:
                     self._keep_changes(message)
@@ -1446,6 +1533,13 @@ class AgentCore:
             case "user_command":
                 if self.user_command is not None:
                     self.outbox.append(("executor", CancelTool(call_id=self.user_command[0])))
+            case "mention":
+                # Nothing was sent yet: the prompt goes back into the input, a !command's output back to waiting.
+                if self.attaching is not None:
+                    self.pending_context = [*self.attaching.context, *self.pending_context]
+                    self._ui(SystemEntry(text="not sent: reading its @mentions was cancelled; the prompt is back"))
+                    self._ui(PromptRestored(text=self.attaching.text))
+                self._end_turn("cancelled")
             case "nothing":
                 if self.phase != "idle":
                     self._end_turn("cancelled")
@@ -1475,6 +1569,8 @@ class AgentCore:
             self._restore_step(self.restore.executor_died(reason))
         elif self.waiting == "user_command":
             self._user_command_done(ToolFailed(error=f"executor crashed: {reason}"))
+        elif self.waiting == "mention" and self.attaching is not None and self.attaching.call is not None:
+            self._attached(ToolFailed(error=f"executor crashed: {reason}"))
 
     def on_internal_error(self, error: str) -> None:
         """A bug of ours: say so, leave a valid conversation, go idle, stay up."""

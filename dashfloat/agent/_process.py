@@ -142,7 +142,7 @@ class AgentShell:
         self.pgids.clear()
         self.executor = self.workers.start_executor()
         # With a call or a restore in flight the core reports it in that call's result; otherwise here, once.
-        if self.core.waiting not in ("preview", "tool", "restore") and not self.core.shutting_down:
+        if self.core.waiting not in ("preview", "tool", "restore", "mention") and not self.core.shutting_down:
             self._announce_restart("the executor process", reason)
         self._guard(self.core.on_executor_died, reason)
 

@@ -153,8 +153,8 @@ class Printer:
     def _note(self, message: AgentToUi) -> None:
         """What every message does to the run, shown or not (the display itself starts with the stream)."""
         match message:
-            case PhaseChanged(phase="streaming"):
-                self.live = True
+            case PhaseChanged(phase="streaming" | "running"):
+                self.live = True  # "running" first when the prompt's @mentions are read before the stream
             case SystemEntry(text=text):
                 for line in text.splitlines():
                     self._row(defused(line))

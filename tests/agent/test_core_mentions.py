@@ -2,7 +2,28 @@
 
 from __future__ import annotations
 
-from dashfloat.protocol import FindPaths, PathsFound
+from dashfloat.agent import AgentCore
+from dashfloat.agent._mentions import MENTIONS_ATTACHED_MAX_BYTES, MENTIONS_MAX_PER_PROMPT
+from dashfloat.protocol import (
+    Cancel,
+    DirectoryEntry,
+    FindPaths,
+    ListDirectoryResult,
+    Message,
+    PathsFound,
+    PromptRestored,
+    ReadFileResult,
+    RunTool,
+    StartStream,
+    SubmitPrompt,
+    SystemEntry,
+    ToolCallShown,
+    ToolFailed,
+    ToolFinished,
+    ToolResult,
+    ToolResultShown,
+    TurnEnded,
+)
 from tests.agent.test_core import make_core, take
 
 
@@ -25,3 +46,133 @@ def test_an_executor_death_answers_the_open_completion_request() -> None:
     assert "executor process died" in answer.notice
     core.on_executor_died("again")
     assert take(core, "ui") == []  # answered once
+
+
+# ---------------------------------------------------------------- attachments
+
+
+def file_read(path: str, content: str) -> ReadFileResult:
+    lines = content.count("\n")
+    return ReadFileResult(path, content, 1, lines, lines, len(content.encode()), False)
+
+
+def started(out: list[Message]) -> StartStream:
+    [start] = [m for m in out if isinstance(m, StartStream)]
+    return start
+
+
+def user_message(out: list[Message]) -> str:
+    [user] = [m for m in started(out).messages if m.role == "user"]
+    return user.content or ""
+
+
+def answer_reads(core: AgentCore, contents: dict[str, ToolResult]) -> list[Message]:
+    """Answer every read the core asks for (in order) with ``contents[path]``; everything it sent meanwhile."""
+    out: list[Message] = []
+    while True:
+        batch = take(core)
+        out += batch
+        runs = [m for m in batch if isinstance(m, RunTool)]
+        if not runs:
+            return out
+        [run] = runs
+        core.on_executor(ToolFinished(run.call_id, contents[run.args["path"]]))
+
+
+def test_a_mentioned_file_is_read_as_a_tool_row_then_sent_with_the_prompt() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="explain @README.md."))
+    first = take(core)
+    assert ToolCallShown(id="mention-1", name="read_file", args={"path": "README.md"}) in first
+    assert RunTool(call_id="mention-1", name="read_file", args={"path": "README.md"}) in first
+    assert not any(isinstance(m, StartStream) for m in first)  # nothing goes to the model before the read
+    assert core.phase == "running"
+    core.on_executor(ToolFinished("mention-1", file_read("README.md", "# DashFloat\nhello\n")))
+    out = take(core)
+    assert ToolResultShown(id="mention-1", name="read_file", status="ok", output="# DashFloat\nhello") in out
+    content = user_message(out)
+    assert content.startswith("explain @README.md.\n\nThe file README.md, attached with @README.md (read_file):")
+    assert content.endswith("```\n# DashFloat\nhello\n```")
+
+
+def test_a_missing_file_is_an_error_row_and_the_prompt_still_goes() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="what is in @nope.txt"))
+    out = answer_reads(core, {"nope.txt": ToolFailed(error="no such file: nope.txt")})
+    assert ToolResultShown(id="mention-1", name="read_file", status="error", output="no such file: nope.txt") in out
+    assert user_message(out) == "what is in @nope.txt\n\n@nope.txt could not be attached: no such file: nope.txt"
+
+
+def test_several_mentions_are_read_once_each_and_a_directory_is_listed() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text='compare @a.py and @"my b.py", then @a.py again; see @src/'))
+    listing = ListDirectoryResult("src/", [DirectoryEntry("x.py", "file", 1), DirectoryEntry("d", "dir", 0)], 2, False)
+    out = answer_reads(
+        core, {"a.py": file_read("a.py", "A\n"), "my b.py": file_read("my b.py", "B\n"), "src/": listing}
+    )
+    assert [m.args for m in out if isinstance(m, RunTool)] == [{"path": "a.py"}, {"path": "my b.py"}, {"path": "src/"}]
+    assert [m.name for m in out if isinstance(m, RunTool)] == ["read_file", "read_file", "list_directory"]
+    content = user_message(out)
+    assert content.index("```\nA\n```") < content.index("```\nB\n```") < content.index("```\nx.py\nd/\n```")
+
+
+def test_the_mention_count_bound_reads_only_the_first_ones_and_says_so() -> None:
+    core = make_core()
+    names = [f"f{i}.txt" for i in range(MENTIONS_MAX_PER_PROMPT + 2)]
+    core.on_ui(SubmitPrompt(text=" ".join(f"@{n}" for n in names)))
+    out = answer_reads(core, {n: file_read(n, "x\n") for n in names})
+    assert len([m for m in out if isinstance(m, RunTool)]) == MENTIONS_MAX_PER_PROMPT
+    assert any(isinstance(m, SystemEntry) and "2 more are not" in m.text for m in out)
+    exactly = make_core()
+    exactly.on_ui(SubmitPrompt(text=" ".join(f"@{n}" for n in names[:MENTIONS_MAX_PER_PROMPT])))
+    at_bound = answer_reads(exactly, {n: file_read(n, "x\n") for n in names})
+    assert not any(isinstance(m, SystemEntry) for m in at_bound)
+
+
+def test_the_total_bound_cuts_the_file_that_crosses_it_and_reads_no_more() -> None:
+    core = make_core()
+    chunk = MENTIONS_ATTACHED_MAX_BYTES // 3 + 10  # three of them cross the bound
+    big = {n: file_read(n, ("y" * 99 + "\n") * (chunk // 100)) for n in ("a", "b", "c", "d")}
+    core.on_ui(SubmitPrompt(text="@a @b @c @d"))
+    out = answer_reads(core, dict(big))
+    assert [m.args["path"] for m in out if isinstance(m, RunTool)] == ["a", "b", "c"]  # d is not read
+    content = user_message(out)
+    assert f"bounded at {MENTIONS_ATTACHED_MAX_BYTES} bytes in all" in content
+    assert "@d could not be attached: not read" in content
+    body = sum(len(line) + 1 for line in content.splitlines() if line.startswith("y"))
+    assert body <= MENTIONS_ATTACHED_MAX_BYTES
+    assert any(isinstance(m, SystemEntry) and "@c is attached cut short" in m.text for m in out)
+    error_rows = [m for m in out if isinstance(m, ToolResultShown) and m.status == "error"]
+    assert [m.id for m in error_rows] == ["mention-4"]
+
+
+def test_esc_while_reading_sends_nothing_and_gives_the_prompt_back() -> None:
+    core = make_core()
+    core.pending_context = ["I ran `ls` myself (exit code 0); its output: a.txt"]
+    core.on_ui(SubmitPrompt(text="explain @a.txt"))
+    take(core)
+    core.on_ui(Cancel())
+    out = take(core)
+    assert PromptRestored(text="explain @a.txt") in out and TurnEnded(outcome="cancelled") in out
+    assert core.phase == "idle" and core.conversation == []
+    assert core.pending_context == ["I ran `ls` myself (exit code 0); its output: a.txt"]  # kept for the next one
+    core.on_executor(ToolFinished("mention-1", file_read("a.txt", "late\n")))
+    assert not any(isinstance(m, StartStream) for m in take(core))  # the late read changes nothing
+
+
+def test_an_executor_death_while_reading_is_an_error_row_and_the_prompt_goes() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="explain @a.txt"))
+    take(core)
+    core.on_executor_died("killed by SIGKILL")
+    out = take(core)
+    assert any(isinstance(m, ToolResultShown) and m.status == "error" and "executor crashed" in m.output for m in out)
+    assert "@a.txt could not be attached: executor crashed" in user_message(out)
+
+
+def test_a_prompt_without_mentions_goes_at_once() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="mail a@b.com please"))
+    out = take(core)
+    assert not any(isinstance(m, RunTool) for m in out)
+    assert user_message(out) == "mail a@b.com please"

@@ -1,0 +1,114 @@
+"""@path mentions of a submitted prompt: which to read, and the prompt with what was read (pure).
+
+The reads themselves are ordinary read_file / list_directory calls through the executor (the core sends them
+and shows their rows); this module decides what to read and how the results join the prompt, bounded.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Final, assert_never
+
+from dashfloat.catalogue import LIST_DIRECTORY, READ_FILE
+from dashfloat.mentions import find_mentions
+from dashfloat.protocol import (
+    CommandExited,
+    CommandTimedOut,
+    EditFileResult,
+    ListDirectoryResult,
+    ReadFileResult,
+    ToolCancelled,
+    ToolFailed,
+    ToolRejected,
+    ToolResult,
+    WriteFileResult,
+)
+
+MENTIONS_MAX_PER_PROMPT: Final = 10
+"""Mentions of one prompt that are read; later ones are named as not attached."""
+MENTIONS_ATTACHED_MAX_BYTES: Final = 128 * 1024
+"""What all attachments of one prompt may add, in all (each read is also under read_file's own caps): a file
+past it is cut with a marker, later ones are not read."""
+
+
+@dataclass(frozen=True)
+class Mentioned:
+    """The distinct paths a prompt mentions, in order (at most MENTIONS_MAX_PER_PROMPT), and how many more."""
+
+    paths: list[str]
+    beyond: int
+
+
+def mentioned(text: str) -> Mentioned:
+    """The paths ``text`` mentions, each once, the first MENTIONS_MAX_PER_PROMPT of them."""
+    distinct = list(dict.fromkeys(m.path for m in find_mentions(text)))
+    return Mentioned(distinct[:MENTIONS_MAX_PER_PROMPT], max(0, len(distinct) - MENTIONS_MAX_PER_PROMPT))
+
+
+def read_call(path: str) -> tuple[str, dict[str, Any]]:
+    """The tool call that reads a mention: list_directory for ``dir/``, read_file otherwise."""
+    return (LIST_DIRECTORY if path.endswith("/") else READ_FILE), {"path": path}
+
+
+def _fence(content: str) -> str:
+    """A backtick fence longer than any run of backticks in ``content``."""
+    longest = max((len(run) for run in re.findall(r"`+", content)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _cut(content: str, budget: int) -> str:
+    """``content`` cut to at most ``budget`` UTF-8 bytes, at a line end where there is one."""
+    data = content.encode("utf-8")
+    if len(data) <= budget:
+        return content
+    head = data[:budget].decode("utf-8", errors="ignore")
+    line_end = head.rfind("\n")
+    return head[: line_end + 1] if line_end >= 0 else head
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """What one mention adds to the prompt, the bytes it used of the budget, and whether it was cut."""
+
+    text: str
+    used: int
+    cut: bool = False
+
+
+def not_attached(path: str, reason: str) -> Attachment:
+    """The line a mention that was not read leaves in the prompt."""
+    return Attachment(f"@{path} could not be attached: {reason}", 0)
+
+
+def attachment(path: str, result: ToolResult, budget: int) -> Attachment:
+    """The part of the prompt for the mention of ``path`` read as ``result``, within ``budget`` bytes."""
+    match result:
+        case ReadFileResult(content=content):
+            what = f"The file {path}, attached with @{path} (read_file):"
+        case ListDirectoryResult(entries=entries, total=total, truncated=truncated):
+            names = [f"{e.name}/" if e.type == "dir" else e.name for e in entries]
+            more = [f"[… {total} entries in all]"] if truncated else []
+            content = "\n".join([*names, *more]) + "\n"
+            what = f"The directory {path}, attached with @{path} (list_directory):"
+        case ToolFailed(error=error):
+            return not_attached(path, error)
+        case ToolCancelled():
+            return not_attached(path, "the read was cancelled")
+        case CommandExited() | CommandTimedOut() | WriteFileResult() | EditFileResult() | ToolRejected():
+            return not_attached(path, "not a read's result")  # a read never ends like this
+        case _:
+            assert_never(result)
+    kept = _cut(content, budget)
+    used = len(kept.encode("utf-8"))
+    cut = kept != content
+    if cut:
+        kept += f"[… cut here: the attachments of one prompt are bounded at {MENTIONS_ATTACHED_MAX_BYTES} bytes in all]"
+    body = kept if kept.endswith("\n") else kept + "\n"
+    fence = _fence(body)
+    return Attachment(f"{what}\n{fence}\n{body}{fence}", used, cut)
+
+
+def with_attachments(prompt: str, parts: list[str]) -> str:
+    """The user message: the prompt as typed, then each attachment, separated by blank lines."""
+    return "\n\n".join([prompt, *parts])
