@@ -12,7 +12,7 @@ from typing import Protocol
 
 from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
-from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.completion import CompleteEvent, merge_completers
 from prompt_toolkit.filters import Condition, has_completions
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import Input
@@ -30,6 +30,7 @@ from dashfloat.protocol import (
     Cancel,
     ConfirmRequested,
     Decision,
+    PathsFound,
     RewindTo,
     SubmitPrompt,
     TurnEnded,
@@ -37,6 +38,7 @@ from dashfloat.protocol import (
 )
 from dashfloat.ui import _commands as commands
 from dashfloat.ui._history import HistoryCursor, ReverseSearch
+from dashfloat.ui._mentions import MentionCompleter, PathCompletion, partial_in
 from dashfloat.ui._notify import NOTIFY_LONG_TURN_S, notification
 from dashfloat.ui._text import Row, sanitize
 from dashfloat.ui._theme import Theme
@@ -132,9 +134,14 @@ class TuiShell:
         self._live_cache: tuple[UiState, tuple[Entry, ...], int, list[Row]] | None = None
         self._fd: int | None = None
         self._history = HistoryCursor()
-        self.completer = commands.SlashCompleter(lambda: self.state.prompt_files)
+        self.paths = PathCompletion()
+        self.completer = merge_completers(
+            [commands.SlashCompleter(lambda: self.state.prompt_files), MentionCompleter(self.paths)]
+        )
         self.buffer = Buffer(multiline=True, completer=self.completer, complete_while_typing=True, name="input")
         self.buffer.on_text_changed += self._on_text_changed
+        self.buffer.on_text_changed += self._ask_paths
+        self.buffer.on_cursor_position_changed += self._ask_paths
         self.app: Application[int] = Application(
             layout=self._layout(),
             key_bindings=merge_key_bindings([load_basic_bindings(), self._bindings()]),
@@ -190,6 +197,8 @@ class TuiShell:
         for message in messages:
             self._apply(message)
             self._notify(message)
+            if isinstance(message, PathsFound) and self.paths.answer(message):
+                self._show_paths()
         if self.state.input_restore is not None:
             # a rewind gave the prompt back: into the input, to edit and resend
             self._set_text(self.state.input_restore)
@@ -235,6 +244,19 @@ class TuiShell:
         # Also called by the tick and before a decision key: Buffer.reset() does not fire on_text_changed.
         if (self.buffer.text == "") != self.state.input_empty:
             self._apply(InputChanged(empty=self.buffer.text == ""))
+
+    def _ask_paths(self, _: Buffer | None = None) -> None:
+        """@ completion: ask the executor (through the agent) for the mention at the cursor; never waits."""
+        request = self.paths.ask(partial_in(self.buffer.document))
+        if request is not None:
+            self.link.send(request)
+
+    def _show_paths(self) -> None:
+        """The newest answer arrived: open (or refresh) the menu with it, unless the user is choosing in it."""
+        state = self.buffer.complete_state
+        if state is not None and state.complete_index is not None:
+            return
+        self.buffer.start_completion(select_first=False)
 
     def _notify(self, message: object) -> None:
         """The bell (and OSC 9/777) when a confirmation waits, or a long turn is over."""
@@ -343,6 +365,8 @@ class TuiShell:
             state = self.buffer.complete_state
             if state is not None and state.current_completion is not None:
                 self.buffer.apply_completion(state.current_completion)
+                if self.paths.candidates(partial_in(self.buffer.document))[0]:
+                    self._show_paths()  # a directory was chosen: what is in it, at once
                 return
             self.submit()
 
@@ -609,6 +633,7 @@ class TuiShell:
                 return
         self.buffer.reset()
         self._history.reset()
+        self._ask_paths()  # reset() fires no change event: the mention that was being typed is over
 
 
 def scrub(row: Row) -> Row:
