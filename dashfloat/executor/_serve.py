@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import math
 import os
 import signal
 import time
@@ -184,6 +185,10 @@ class _Server:
             chunk = command.take_live()
             if chunk is not None:
                 self.send(CommandOutput(message.call_id, text=chunk[0], skipped_bytes=chunk[1]))
+        # What it printed last, still held for the interval when it exited, goes out before the result.
+        rest = command.live.take(math.inf)
+        if rest is not None:
+            self.send(CommandOutput(message.call_id, text=rest[0], skipped_bytes=rest[1]))
         self.finish_running()
 
     def finish_running(self) -> None:
