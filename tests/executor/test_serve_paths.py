@@ -11,7 +11,16 @@ import pytest
 from dashfloat.channel import Channel
 from dashfloat.executor import serve
 from dashfloat.executor._limits import PATH_CANDIDATES_MAX, PATH_QUERY_MAX_CHARS
-from dashfloat.protocol import AgentToExecutor, ExecutorToAgent, FindPaths, PathsFound, RunTool, ToolFinished
+from dashfloat.protocol import (
+    AgentToExecutor,
+    CommandOutput,
+    CommandStarted,
+    ExecutorToAgent,
+    FindPaths,
+    PathsFound,
+    RunTool,
+    ToolFinished,
+)
 
 REPLY_TIMEOUT_S = 20.0
 
@@ -68,3 +77,20 @@ def test_the_index_is_built_once_and_renewed_after_a_write(channel: Channel[Exec
     assert isinstance(done, ToolFinished)
     after = ask(channel, FindPaths(ref=3, query="txt"))
     assert isinstance(after, PathsFound) and after.paths == ["first.txt", "third.txt", "second.txt"]
+
+
+def test_a_running_command_does_not_hold_up_completion(channel: Channel[ExecutorToAgent], root: Path) -> None:
+    (root / "README.md").write_text("")
+    channel.send(RunTool("c1", "execute_command", {"command": "while [ ! -e stop ]; do sleep 0.05; done"}))
+    started = channel.recv() if channel.poll(REPLY_TIMEOUT_S) else None
+    assert isinstance(started, CommandStarted)
+    found = ask(channel, FindPaths(ref=1, query="READ"))
+    while isinstance(found, CommandOutput):  # live output may come first
+        found = channel.recv()
+    assert found == PathsFound(ref=1, query="READ", paths=["README.md"])  # answered while the command runs
+    (root / "stop").touch()
+    assert channel.poll(REPLY_TIMEOUT_S)
+    finished = channel.recv()
+    while isinstance(finished, CommandOutput):
+        finished = channel.recv()
+    assert isinstance(finished, ToolFinished) and finished.call_id == "c1"
