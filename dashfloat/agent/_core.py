@@ -330,7 +330,10 @@ class AgentCore:
         """Outputs of !commands, sent to the model with the next prompt."""
         self.mentions_read = 0
         self.finding: FindPaths | None = None
-        """The newest @ completion request the executor has not answered (answered for it if the executor dies)."""
+        """The @ completion request the executor is answering (answered for it if the executor dies)."""
+        self.find_next: FindPaths | None = None
+        """The newest request typed meanwhile: sent when ``finding`` is answered (one in flight at a time, so
+        fast typing never queues stale searches in the executor)."""
         self._reset_turn()
 
     # ------------------------------------------------------------ plumbing
@@ -455,9 +458,7 @@ class AgentCore:
             case RunUserCommand(command=command):
                 self._run_user_command(command)
             case FindPaths():
-                # @ completion: the executor answers (it holds the file index); not part of any turn
-                self.finding = message
-                self.outbox.append(("executor", message))
+                self._find_paths(message)
             case DecideConfirmation():
                 self._decide(message)
             case Cancel():
@@ -539,6 +540,18 @@ class AgentCore:
                     self.cancel()
             case _:
                 assert_never(message)
+
+    def _find_paths(self, request: FindPaths) -> None:
+        """@ completion: the executor answers (it holds the file index); no turn, whatever the phase."""
+        if self.finding is None:
+            self.finding = request
+            self.outbox.append(("executor", request))
+            return
+        skipped = self.find_next
+        if skipped is not None:  # superseded before it was sent: answered here (the UI keeps only the newest)
+            self._ui(PathsFound(ref=skipped.ref, query=skipped.query, paths=[], notice="superseded"))
+            request = msgspec.structs.replace(request, refresh=request.refresh or skipped.refresh)
+        self.find_next = request
 
     def _busy(self, what: str) -> bool:
         if self.phase == "idle":
@@ -1446,9 +1459,12 @@ class AgentCore:
                 if self.restore is not None and self.waiting == "restore":
                     self._restore_step(self.restore.on_executor(message))
             case PathsFound(ref=ref):
-                if self.finding is not None and self.finding.ref == ref:
-                    self.finding = None
                 self._ui(message)
+                if self.finding is not None and self.finding.ref == ref:
+                    self.finding, waiting = None, self.find_next
+                    self.find_next = None
+                    if waiting is not None:
+                        self._find_paths(waiting)
             case CommandOutput(call_id=call_id, text=text, skipped_bytes=skipped):
                 running = self.user_command[0] if self.user_command else None
                 if call_id == running or (self.waiting == "tool" and call_id == self._current().id):
@@ -1558,10 +1574,11 @@ class AgentCore:
 
     def on_executor_died(self, reason: str) -> None:
         """The executor died; a fresh one is already running. In-flight work becomes an error result."""
-        if self.finding is not None:
-            finding, self.finding = self.finding, None
+        open_requests = [r for r in (self.finding, self.find_next) if r is not None]
+        self.finding = self.find_next = None
+        for request in open_requests:
             notice = f"the executor process died ({reason}); type on to ask again"
-            self._ui(PathsFound(ref=finding.ref, query=finding.query, paths=[], notice=notice))
+            self._ui(PathsFound(ref=request.ref, query=request.query, paths=[], notice=notice))
         if self.waiting in ("preview", "tool"):  # a pending confirmation's digest stays valid for the fresh one
             self._finish_call(ToolFailed(error=f"executor crashed: {reason}"))
             self._advance()

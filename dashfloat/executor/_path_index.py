@@ -10,6 +10,7 @@ Directories are entries too, with a trailing ``/``.
 from __future__ import annotations
 
 import collections
+import functools
 import os
 import select
 import stat
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 
 import pathspec
 
-from dashfloat.executor._fuzzy import rank
+from dashfloat.executor._fuzzy import Corpus, rank
 from dashfloat.executor._limits import PATH_INDEX_MAX_ENTRIES, PATH_INDEX_MAX_WALK_S, PATH_INDEX_REFRESH_AGE_S
 from dashfloat.executor.path_policy import PathError, Root
 
@@ -48,6 +49,11 @@ class PathIndex:
     built_at: float
     notice: str = ""
 
+    @functools.cached_property
+    def corpus(self) -> Corpus:
+        """The paths prepared for ranking (once per index, not per key)."""
+        return Corpus.of(self.paths)
+
 
 def _with_directories(files: list[str], max_entries: int) -> tuple[list[str], bool]:
     """The files plus every directory above them, at most ``max_entries`` in all (True: some were left out)."""
@@ -66,7 +72,23 @@ def _with_directories(files: list[str], max_entries: int) -> tuple[list[str], bo
     return out, False
 
 
-def _git_files(root: str, max_entries: int, deadline: float, clock: Callable[[], float]) -> tuple[list[str], str]:
+@dataclass(frozen=True)
+class _Bounds:
+    """One build's bounds: entries, and the clock and deadline of its time bound."""
+
+    max_entries: int
+    max_walk_s: float
+    deadline: float
+    clock: Callable[[], float]
+
+    def out_of_time(self) -> str:
+        return f"the file index stopped after {self.max_walk_s:g} s"
+
+    def out_of_entries(self) -> str:
+        return f"the file index stopped at {self.max_entries} entries"
+
+
+def _git_files(root: str, bounds: _Bounds) -> tuple[list[str], str]:
     """git's listing of the work tree under ``root``; raises OSError when git cannot list it (not a repository)."""
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
     proc = subprocess.Popen(
@@ -77,9 +99,9 @@ def _git_files(root: str, max_entries: int, deadline: float, clock: Callable[[],
     notice = ""
     try:
         while True:
-            left = deadline - clock()
+            left = bounds.deadline - bounds.clock()
             if left <= 0:
-                notice = f"the file index stopped after {PATH_INDEX_MAX_WALK_S:g} s"
+                notice = bounds.out_of_time()
                 break
             ready, _, _ = select.select([proc.stdout], [], [], left)
             if not ready:
@@ -88,20 +110,20 @@ def _git_files(root: str, max_entries: int, deadline: float, clock: Callable[[],
             if not chunk:
                 break
             data += chunk
-            if data.count(b"\0") > max_entries:
+            if data.count(b"\0") > bounds.max_entries:
                 break  # enough: the entry bound says so below
     finally:
         if proc.poll() is None:
             proc.kill()
         proc.wait()
         proc.stdout.close()
-    if not notice and proc.returncode != 0 and data.count(b"\0") <= max_entries:
+    if not notice and proc.returncode != 0 and data.count(b"\0") <= bounds.max_entries:
         raise OSError(f"git ls-files exited {proc.returncode}")
     names = [os.fsdecode(name) for name in bytes(data).split(b"\0")[:-1]]
     return names, notice
 
 
-def _walk_files(root: Root, max_entries: int, deadline: float, clock: Callable[[], float]) -> tuple[list[str], str]:
+def _walk_files(root: Root, bounds: _Bounds) -> tuple[list[str], str]:
     """A breadth-first walk of the root honouring each directory's ``.gitignore``; entries include directories."""
     out: list[str] = []
     # (relative directory with trailing "/" or "", the ignore specs in force with the directory each is relative to)
@@ -120,8 +142,8 @@ def _walk_files(root: Root, max_entries: int, deadline: float, clock: Callable[[
             except OSError:
                 pass
         for entry in entries:
-            if clock() >= deadline:
-                return out, f"the file index stopped after {PATH_INDEX_MAX_WALK_S:g} s"
+            if bounds.clock() >= bounds.deadline:
+                return out, bounds.out_of_time()
             if entry.name == ".git":
                 continue
             try:
@@ -131,8 +153,8 @@ def _walk_files(root: Root, max_entries: int, deadline: float, clock: Callable[[
             path = f"{rel}{entry.name}{'/' if is_dir else ''}"
             if any(spec.match_file(path[len(base) :]) for base, spec in specs):
                 continue
-            if len(out) == max_entries:  # one more than the bound holds
-                return out, f"the file index stopped at {max_entries} entries"
+            if len(out) == bounds.max_entries:  # one more than the bound holds
+                return out, bounds.out_of_entries()
             out.append(path)
             if is_dir:
                 queue.append((path, specs))
@@ -148,14 +170,14 @@ def build_index(
     """The workspace's paths, bounded in count and time (see the module docstring)."""
     root.check()
     started = clock()
-    deadline = started + max_walk_s
+    bounds = _Bounds(max_entries, max_walk_s, started + max_walk_s, clock)
     try:
-        files, notice = _git_files(root.path, max_entries, deadline, clock)
+        files, notice = _git_files(root.path, bounds)
         paths, cut = _with_directories(files, max_entries)
         if cut and not notice:
-            notice = f"the file index stopped at {max_entries} entries"
+            notice = bounds.out_of_entries()
     except OSError:
-        paths, notice = _walk_files(root, max_entries, deadline, clock)
+        paths, notice = _walk_files(root, bounds)
     return PathIndex(sorted(paths), started, notice)
 
 
@@ -167,7 +189,7 @@ def stale(index: PathIndex | None, refresh: bool, now: float) -> bool:
 def find_paths(index: PathIndex, root: Root, query: str, limit: int) -> list[str]:
     """The best ``limit`` paths for ``query`` that the path policy lets a tool use (a symlink out is dropped)."""
     found: list[str] = []
-    for path in rank(query, index.paths, limit * 2):
+    for path in rank(query, index.corpus, limit * 2):
         try:
             root.locate(path)
         except (PathError, OSError):

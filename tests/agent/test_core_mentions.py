@@ -176,3 +176,32 @@ def test_a_prompt_without_mentions_goes_at_once() -> None:
     out = take(core)
     assert not any(isinstance(m, RunTool) for m in out)
     assert user_message(out) == "mail a@b.com please"
+
+
+def test_one_search_at_a_time_goes_to_the_executor_and_only_the_newest_waits() -> None:
+    core = make_core()
+    core.on_ui(FindPaths(ref=1, query="R", refresh=True))
+    core.on_ui(FindPaths(ref=2, query="RE"))
+    core.on_ui(FindPaths(ref=3, query="REA"))
+    out = take(core)
+    assert [m for m in out if isinstance(m, FindPaths)] == [FindPaths(ref=1, query="R", refresh=True)]
+    assert PathsFound(ref=2, query="RE", paths=[], notice="superseded") in out  # answered, never searched
+    core.on_executor(PathsFound(ref=1, query="R", paths=["README.md", "src/reader.py"]))
+    out = take(core)
+    assert out == [
+        PathsFound(ref=1, query="R", paths=["README.md", "src/reader.py"]),
+        FindPaths(ref=3, query="REA", refresh=False),
+    ]
+    core.on_executor(PathsFound(ref=3, query="REA", paths=["README.md"]))
+    assert take(core) == [PathsFound(ref=3, query="REA", paths=["README.md"])]
+    assert core.finding is None and core.find_next is None
+
+
+def test_a_skipped_request_hands_its_refresh_on() -> None:
+    core = make_core()
+    core.on_ui(FindPaths(ref=1, query="a"))
+    core.on_ui(FindPaths(ref=2, query="s", refresh=True))  # a new mention began
+    core.on_ui(FindPaths(ref=3, query="sr"))
+    take(core)
+    core.on_executor(PathsFound(ref=1, query="a", paths=[]))
+    assert FindPaths(ref=3, query="sr", refresh=True) in take(core, "executor")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dashfloat.executor._fuzzy import name_of, rank, score
+from dashfloat.executor._fuzzy import Corpus, name_of, rank, score
 
 TREE = [
     "README.md",
@@ -89,3 +89,18 @@ def test_the_order_is_the_score_order_and_the_limit_holds(query: str, candidates
     keys = [score(query, p) for p in ranked]
     assert all(k is not None for k in keys)
     assert keys == sorted(keys)  # type: ignore[type-var]
+
+
+no_newline = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\n"), max_size=15)
+
+
+@given(no_newline, st.lists(no_newline, max_size=25))
+def test_the_joined_filter_finds_exactly_the_paths_holding_the_query(query: str, candidates: list[str]) -> None:
+    corpus = Corpus.of(candidates)
+    folded = query.casefold()
+    expected = [i for i, p in enumerate(candidates) if is_subsequence(folded, p.casefold())]
+    assert corpus.matching(folded) == expected
+
+
+def test_a_path_with_a_line_break_is_never_offered() -> None:
+    assert rank("a", ["a\nb", "a"], 5) == ["a"]

@@ -115,8 +115,10 @@ def test_the_time_bound_stops_the_walk_and_says_so(root: Path, opened: Root) -> 
     for i in range(5):
         (root / f"d{i}").mkdir()
         (root / f"d{i}" / "f.txt").write_text("")
-    ticks = iter(range(1000))
-    index = build_index(opened, max_walk_s=3.0, clock=lambda: float(next(ticks)))  # each look at the clock: 1 s
+    looks = iter(range(1000))
+    step = PATH_INDEX_MAX_WALK_S / 4  # each look at the clock takes a quarter of the bound
+
+    index = build_index(opened, clock=lambda: next(looks) * step)
     assert 0 < len(index.paths) < 10
     assert f"stopped after {PATH_INDEX_MAX_WALK_S:g} s" in index.notice
 
