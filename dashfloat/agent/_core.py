@@ -1260,7 +1260,8 @@ class AgentCore:
 
     def prompts(self) -> list[str]:
         """The user prompts of the session, oldest first (prompt N is turn N); a compaction's summary is none."""
-        return [m.content or "" for m in self.transcript if isinstance(m, ChatMessage) and m.role == "user"]
+        users = [m for m in self.transcript if isinstance(m, ChatMessage) and m.role == "user"]
+        return [mentions.typed_prompt(m.content or "") for m in users]  # a rewind gives back what was typed
 
     def _keep_changes(self, finished: ToolFinished) -> None:
         """A landed write/edit's checkpoint and a command's changes become part of the session log."""

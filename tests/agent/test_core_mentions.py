@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dashfloat.agent import AgentCore
-from dashfloat.agent._mentions import MENTIONS_ATTACHED_MAX_BYTES, MENTIONS_MAX_PER_PROMPT
+from dashfloat.agent._mentions import ATTACHMENTS_LINE, MENTIONS_ATTACHED_MAX_BYTES, MENTIONS_MAX_PER_PROMPT
 from dashfloat.protocol import (
     Cancel,
     DirectoryEntry,
@@ -91,7 +91,9 @@ def test_a_mentioned_file_is_read_as_a_tool_row_then_sent_with_the_prompt() -> N
     out = take(core)
     assert ToolResultShown(id="mention-1", name="read_file", status="ok", output="# DashFloat\nhello") in out
     content = user_message(out)
-    assert content.startswith("explain @README.md.\n\nThe file README.md, attached with @README.md (read_file):")
+    assert content.startswith(
+        f"explain @README.md.\n\n{ATTACHMENTS_LINE}\n\nThe file README.md, attached with @README.md"
+    )
     assert content.endswith("```\n# DashFloat\nhello\n```")
 
 
@@ -100,7 +102,8 @@ def test_a_missing_file_is_an_error_row_and_the_prompt_still_goes() -> None:
     core.on_ui(SubmitPrompt(text="what is in @nope.txt"))
     out = answer_reads(core, {"nope.txt": ToolFailed(error="no such file: nope.txt")})
     assert ToolResultShown(id="mention-1", name="read_file", status="error", output="no such file: nope.txt") in out
-    assert user_message(out) == "what is in @nope.txt\n\n@nope.txt could not be attached: no such file: nope.txt"
+    expected = f"what is in @nope.txt\n\n{ATTACHMENTS_LINE}\n\n@nope.txt could not be attached: no such file: nope.txt"
+    assert user_message(out) == expected
 
 
 def test_several_mentions_are_read_once_each_and_a_directory_is_listed() -> None:
@@ -205,3 +208,11 @@ def test_a_skipped_request_hands_its_refresh_on() -> None:
     take(core)
     core.on_executor(PathsFound(ref=1, query="a", paths=[]))
     assert FindPaths(ref=3, query="sr", refresh=True) in take(core, "executor")
+
+
+def test_the_prompt_list_and_a_rewind_give_back_the_prompt_as_typed() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="explain @a.txt"))
+    answer_reads(core, {"a.txt": file_read("a.txt", "SECRET CONTENT\n")})
+    assert "SECRET CONTENT" in (core.conversation[0].content or "")  # type: ignore[union-attr]
+    assert core.prompts() == ["explain @a.txt"]

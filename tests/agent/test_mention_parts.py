@@ -6,11 +6,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dashfloat.agent._mentions import (
+    ATTACHMENTS_LINE,
     MENTIONS_ATTACHED_MAX_BYTES,
     MENTIONS_MAX_PER_PROMPT,
     attachment,
     mentioned,
     read_call,
+    typed_prompt,
     with_attachments,
 )
 from dashfloat.protocol import ReadFileResult, ToolCancelled, ToolFailed
@@ -42,8 +44,18 @@ def test_a_directory_mention_is_listed() -> None:
     assert read_call("src") == ("read_file", {"path": "src"})
 
 
-def test_the_prompt_comes_first_then_each_part() -> None:
-    assert with_attachments("p", ["a", "b"]) == "p\n\na\n\nb"
+def test_the_prompt_comes_first_then_each_part_and_the_typed_prompt_comes_back() -> None:
+    content = with_attachments("p", ["a", "b"])
+    assert content == f"p\n\n{ATTACHMENTS_LINE}\n\na\n\nb"
+    assert typed_prompt(content) == "p"
+    assert typed_prompt("no attachments\n\nat all") == "no attachments\n\nat all"
+    assert with_attachments("p", []) == "p"
+
+
+@given(st.text(max_size=40), st.lists(st.text(max_size=20), max_size=3))
+def test_the_typed_prompt_survives_any_attachments(prompt: str, parts: list[str]) -> None:
+    if ATTACHMENTS_LINE not in prompt:
+        assert typed_prompt(with_attachments(prompt, parts)) == prompt
 
 
 @given(st.text(max_size=300), st.integers(min_value=0, max_value=400))

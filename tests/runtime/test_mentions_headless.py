@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from dashfloat.agent._mentions import ATTACHMENTS_LINE
 from dashfloat.testing.sse_server import ScriptedServer, text_reply
 from tests.e2e import dashfloat_argv, isolated_environment
 
@@ -37,7 +38,7 @@ def test_headless_attaches_a_mentioned_file(tree: Path, tmp_path: Path) -> None:
         assert done.stdout.strip() == "It is about a pelican."
         assert "⚙ read_file README.md" in done.stderr and "→ ok" in done.stderr
         content = user_content(server)
-        assert content.startswith("explain @README.md\n\nThe file README.md, attached with @README.md")
+        assert content.startswith(f"explain @README.md\n\n{ATTACHMENTS_LINE}\n\nThe file README.md, attached with")
         assert "The secret word is pelican." in content
 
 
