@@ -30,6 +30,12 @@ PROMPT_GLYPH = "❯"
 END_MARK = "ENDMARK"
 
 
+def _token(i: int) -> str:
+    """A token of text that never repeats (the repetition guard stops a stream of one repeated word); all the
+    same width, so a text of them splits into one token per event."""
+    return f"w{i:05d} "
+
+
 def _chunk(text: str) -> bytes:
     return sse_event({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]})
 
@@ -42,7 +48,7 @@ def _paced(tokens: int, rate: float, written: list[float]) -> Iterator[BodyItem]
         delay = started + i / rate - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
-        yield _chunk("tok ")
+        yield _chunk(_token(i))
     yield _chunk(END_MARK)
     written.append(time.perf_counter())
     yield sse_event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
@@ -110,7 +116,7 @@ def headless(quick: bool, root: Path, env: dict[str, str]) -> list[Figure]:
             _headless(server, root, env, "-p", "read").wait(30)
             tool.append(_ms_since(started))
 
-            server.enqueue(text_reply("tok " * tokens, chunk_size=4))
+            server.enqueue(text_reply("".join(_token(i) for i in range(tokens)), chunk_size=len(_token(0))))
             started = time.perf_counter()
             _headless(server, root, env, "--json", "-p", "stream").wait(60)
             stream.append(_ms_since(started))

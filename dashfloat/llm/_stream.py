@@ -40,11 +40,13 @@ from dashfloat.llm._limits import (
     BODY_END_MAX_BYTES,
     BODY_END_WAIT_S,
     CONNECT_TIMEOUT_S,
+    DELTA_BATCH_S,
     DROPPED_TOOLS_RATIO,
     ERROR_BODY_MAX_BYTES,
     MAX_ATTEMPTS,
     MAX_REDIRECTS,
     PROBE_TIMEOUT_S,
+    READ_WAITED_S,
     RETRY_AFTER_MAX_S,
     SSE_EVENT_MAX_LINES,
     SSE_FRAME_MAX_BYTES,
@@ -394,13 +396,26 @@ class Stream:
 
     def _counted(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
         """The body's reads; before each one (it may block) the deltas of the last go out as one message,
-        so a fast stream is one message per socket read and a lone token is never held back."""
+        so a fast stream is one message per socket read and a lone token is never held back.
+
+        A read that had to wait for the network means we are at the live edge of a paced stream (one event
+        per write): then the next read comes DELTA_BATCH_S after it, so the events sent meanwhile are read,
+        parsed and sent together, not each with its own wake-up. Reads that find bytes waiting (a fast
+        stream) are never delayed."""
         reads = iter(chunks)
+        live_edge_at: float | None = None
         while True:
             self._wake_loop()
+            if live_edge_at is not None:
+                rest = live_edge_at + DELTA_BATCH_S - time.monotonic()
+                if rest > 0:
+                    self.cancelled.wait(rest)  # an abort ends the wait at once (and shuts the socket)
+            began = time.monotonic()
             chunk = next(reads, None)
             if chunk is None:
                 return
+            returned = time.monotonic()
+            live_edge_at = returned if returned - began >= READ_WAITED_S else None
             self._body_began = True
             yield chunk
 

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from dashfloat.catalogue import tools_catalogue
+from dashfloat.llm._limits import DELTA_BATCH_S
 from dashfloat.protocol import CancelStream, ContentDelta, ReasoningDelta, StreamStatus, Usage
 from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
 from tests.llm.conftest import TEST_KEY, TEST_KEY_ENV, Llm
@@ -257,3 +258,17 @@ def test_a_lone_token_is_sent_before_the_next_read(llm: Llm, server: ScriptedSer
     assert isinstance(first, ContentDelta) and first.text == "first"
     llm.channel.send(CancelStream(request_id))
     llm.collect(request_id)
+
+
+def test_a_paced_stream_is_batched_not_one_message_per_event(llm: Llm, server: ScriptedServer) -> None:
+    """DELTA_BATCH_S crossed: 60 events, each its own write 0.5 ms apart (a paced provider), come as a few
+    messages; each message holds what arrived within the batch window, in order."""
+    assert DELTA_BATCH_S > 0.0005 * 4
+    tokens = [f"t{i:02d} " for i in range(60)]
+    body: list[bytes | Pause] = []
+    for token in tokens:
+        body += [ev(chunk({"content": token})), Pause(0.0005)]
+    server.enqueue(Reply(body=[*body, ev(chunk({}, "stop")), DONE]))
+    result = llm.run(server.base_url)
+    assert result.done.content == "".join(tokens) == result.text(ContentDelta)
+    assert len(result.of(ContentDelta)) <= len(tokens) // 2
