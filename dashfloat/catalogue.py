@@ -3,7 +3,29 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Final
+from typing import Final, assert_never
+
+from dashfloat.protocol import EXEC_TIMEOUT_MAX_S as EXEC_TIMEOUT_MAX_S
+from dashfloat.protocol import READ_DEFAULT_LIMIT as READ_DEFAULT_LIMIT
+from dashfloat.protocol import READ_DEFAULT_OFFSET as READ_DEFAULT_OFFSET
+from dashfloat.protocol import READ_MAX_LIMIT as READ_MAX_LIMIT
+from dashfloat.protocol import (
+    ConfirmSubject,
+    EditFileArgs,
+    ExecuteCommandArgs,
+    ListDirectoryArgs,
+    MalformedCall,
+    ReadFileArgs,
+    RestoreConflict,
+    RewindConversation,
+    ToolArgs,
+    UndoChanges,
+    WriteFileArgs,
+)
+
+JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
+"""Any JSON value, as decoded (a schema, the model's arguments before they are parsed)."""
+JsonObject = dict[str, JsonValue]
 
 READ_FILE: Final = "read_file"
 WRITE_FILE: Final = "write_file"
@@ -12,16 +34,11 @@ EXECUTE_COMMAND: Final = "execute_command"
 LIST_DIRECTORY: Final = "list_directory"
 
 TOOL_NAMES: Final = (READ_FILE, WRITE_FILE, EDIT_FILE, EXECUTE_COMMAND, LIST_DIRECTORY)
-MUTATING_TOOLS: Final = frozenset({WRITE_FILE, EDIT_FILE, EXECUTE_COMMAND})
-EDIT_TOOLS: Final = frozenset({WRITE_FILE, EDIT_FILE})
 
-READ_DEFAULT_OFFSET: Final = 1
-READ_DEFAULT_LIMIT: Final = 2000
-READ_MAX_LIMIT: Final = 10_000
+# READ_DEFAULT_OFFSET, READ_DEFAULT_LIMIT, READ_MAX_LIMIT and EXEC_TIMEOUT_MAX_S (imported above) live beside
+# the argument Structs in protocol.py, whose defaults and bounds they are; the schemas below are built from them.
 EXEC_TIMEOUT_DEFAULT_S: Final = 30.0
 """execute_command's timeout when neither the call nor --exec-timeout names one."""
-EXEC_TIMEOUT_MAX_S: Final = 600.0
-"""The longest timeout a call may ask for (a real project's `make test`)."""
 # Bounds the model is told about: the executor enforces exactly these (it imports them from here), and the
 # descriptions below are built from them, so the text cannot disagree with what runs.
 READ_MAX_LINES: Final = 2000
@@ -37,11 +54,11 @@ def _kib(n: int) -> str:
     return f"{n // 1024} KiB"
 
 
-def _string(description: str) -> dict[str, Any]:
+def _string(description: str) -> JsonObject:
     return {"type": "string", "description": description}
 
 
-def _tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+def _tool(name: str, description: str, properties: JsonObject, required: list[JsonValue]) -> JsonObject:
     return {
         "type": "function",
         "function": {
@@ -52,7 +69,7 @@ def _tool(name: str, description: str, properties: dict[str, Any], required: lis
     }
 
 
-TOOLS: Final[list[dict[str, Any]]] = [
+TOOLS: Final[list[JsonObject]] = [
     _tool(
         READ_FILE,
         f"Read a text file as a 1-based line window (at most {READ_MAX_LINES} lines / {_kib(READ_MAX_BYTES)} "
@@ -107,11 +124,11 @@ TOOLS: Final[list[dict[str, Any]]] = [
 ]
 
 
-def tools_catalogue(exec_timeout_s: float = EXEC_TIMEOUT_DEFAULT_S) -> list[dict[str, Any]]:
+def tools_catalogue(exec_timeout_s: float = EXEC_TIMEOUT_DEFAULT_S) -> list[JsonObject]:
     """The catalogue sent to the model, its execute_command text naming the default timeout in force."""
     tools = copy.deepcopy(TOOLS)
     for tool in tools:
-        function = tool["function"]
+        function = _object(tool["function"])
         if function["name"] == EXECUTE_COMMAND:
             function["description"] = (
                 f"Run a shell command line with sh -c semantics. It is killed after {exec_timeout_s:g} s unless "
@@ -119,28 +136,81 @@ def tools_catalogue(exec_timeout_s: float = EXEC_TIMEOUT_DEFAULT_S) -> list[dict
                 f"suites. Output: the first {_kib(EXEC_OUTPUT_HEAD_BYTES)} and the last {_kib(EXEC_OUTPUT_TAIL_BYTES)} "
                 "of stdout+stderr are kept."
             )
-            function["parameters"]["properties"]["timeout"]["description"] = (
+            timeout = _object(_object(_object(function["parameters"])["properties"])["timeout"])
+            timeout["description"] = (
                 f"Seconds before the command is killed (default {exec_timeout_s:g}, maximum {EXEC_TIMEOUT_MAX_S:g})."
             )
     return tools
 
 
-SUMMARY_KEYS: Final = {
-    READ_FILE: "path",
-    WRITE_FILE: "path",
-    EDIT_FILE: "path",
-    EXECUTE_COMMAND: "command",
-    LIST_DIRECTORY: "path",
-}
+def _object(value: JsonValue) -> JsonObject:
+    """A catalogue part known to be an object (the catalogue is ours: anything else is a bug here)."""
+    assert isinstance(value, dict)
+    return value
 
 
-def summarize_call(name: str, args: dict[str, Any], width: int = 80) -> str:
+def parameter_schemas() -> dict[str, JsonObject]:
+    """Each tool's ``parameters`` schema by tool name."""
+    functions = [_object(tool["function"]) for tool in TOOLS]
+    return {str(f["name"]): _object(f["parameters"]) for f in functions}
+
+
+def call_name(call: ConfirmSubject | MalformedCall) -> str:
+    """The name a row shows for a call or a confirmation's subject: the tool's, or the restore's."""
+    match call:
+        case ReadFileArgs():
+            return READ_FILE
+        case WriteFileArgs():
+            return WRITE_FILE
+        case EditFileArgs():
+            return EDIT_FILE
+        case ExecuteCommandArgs():
+            return EXECUTE_COMMAND
+        case ListDirectoryArgs():
+            return LIST_DIRECTORY
+        case MalformedCall(name=name):
+            return name
+        case UndoChanges():
+            return "undo"
+        case RewindConversation():
+            return "rewind"
+        case RestoreConflict():
+            return "restore conflicting file"
+        case _:
+            assert_never(call)
+
+
+def mutates(args: ToolArgs) -> bool:
+    """Whether the call may change the workspace (asked for, unless a rule or mode lets it run)."""
+    match args:
+        case WriteFileArgs() | EditFileArgs() | ExecuteCommandArgs():
+            return True
+        case ReadFileArgs() | ListDirectoryArgs():
+            return False
+        case _:
+            assert_never(args)
+
+
+def _subject_text(call: ConfirmSubject | MalformedCall) -> str:
+    match call:
+        case (
+            ReadFileArgs(path=path) | WriteFileArgs(path=path) | EditFileArgs(path=path) | ListDirectoryArgs(path=path)
+        ):
+            return path
+        case ExecuteCommandArgs(command=command):
+            return command
+        case MalformedCall(arguments=arguments):
+            return arguments  # what the model wrote, since no field of it can be trusted to be there
+        case UndoChanges() | RewindConversation() | RestoreConflict():
+            return ""  # the confirmation's lines say what and where
+        case _:
+            assert_never(call)
+
+
+def summarize_call(call: ConfirmSubject | MalformedCall, width: int = 80) -> str:
     """A tool row's one-line summary: ``read_file lib/foo.py``, ``execute_command pytest -q``."""
-    key = SUMMARY_KEYS.get(name)
-    value = args.get(key) if key else None
-    if value is None and name == LIST_DIRECTORY:
-        value = "."
-    text = " ".join(str(value).split()) if value is not None else ""
+    name = call_name(call)
+    text = " ".join(_subject_text(call).split())
     if len(text) > width:
         text = text[: width - 1] + "…"
     return f"{name} {text}".rstrip()

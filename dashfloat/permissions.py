@@ -13,9 +13,19 @@ import fnmatch
 import posixpath
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Final, Literal, assert_never
+
+from dashfloat.catalogue import call_name
+from dashfloat.protocol import (
+    EditFileArgs,
+    ExecuteCommandArgs,
+    ListDirectoryArgs,
+    ReadFileArgs,
+    ToolArgs,
+    WriteFileArgs,
+)
 
 RULE_TOOLS: Final = ("execute_command", "write_file", "edit_file")
 """Tools a rule can name: the ones that ask (read_file and list_directory never do)."""
@@ -158,27 +168,29 @@ def command_scope(command: str) -> Rule | None:
     return Rule("execute_command", prefix=(words[0],))
 
 
-def no_scope_reason(name: str, args: Mapping[str, Any]) -> str:
+def no_scope_reason(args: ToolArgs) -> str:
     """Why "always allow" cannot be offered for this call (the key line says it); empty when it can."""
-    if call_scope(name, args) is not None:
+    if call_scope(args) is not None:
         return ""
-    command = args.get("command") if name == "execute_command" else None
-    if not isinstance(command, str):
+    if not isinstance(args, ExecuteCommandArgs):
         return "this tool is confirmed each time"
-    words = command_words(command)
+    words = command_words(args.command)
     if words is None:
         return "the line has shell syntax"
     return unscopable(words) or "it cannot be scoped"
 
 
-def call_scope(name: str, args: Mapping[str, Any]) -> Rule | None:
+def call_scope(args: ToolArgs) -> Rule | None:
     """What "always allow" on this call grants, or None when nothing safe can be granted."""
-    if name == "execute_command":
-        command = args.get("command")
-        return command_scope(command) if isinstance(command, str) else None
-    if name in RULE_TOOLS:
-        return Rule(name)
-    return None
+    match args:
+        case ExecuteCommandArgs(command=command):
+            return command_scope(command)
+        case WriteFileArgs() | EditFileArgs():
+            return Rule(call_name(args))
+        case ReadFileArgs() | ListDirectoryArgs():
+            return None  # never asked, so never granted
+        case _:
+            assert_never(args)
 
 
 def _segments_tokens(command: str) -> list[str]:
@@ -198,41 +210,39 @@ def _workspace_path(path: str, cwd: str) -> str:
     return normal
 
 
-def matches(rule: Rule, effect: Literal["allow", "deny"], name: str, args: Mapping[str, Any], cwd: str) -> bool:
+def matches(rule: Rule, effect: Literal["allow", "deny"], args: ToolArgs, cwd: str) -> bool:
     """Whether ``rule`` covers this call. An allow rule never covers a line with shell syntax or inline code;
     a deny rule covers its prefix wherever it appears as a command's words, so ``ls; rm x`` is denied by ``rm``."""
-    if rule.tool != name:
+    if rule.tool != call_name(args):
         return False
-    if name == "execute_command":
-        command = args.get("command")
-        if not isinstance(command, str):
-            return effect == "deny"
-        if not rule.prefix:
-            return effect == "deny"
-        if effect == "allow":
-            words = command_words(command)
-            return words is not None and unscopable(words) is None and tuple(words[: len(rule.prefix)]) == rule.prefix
-        tokens = _segments_tokens(command)
-        head, rest = posixpath.basename(rule.prefix[0]), list(rule.prefix[1:])
-        return any(
-            posixpath.basename(tok) == head and tokens[i + 1 : i + 1 + len(rest)] == rest
-            for i, tok in enumerate(tokens)
-        )
-    if rule.pattern is None:
-        return True
-    path = args.get("path")
-    if not isinstance(path, str):
-        return effect == "deny"
-    return fnmatch.fnmatchcase(_workspace_path(path, cwd), rule.pattern)
+    match args:
+        case ExecuteCommandArgs(command=command):
+            if not rule.prefix:
+                return effect == "deny"
+            if effect == "allow":
+                words = command_words(command)
+                return (
+                    words is not None and unscopable(words) is None and tuple(words[: len(rule.prefix)]) == rule.prefix
+                )
+            tokens = _segments_tokens(command)
+            head, rest = posixpath.basename(rule.prefix[0]), list(rule.prefix[1:])
+            return any(
+                posixpath.basename(tok) == head and tokens[i + 1 : i + 1 + len(rest)] == rest
+                for i, tok in enumerate(tokens)
+            )
+        case (
+            WriteFileArgs(path=path) | EditFileArgs(path=path) | ReadFileArgs(path=path) | ListDirectoryArgs(path=path)
+        ):
+            return rule.pattern is None or fnmatch.fnmatchcase(_workspace_path(path, cwd), rule.pattern)
+        case _:
+            assert_never(args)
 
 
-def verdict(
-    rules: Iterable[SourcedRule], name: str, args: Mapping[str, Any], cwd: str
-) -> tuple[Verdict, SourcedRule | None]:
+def verdict(rules: Iterable[SourcedRule], args: ToolArgs, cwd: str) -> tuple[Verdict, SourcedRule | None]:
     """Deny wins over allow; no matching rule: ask. The rule that decided comes back to be named."""
     allowed: SourcedRule | None = None
     for sourced in rules:
-        if matches(sourced.rule, sourced.effect, name, args, cwd):
+        if matches(sourced.rule, sourced.effect, args, cwd):
             if sourced.effect == "deny":
                 return "deny", sourced
             allowed = allowed or sourced

@@ -8,7 +8,7 @@ events are nouns or past tense. Long work is keyed by an id and always ends in o
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, assert_never
+from typing import Annotated, Any, Final, Literal, assert_never
 
 import msgspec
 
@@ -133,12 +133,100 @@ class ChatMessage(msgspec.Struct, frozen=True, omit_defaults=True):
     tool_call_id: str | None = None
 
 
+# ---------------------------------------------------------------- tool arguments (docs/tools.md)
+#
+# The model's JSON arguments become one of these where the call is assembled (``dashfloat.tool_args``), after
+# the checks whose error texts the model reads; everything after that takes the Struct. The constraints below
+# repeat those checks, so a decoder on any pipe refuses what the parser never builds.
+
+READ_DEFAULT_OFFSET: Final = 1
+READ_DEFAULT_LIMIT: Final = 2000
+READ_MAX_LIMIT: Final = 10_000
+EXEC_TIMEOUT_MAX_S: Final = 600.0
+"""The longest timeout a call may ask for (a real project's `make test`)."""
+
+
+class ToolArgsBase(msgspec.Struct, frozen=True, tag_field="tool", omit_defaults=True, forbid_unknown_fields=True):
+    """Base of every tool's arguments (the tag is the tool's name)."""
+
+
+class ReadFileArgs(ToolArgsBase, frozen=True, tag="read_file"):
+    """read_file: the 1-based line window ``offset`` .. ``offset + limit - 1`` of ``path``."""
+
+    path: str
+    offset: Annotated[int, msgspec.Meta(ge=1)] = READ_DEFAULT_OFFSET
+    limit: Annotated[int, msgspec.Meta(ge=1, le=READ_MAX_LIMIT)] = READ_DEFAULT_LIMIT
+
+
+class WriteFileArgs(ToolArgsBase, frozen=True, tag="write_file"):
+    """write_file: ``content`` becomes the whole of ``path``."""
+
+    path: str
+    content: str
+
+
+class EditFileArgs(ToolArgsBase, frozen=True, tag="edit_file"):
+    """edit_file: the one occurrence of ``search_block`` in ``path`` becomes ``replace_block`` (never equal)."""
+
+    path: str
+    search_block: Annotated[str, msgspec.Meta(min_length=1)]
+    replace_block: str
+
+
+class ExecuteCommandArgs(ToolArgsBase, frozen=True, tag="execute_command"):
+    """execute_command: ``command`` run by ``sh -c`` in ``cwd``; ``timeout`` None: the session's default."""
+
+    command: str
+    cwd: str = "."
+    timeout: Annotated[float, msgspec.Meta(ge=1, le=EXEC_TIMEOUT_MAX_S)] | None = None
+
+
+class ListDirectoryArgs(ToolArgsBase, frozen=True, tag="list_directory"):
+    """list_directory: the entries of ``path``."""
+
+    path: str = "."
+
+
+ToolArgs = ReadFileArgs | WriteFileArgs | EditFileArgs | ExecuteCommandArgs | ListDirectoryArgs
+
+
+class MalformedCall(ToolArgsBase, frozen=True, tag="malformed"):
+    """A call that did not parse (its error went to the model): the name and arguments as the model wrote them."""
+
+    name: str
+    arguments: str
+
+
+class UndoChanges(ToolArgsBase, frozen=True, tag="undo"):
+    """/undo: revert the changes of ``turns``."""
+
+    turns: list[int]
+
+
+class RewindConversation(ToolArgsBase, frozen=True, tag="rewind"):
+    """/rewind: go back to just before prompt ``prompt``."""
+
+    prompt: int
+
+
+class RestoreConflict(ToolArgsBase, frozen=True, tag="restore_conflict"):
+    """An undo or rewind would overwrite ``path``, which changed since DashFloat wrote it."""
+
+    path: str
+
+
+ConfirmSubject = ToolArgs | UndoChanges | RewindConversation | RestoreConflict
+"""What a confirmation asks about: a tool call, or a restore the user started."""
+
+
 class AssembledCall(msgspec.Struct, frozen=True):
-    """A tool call assembled from stream deltas; ``error`` says why it cannot run."""
+    """A tool call assembled from stream deltas: ``args`` when it parsed, else ``error`` says why it cannot run."""
 
     id: str
     name: str
-    args: dict[str, Any] | None
+    arguments: str
+    """The arguments as sent back to the provider (canonical JSON; ``{}`` when they were no JSON object)."""
+    args: ToolArgs | None = None
     error: str | None = None
 
 
@@ -613,11 +701,10 @@ class PhaseChanged(Message, frozen=True):
 
 
 class ToolCallShown(Message, frozen=True):
-    """A tool row: the model called ``name`` with ``args``."""
+    """A tool row: the model's call ``id`` with its ``args`` (a malformed call as the model wrote it)."""
 
     id: str
-    name: str
-    args: dict[str, Any]
+    args: ToolArgs | MalformedCall
 
 
 class ToolResultShown(Message, frozen=True):
@@ -642,8 +729,7 @@ class ConfirmRequested(Message, frozen=True):
 
     ref: int
     id: str
-    name: str
-    args: dict[str, Any]
+    subject: ConfirmSubject
     lines: list[str]
     summary: str = ""
     """``+N −M`` of an edit, the size of a write, or ``in CWD`` for a command: always on screen."""
@@ -855,8 +941,7 @@ class PreviewTool(Message, frozen=True):
     """Build the confirmation preview of a mutation; replies PreviewReady."""
 
     call_id: str
-    name: str
-    args: dict[str, Any]
+    args: ToolArgs
 
 
 class RunTool(Message, frozen=True):
@@ -867,8 +952,7 @@ class RunTool(Message, frozen=True):
     """
 
     call_id: str
-    name: str
-    args: dict[str, Any]
+    args: ToolArgs
     expect_digest: str | None = None
     sandbox: SandboxPolicy = msgspec.field(default_factory=SandboxPolicy)
     checkpoint_store: str = ""

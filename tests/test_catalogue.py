@@ -8,7 +8,8 @@ from dashfloat.executor._limits import EXEC_OUTPUT_HEAD_BYTES, EXEC_OUTPUT_TAIL_
 
 
 def descriptions(exec_timeout_s: float) -> dict[str, str]:
-    return {t["function"]["name"]: t["function"]["description"] for t in catalogue.tools_catalogue(exec_timeout_s)}
+    functions = [t["function"] for t in catalogue.tools_catalogue(exec_timeout_s)]
+    return {str(f["name"]): str(f["description"]) for f in functions if isinstance(f, dict)}
 
 
 def test_the_text_states_the_bounds_in_force() -> None:

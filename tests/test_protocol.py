@@ -33,12 +33,12 @@ json_values = st.recursive(
 def strategy(t: mi.Type) -> st.SearchStrategy[Any]:
     """A hypothesis strategy for any type msgspec can describe (the protocol's own vocabulary)."""
     match t:
-        case mi.IntType():
-            return st.integers(-(2**63), 2**63 - 1)
-        case mi.FloatType():
-            return st.floats(allow_nan=False, allow_infinity=False)
-        case mi.StrType():
-            return st.text(max_size=30)
+        case mi.IntType(ge=ge, le=le):  # the constraints a decoder checks (the tool arguments' bounds)
+            return st.integers(-(2**63) if ge is None else ge, 2**63 - 1 if le is None else le)
+        case mi.FloatType(ge=ge, le=le):
+            return st.floats(ge, le, allow_nan=False, allow_infinity=False)
+        case mi.StrType(min_length=min_length):
+            return st.text(min_size=min_length or 0, max_size=30)
         case mi.BoolType():
             return st.booleans()
         case mi.NoneType():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Protocol, assert_never
+from typing import Final, Literal, Protocol, assert_never
 
 import msgspec
 
@@ -21,7 +21,7 @@ from dashfloat.agent._prompt import system_message
 from dashfloat.agent._restore import RestoreFlow
 from dashfloat.agent._resumed import Resumed
 from dashfloat.agent._summary import result_excerpt, result_status
-from dashfloat.catalogue import EDIT_TOOLS, EXECUTE_COMMAND, MUTATING_TOOLS
+from dashfloat.catalogue import JsonValue, call_name, mutates
 from dashfloat.permissions import SourcedRule, call_scope, no_scope_reason, read_only_command, verdict
 from dashfloat.protocol import (
     AgentReady,
@@ -44,7 +44,9 @@ from dashfloat.protocol import (
     ConversationEntry,
     DecideConfirmation,
     DiscoverWindow,
+    EditFileArgs,
     EditFileResult,
+    ExecuteCommandArgs,
     ExecutorToAgent,
     FindPaths,
     FrameRejected,
@@ -54,6 +56,7 @@ from dashfloat.protocol import (
     ListPrompts,
     ListSessions,
     LlmToAgent,
+    MalformedCall,
     Message,
     PathsFound,
     Phase,
@@ -93,6 +96,7 @@ from dashfloat.protocol import (
     SubmitPrompt,
     SystemEntry,
     TokenReceived,
+    ToolArgs,
     ToolCallRecord,
     ToolCallShown,
     ToolCancelled,
@@ -111,9 +115,11 @@ from dashfloat.protocol import (
     UserPromptShown,
     WindowFound,
     WindowSource,
+    WriteFileArgs,
     WriteFileResult,
     result_json,
 )
+from dashfloat.tool_args import parse_args
 
 MAX_EPISODES_PER_TURN: Final = 50
 EMPTY_ANSWER_SUSPECT_PERCENT: Final = 50
@@ -232,8 +238,22 @@ class MemoryJournal:
 
 
 def _canonical(call: AssembledCall) -> ToolCallRecord:
-    arguments = msgspec.json.encode(call.args if call.args is not None else {}).decode()
-    return ToolCallRecord(id=call.id, function=FunctionCall(name=call.name or "unknown", arguments=arguments))
+    return ToolCallRecord(id=call.id, function=FunctionCall(name=call.name or "unknown", arguments=call.arguments))
+
+
+def _shown(call: AssembledCall) -> ToolArgs | MalformedCall:
+    """What a tool row shows of ``call``: its arguments, or what the model wrote when they did not parse."""
+    return call.args if call.args is not None else MalformedCall(name=call.name, arguments=call.arguments)
+
+
+def _replayed(record: ToolCallRecord) -> ToolArgs | MalformedCall:
+    """A saved call's row: its arguments parsed again (as they were when it ran) or shown as written."""
+    try:
+        raw: JsonValue = msgspec.json.decode(record.function.arguments)
+    except (msgspec.DecodeError, RecursionError):
+        raw = None
+    parsed = parse_args(record.function.name, raw)
+    return MalformedCall(record.function.name, record.function.arguments) if isinstance(parsed, str) else parsed
 
 
 def tool_message(reply: ToolReply) -> ChatMessage:
@@ -436,17 +456,7 @@ class AgentCore:
                 if message.content:
                     self._ui(TokenReceived(text=message.content))
                 for record in message.tool_calls or []:
-                    try:
-                        args = msgspec.json.decode(record.function.arguments)
-                    except msgspec.DecodeError:
-                        args = {}
-                    self._ui(
-                        ToolCallShown(
-                            id=record.id,
-                            name=record.function.name,
-                            args=args if isinstance(args, dict) else {},
-                        )
-                    )
+                    self._ui(ToolCallShown(id=record.id, args=_replayed(record)))
         self._ui(PhaseChanged(phase="idle"))
 
     # ------------------------------------------------------------ UI -> agent
@@ -592,8 +602,9 @@ class AgentCore:
             attaching.next += 1
             self.mentions_read += 1
             call_id = f"mention-{self.mentions_read}"
-            name, args = mentions.read_call(path)
-            self._ui(ToolCallShown(id=call_id, name=name, args=args))
+            args = mentions.read_call(path)
+            name = call_name(args)
+            self._ui(ToolCallShown(id=call_id, args=args))
             if attaching.budget <= 0:
                 limit = mentions.MENTIONS_ATTACHED_MAX_BYTES
                 reason = f"not read: this prompt's attachments reached their bound of {limit} bytes"
@@ -601,7 +612,7 @@ class AgentCore:
                 attaching.parts.append(mentions.not_attached(path, reason).text)
                 continue
             attaching.call = (call_id, name, path)
-            self.outbox.append(("executor", RunTool(call_id=call_id, name=name, args=args)))
+            self.outbox.append(("executor", RunTool(call_id=call_id, args=args)))
             return
         self.attaching = None
         self.waiting = "nothing"
@@ -633,11 +644,11 @@ class AgentCore:
         self.user_command = (call_id, command)
         self.waiting = "user_command"
         self._set_phase("running")
-        self._ui(ToolCallShown(id=call_id, name=EXECUTE_COMMAND, args={"command": command}))
+        args = ExecuteCommandArgs(command=command)
+        self._ui(ToolCallShown(id=call_id, args=args))
         # Typed by a person: the network as for a command approved with a key.
         policy = SandboxPolicy(mode="workspace-write", network=True)
-        args = {"command": command}
-        run = RunTool(call_id=call_id, name=EXECUTE_COMMAND, args=args, sandbox=policy)
+        run = RunTool(call_id=call_id, args=args, sandbox=policy)
         self.outbox.append(("executor", run))
 
     def _user_command_done(self, result: ToolResult) -> None:
@@ -645,7 +656,7 @@ class AgentCore:
         call_id, command = self.user_command
         self.user_command = None
         self.waiting = "nothing"
-        self._show_result(call_id, EXECUTE_COMMAND, result)
+        self._show_result(call_id, "execute_command", result)
         status: str = result_status(result)
         output = ""
         match result:
@@ -1177,65 +1188,68 @@ class AgentCore:
         """Handle calls in order until one needs to wait; then, or when all are done, move on."""
         while self.next_call < len(self.calls):
             call = self._current()
-            self._ui(ToolCallShown(id=call.id, name=call.name, args=call.args or {}))
+            self._ui(ToolCallShown(id=call.id, args=_shown(call)))
             if self.stop_result is not None:
                 self._finish_call(self.stop_result)
-            elif call.error is not None:
-                self._finish_call(ToolFailed(error=call.error))
-            elif call.name not in MUTATING_TOOLS:
+            elif call.args is None:
+                self._finish_call(ToolFailed(error=call.error or "the call's arguments did not parse"))
+            elif not mutates(call.args):
                 self._run(None, by_keypress=False)
                 return
             else:
-                args = call.args or {}
-                permit, rule = verdict(self._all_rules(), call.name, args, self.cwd)
-                safe_line = self._read_only_line(call)
+                args = call.args
+                permit, rule = verdict(self._all_rules(), args, self.cwd)
+                safe_line = self._read_only_line(args)
                 if permit == "deny":
                     assert rule is not None
                     error = f"denied by the rule {rule.rule.text()} ({rule.source}): do not retry it; ask the user"
                     self._finish_call(ToolFailed(error=error))
                 elif safe_line is not None:
-                    self._run(None, by_keypress=False, args={**args, "command": safe_line}, read_only=True)
+                    assert isinstance(args, ExecuteCommandArgs)
+                    self._run(
+                        None, by_keypress=False, args=msgspec.structs.replace(args, command=safe_line), read_only=True
+                    )
                     return
                 elif self.approval == "plan":
                     self._finish_call(ToolFailed(error=PLAN_REFUSAL))
-                elif permit == "allow" or self._auto_approved(call.name):
+                elif permit == "allow" or self._auto_approved(args):
                     approver: tuple[Approver, str] = (
                         ("rule", rule.rule.text()) if rule is not None else ("flag", f"--approve {self.approval}")
                     )
-                    if call.name == "execute_command":
-                        self._expect_change(call, approver, f"$ {args.get('command', '')}", [])
+                    if isinstance(args, ExecuteCommandArgs):
+                        self._expect_change(call, approver, f"$ {args.command}", [])
                         self._run(None, by_keypress=False)
                     else:  # previewed for the record (and its digest): what is recorded is what lands
                         self.auto_approval = approver
                         self.waiting = "preview"
-                        self.outbox.append(("executor", PreviewTool(call_id=call.id, name=call.name, args=args)))
+                        self.outbox.append(("executor", PreviewTool(call_id=call.id, args=args)))
                     return
                 else:
                     self.waiting = "preview"
-                    self.outbox.append(("executor", PreviewTool(call_id=call.id, name=call.name, args=args)))
+                    self.outbox.append(("executor", PreviewTool(call_id=call.id, args=args)))
                     return
         self._after_calls()
 
-    def _read_only_line(self, call: AssembledCall) -> str | None:
+    def _read_only_line(self, args: ToolArgs) -> str | None:
         """The neutralised line of a read-only command that runs unasked, else None."""
-        if not self.read_only_commands or call.name != "execute_command" or not call.args:
+        if not self.read_only_commands or not isinstance(args, ExecuteCommandArgs):
             return None
         if self.sandbox.mode == "off":
             return None  # unconfined, a workspace symlink lets `cat notes` read ~/.ssh: such a line asks
-        command, cwd = call.args.get("command"), call.args.get("cwd", ".")
-        if not isinstance(command, str) or cwd not in (".", "", "./"):
+        if args.cwd not in (".", "", "./"):
             return None  # another cwd: asked, like any command (its path is the executor's to check)
-        return read_only_command(command)
+        return read_only_command(args.command)
 
-    def _auto_approved(self, name: str) -> bool:
+    def _auto_approved(self, args: ToolArgs) -> bool:
         if self.approval == "all":
             return True
-        return self.approval == "edits" and name in EDIT_TOOLS
+        return self.approval == "edits" and isinstance(args, WriteFileArgs | EditFileArgs)
 
     def _run(
-        self, digest: str | None, by_keypress: bool, args: dict[str, Any] | None = None, read_only: bool = False
+        self, digest: str | None, by_keypress: bool, args: ToolArgs | None = None, read_only: bool = False
     ) -> None:
         call = self._current()
+        assert call.args is not None  # a call whose arguments did not parse never runs
         self.waiting = "tool"
         self._set_phase("running")
         # Network only for a command a person just approved, unless the session enabled it (--network); a
@@ -1248,8 +1262,7 @@ class AgentCore:
         )
         run = RunTool(
             call_id=call.id,
-            name=call.name,
-            args=args if args is not None else call.args or {},
+            args=args if args is not None else call.args,
             expect_digest=digest,
             sandbox=policy,
             checkpoint_store=self.journal.checkpoint_store,
@@ -1412,6 +1425,7 @@ class AgentCore:
                     self._advance()
                     return
                 call = self._current()
+                assert call.args is not None  # only a parsed call is previewed
                 if self.auto_approval is not None:
                     approver, self.auto_approval = self.auto_approval, None
                     self._expect_change(call, approver, message.summary, message.lines)
@@ -1422,18 +1436,17 @@ class AgentCore:
                 self.preview_digest = message.digest
                 self.waiting = "confirm"
                 self._set_phase("confirming")
-                scope = call_scope(call.name, call.args or {})
+                scope = call_scope(call.args)
                 self._ui(
                     ConfirmRequested(
                         ref=self.confirm_ref,
                         id=call.id,
-                        name=call.name,
-                        args=call.args or {},
+                        subject=call.args,
                         lines=message.lines,
                         summary=message.summary,
                         full=message.full,
                         scope=scope.text() if scope is not None else "",
-                        no_scope=no_scope_reason(call.name, call.args or {}),
+                        no_scope=no_scope_reason(call.args),
                     )
                 )
             case ToolFinished(call_id=call_id, result=result) if (
@@ -1476,15 +1489,15 @@ class AgentCore:
     def _expect_change(
         self, call: AssembledCall, approver: tuple[Approver, str], summary: str, diff: list[str]
     ) -> None:
-        path = (call.args or {}).get("path", "")
+        args = call.args
         self.change = ChangeRecorded(
             id=call.id,
             name=call.name,
-            path=path if isinstance(path, str) else "",
+            path=args.path if isinstance(args, WriteFileArgs | EditFileArgs) else "",
             summary=summary,
             approved_by=approver[0],
             rule=approver[1],
-            diff=diff if approver[0] != "keypress" or call.name != "execute_command" else [],
+            diff=diff if approver[0] != "keypress" or not isinstance(args, ExecuteCommandArgs) else [],
         )
 
     def _pending_ref(self) -> str:
@@ -1500,16 +1513,17 @@ class AgentCore:
             self.log.append(f"ignored decision {decision!r} for confirmation {ref}: pending is {self._pending_ref()}")
             return
         call = self._current()
+        assert call.args is not None  # only a parsed call is confirmed
         if decision in ("approve", "approve_always"):
             summary = self.preview_summary
-            if call.name == "execute_command":
-                summary = f"$ {(call.args or {}).get('command', '')}"
+            if isinstance(call.args, ExecuteCommandArgs):
+                summary = f"$ {call.args.command}"
             self._expect_change(call, ("keypress", ""), summary, self.preview_lines)
         match decision:
             case "approve":
                 self._run(self.preview_digest, by_keypress=True)
             case "approve_always":
-                scope = call_scope(call.name, call.args or {})
+                scope = call_scope(call.args)
                 if scope is not None:  # the UI offers no "always" without a scope; a stray one approves once
                     self.session_rules.append(SourcedRule(scope, "allow", "session"))
                     text = f"{scope.text()} runs without asking for the rest of this session (/permissions to revoke)"

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Final, assert_never
+from typing import Final, assert_never
 
-from dashfloat.catalogue import LIST_DIRECTORY, READ_FILE
 from dashfloat.mentions import find_mentions
 from dashfloat.protocol import (
     CommandExited,
     CommandTimedOut,
     EditFileResult,
+    ListDirectoryArgs,
     ListDirectoryResult,
+    ReadFileArgs,
     ReadFileResult,
     ToolCancelled,
     ToolFailed,
@@ -46,9 +47,9 @@ def mentioned(text: str) -> Mentioned:
     return Mentioned(distinct[:MENTIONS_MAX_PER_PROMPT], max(0, len(distinct) - MENTIONS_MAX_PER_PROMPT))
 
 
-def read_call(path: str) -> tuple[str, dict[str, Any]]:
+def read_call(path: str) -> ReadFileArgs | ListDirectoryArgs:
     """The tool call that reads a mention: list_directory for ``dir/``, read_file otherwise."""
-    return (LIST_DIRECTORY if path.endswith("/") else READ_FILE), {"path": path}
+    return ListDirectoryArgs(path=path) if path.endswith("/") else ReadFileArgs(path=path)
 
 
 def _fence(content: str) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from dashfloat.agent.undo import Plan, describe_commands
+from dashfloat.catalogue import call_name
 from dashfloat.protocol import (
     ApplyRestore,
     ConfirmRequested,
@@ -18,20 +19,20 @@ from dashfloat.protocol import (
     Message,
     PreviewRestore,
     RestoreApplied,
+    RestoreConflict,
     RestoreEnded,
     RestoreFile,
     RestoreOutcome,
     RestorePreview,
     RestorePreviewed,
+    RewindConversation,
     SystemEntry,
+    UndoChanges,
 )
 
 Step = Literal["start", "previewing", "confirm", "conflict", "applying", "done"]
 Out = list[tuple[Literal["ui", "executor"], Message]]
 
-RESTORE_TOOL = "undo"
-REWIND_TOOL = "rewind"
-CONFLICT_TOOL = "restore conflicting file"
 RESTORE_NO_SCOPE = "a restore is confirmed each time"
 PROMPT_EXCERPT_MAX_CHARS = 60
 
@@ -156,12 +157,12 @@ class RestoreFlow:
             lines.append(
                 f"the conversation goes back to just before prompt {self.first_turn}; its text returns to the input"
             )
-        name = RESTORE_TOOL if self.text is None else REWIND_TOOL
-        args: dict[str, object] = {"prompt": self.first_turn}
+        subject: UndoChanges | RewindConversation = RewindConversation(prompt=self.first_turn)
         if self.text is None:
-            args = {"turns": list(self.plan.turns)}
+            subject = UndoChanges(turns=list(self.plan.turns))
+        name = call_name(subject)
         message = ConfirmRequested(
-            ref=self.ref, id=f"{name}-{self.ref}", name=name, args=args, lines=lines, no_scope=RESTORE_NO_SCOPE
+            ref=self.ref, id=f"{name}-{self.ref}", subject=subject, lines=lines, no_scope=RESTORE_NO_SCOPE
         )
         return [("ui", message)]
 
@@ -186,8 +187,7 @@ class RestoreFlow:
         message = ConfirmRequested(
             ref=self.ref,
             id=f"conflict-{self.ref}",
-            name=CONFLICT_TOOL,
-            args={"path": file.path},
+            subject=RestoreConflict(path=file.path),
             lines=lines,
             no_scope=RESTORE_NO_SCOPE,
         )

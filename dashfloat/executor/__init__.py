@@ -17,8 +17,7 @@ from dashfloat.executor._limits import (
 )
 from dashfloat.executor._sandbox import detect as detect_sandbox
 from dashfloat.executor._serve import serve
-from dashfloat.executor._tools import PREVIEW_MAX_LINE_CHARS, Preview, preview, run_tool
-from dashfloat.executor._validate import validate
+from dashfloat.executor._tools import PREVIEW_MAX_LINE_CHARS, Preview, preview, preview_call, run, run_tool
 from dashfloat.executor.path_policy import BadPath, PathError, PathEscape, resolve
 
 __all__ = [
@@ -44,9 +43,10 @@ __all__ = [
     "digest_of",
     "locate",
     "preview",
+    "preview_call",
     "resolve",
+    "run",
     "run_command",
     "run_tool",
     "serve",
-    "validate",
 ]

@@ -19,16 +19,21 @@ import stat
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
-from dashfloat.catalogue import EDIT_TOOLS
 from dashfloat.executor._errors import ToolError
 from dashfloat.executor._files import ABSENT_DIGEST, _digest_at, _open_regular, _stat_at
 from dashfloat.executor._limits import CHECKPOINT_FILE_MAX_BYTES, CHECKPOINT_STORE_MAX_BYTES, EXEC_TIMEOUT_S
-from dashfloat.executor._tools import as_root, run_tool
-from dashfloat.executor._validate import validate
+from dashfloat.executor._tools import as_root, run
 from dashfloat.executor.path_policy import PathError, Root
-from dashfloat.protocol import Checkpoint, EditFileResult, ToolResult, WriteFileResult
+from dashfloat.protocol import (
+    Checkpoint,
+    EditFileArgs,
+    EditFileResult,
+    ToolArgs,
+    ToolResult,
+    WriteFileArgs,
+    WriteFileResult,
+)
 
 OBJECTS_DIRNAME = "objects"
 _DIGEST_RE = re.compile(r"[0-9a-f]{64}")
@@ -343,8 +348,7 @@ class Checkpointed:
 
 
 def run_checkpointed(
-    name: str,
-    args: Any,
+    args: ToolArgs,
     root: Root | str,
     store_dir: str,
     exec_timeout_s: float = EXEC_TIMEOUT_S,
@@ -352,22 +356,21 @@ def run_checkpointed(
 ) -> Checkpointed:
     """Run a file tool; a write/edit keeps its target's pre-image first and must still find those bytes."""
     with as_root(root) as fixed:
-        return _run_checkpointed(name, args, fixed, store_dir, exec_timeout_s, expect_digest)
+        return _run_checkpointed(args, fixed, store_dir, exec_timeout_s, expect_digest)
 
 
 def _run_checkpointed(
-    name: str, args: Any, root: Root, store_dir: str, exec_timeout_s: float, expect_digest: str | None
+    args: ToolArgs, root: Root, store_dir: str, exec_timeout_s: float, expect_digest: str | None
 ) -> Checkpointed:
-    valid = validate(name, args)
-    if name not in EDIT_TOOLS or not store_dir or isinstance(valid, str):
-        return Checkpointed(run_tool(name, args, root, exec_timeout_s, expect_digest))
-    pre = take_pre_image(root, valid["path"], store_for(store_dir), background=True)
+    if not isinstance(args, WriteFileArgs | EditFileArgs) or not store_dir:
+        return Checkpointed(run(args, root, exec_timeout_s, expect_digest))
+    pre = take_pre_image(root, args.path, store_for(store_dir), background=True)
     if pre is None:
-        return Checkpointed(run_tool(name, args, root, exec_timeout_s, expect_digest))
+        return Checkpointed(run(args, root, exec_timeout_s, expect_digest))
     # The mutation must change exactly the bytes the pre-image was taken of (the preview's, when approved).
     expect = expect_digest if expect_digest is not None else pre.expect
     try:
-        result = run_tool(name, args, root, exec_timeout_s, expect)
+        result = run(args, root, exec_timeout_s, expect)
     finally:
         pre.finish()  # the object is on disk before the result that names it leaves the executor
     if not isinstance(result, WriteFileResult | EditFileResult):

@@ -12,7 +12,7 @@ from multiprocessing.connection import Connection
 from typing import assert_never
 
 from dashfloat import procutil
-from dashfloat.catalogue import EXECUTE_COMMAND, MUTATING_TOOLS
+from dashfloat.catalogue import mutates
 from dashfloat.channel import Channel, PeerDied, ProtocolError
 from dashfloat.executor import _changes
 from dashfloat.executor._capture import LiveTail
@@ -23,8 +23,7 @@ from dashfloat.executor._limits import PATH_CANDIDATES_MAX, PATH_QUERY_MAX_CHARS
 from dashfloat.executor._path_index import PathIndex, build_index, find_paths, stale
 from dashfloat.executor._restore import apply_restore, preview_restore
 from dashfloat.executor._sandbox import Sandbox
-from dashfloat.executor._tools import failure_message, preview, start_command
-from dashfloat.executor._validate import validate
+from dashfloat.executor._tools import failure_message, preview_call, start_command
 from dashfloat.executor.path_policy import PathError, Root
 from dashfloat.protocol import (
     AgentToExecutor,
@@ -32,6 +31,7 @@ from dashfloat.protocol import (
     CancelTool,
     CommandOutput,
     CommandStarted,
+    ExecuteCommandArgs,
     ExecutorToAgent,
     FindPaths,
     FrameRejected,
@@ -107,8 +107,8 @@ class _Server:
         match message:
             case None:
                 pass
-            case PreviewTool(call_id=call_id, name=name, args=args):
-                p = preview(name, args, self.root, self.sandbox.state)
+            case PreviewTool(call_id=call_id, args=args):
+                p = preview_call(args, self.root, self.sandbox.state)
                 self.send(
                     PreviewReady(
                         call_id=call_id, lines=p.lines, digest=p.digest, error=p.error, summary=p.summary, full=p.full
@@ -152,29 +152,21 @@ class _Server:
         return PathsFound(message.ref, message.query, paths, notice=index.notice)
 
     def run_tool(self, message: RunTool) -> None:
-        if message.name in MUTATING_TOOLS:
+        args = message.args
+        if mutates(args):
             self.index = None  # what it writes or runs may add or remove files: the next mention lists afresh
-        if message.name != EXECUTE_COMMAND:
+        if not isinstance(args, ExecuteCommandArgs):
             done = run_checkpointed(
-                message.name,
-                message.args,
-                self.root,
-                message.checkpoint_store,
-                self.exec_timeout_s,
-                message.expect_digest,
+                args, self.root, message.checkpoint_store, self.exec_timeout_s, message.expect_digest
             )
             self.send(ToolFinished(message.call_id, done.result, checkpoint=done.checkpoint, notice=done.notice))
-            return
-        valid = validate(message.name, message.args)
-        if isinstance(valid, str):
-            self.send(ToolFinished(message.call_id, error_result(valid)))
             return
         # What the command changes is told by comparing the workspace before and after it (bounded).
         self.before_command = _changes.snapshot(self.root) if message.checkpoint_store else None
         try:
-            command = start_command(valid, self.root, self.exec_timeout_s, self.sandbox, message.sandbox)
+            command = start_command(args, self.root, self.exec_timeout_s, self.sandbox, message.sandbox)
         except Exception as exc:
-            self.send(ToolFinished(message.call_id, error_result(failure_message(exc, message.name, valid))))
+            self.send(ToolFinished(message.call_id, error_result(failure_message(exc, args))))
             return
         self.running = (message.call_id, command)
         command.live = LiveTail()

@@ -1,4 +1,4 @@
-"""The in-process entry points: validate, then run a tool or build its preview; failures become results."""
+"""The in-process entry points: run a tool or build its preview from its typed arguments; failures become results."""
 
 from __future__ import annotations
 
@@ -8,17 +8,27 @@ import os
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import assert_never
 
-from dashfloat.catalogue import EDIT_FILE, EXECUTE_COMMAND, LIST_DIRECTORY, READ_FILE, WRITE_FILE
+from dashfloat.catalogue import call_name
 from dashfloat.executor import _files
 from dashfloat.executor._errors import ToolError, error_result, os_message
 from dashfloat.executor._exec import Command
 from dashfloat.executor._limits import EDIT_MAX_FILE_BYTES, EXEC_TIMEOUT_S, PREVIEW_FULL_MAX_BYTES, PREVIEW_MAX_LINES
 from dashfloat.executor._sandbox import Sandbox, describe
-from dashfloat.executor._validate import validate
 from dashfloat.executor.path_policy import PathError, Root
-from dashfloat.protocol import SandboxPolicy, SandboxState, ToolResult
+from dashfloat.protocol import (
+    EditFileArgs,
+    ExecuteCommandArgs,
+    ListDirectoryArgs,
+    ReadFileArgs,
+    SandboxPolicy,
+    SandboxState,
+    ToolArgs,
+    ToolResult,
+    WriteFileArgs,
+)
+from dashfloat.tool_args import parse_args
 
 # A preview line longer than this is cut: a one-line minified file must not flood the confirmation.
 PREVIEW_MAX_LINE_CHARS = 400
@@ -46,14 +56,14 @@ def full_text(lines: list[str]) -> str:
     return f"{kept}\n[… {rest} more bytes of the preview not shown (cap {PREVIEW_FULL_MAX_BYTES} bytes)]"
 
 
-def failure_message(exc: Exception, name: str, args: dict[str, Any]) -> str:
+def failure_message(exc: Exception, args: ToolArgs) -> str:
     match exc:
         case ToolError() | PathError():
             return str(exc)
         case OSError():
-            return os_message(exc, str(args.get("path", args.get("cwd", ""))))
+            return os_message(exc, args.cwd if isinstance(args, ExecuteCommandArgs) else args.path)
         case _:
-            return f"internal error in {name}: {type(exc).__name__}: {exc}"
+            return f"internal error in {call_name(args)}: {type(exc).__name__}: {exc}"
 
 
 @contextlib.contextmanager
@@ -69,34 +79,34 @@ def as_root(root: Root | str) -> Iterator[Root]:
         fixed.close()
 
 
-def command_cwd(args: dict[str, Any], root: Root) -> str:
+def command_cwd(args: ExecuteCommandArgs, root: Root) -> str:
     """The resolved, existing directory execute_command runs in."""
-    rel = root.locate(args["cwd"])
-    fd = root.open(rel, os.O_PATH, path=args["cwd"])
+    rel = root.locate(args.cwd)
+    fd = root.open(rel, os.O_PATH, path=args.cwd)
     try:
         is_dir = stat.S_ISDIR(os.fstat(fd).st_mode)
     finally:
         os.close(fd)
     if not is_dir:
-        raise ToolError(f"cwd is not an existing directory: {args['cwd']}")
+        raise ToolError(f"cwd is not an existing directory: {args.cwd}")
     return root.real(rel)
 
 
 def start_command(
-    args: dict[str, Any],
+    args: ExecuteCommandArgs,
     root: Root,
     exec_timeout_s: float,
     sandbox: Sandbox | None = None,
     policy: SandboxPolicy | None = None,
 ) -> Command:
-    """Start a validated execute_command call (raises like the tools do); no ``sandbox``: unconfined."""
-    if "\0" in args["command"]:
+    """Start an execute_command call (raises like the tools do); no ``sandbox``: unconfined."""
+    if "\0" in args.command:
         raise ToolError("command contains a NUL byte")
     cwd = command_cwd(args, root)
     wrap = None if sandbox is None else sandbox.wrap(policy or SandboxPolicy(), root.fd, root.path)
-    timeout_s = args.get("timeout") or exec_timeout_s  # the call's own (bounded by validation), else the default
+    timeout_s = args.timeout or exec_timeout_s  # the call's own (bounded by its parse), else the default
     try:
-        return Command(args["command"], cwd, float(timeout_s), wrap)
+        return Command(args.command, cwd, timeout_s, wrap)
     except OSError as exc:
         if wrap is None:
             raise
@@ -105,47 +115,61 @@ def start_command(
 
 def run_tool(
     name: str,
-    args: Any,
+    args: object,
     root: Root | str,
     exec_timeout_s: float = EXEC_TIMEOUT_S,
     expect_digest: str | None = None,
     sandbox: Sandbox | None = None,
     policy: SandboxPolicy | None = None,
 ) -> ToolResult:
-    """Validate and execute one call to completion; every failure is an error result, never a raise.
+    """A call as the model writes it (the standalone executor, tests): parsed, then run; a bad one is an error
+    result with the text the model would read."""
+    parsed = parse_args(name, args)
+    if isinstance(parsed, str):
+        return error_result(parsed)
+    return run(parsed, root, exec_timeout_s, expect_digest, sandbox, policy)
+
+
+def run(
+    args: ToolArgs,
+    root: Root | str,
+    exec_timeout_s: float = EXEC_TIMEOUT_S,
+    expect_digest: str | None = None,
+    sandbox: Sandbox | None = None,
+    policy: SandboxPolicy | None = None,
+) -> ToolResult:
+    """Execute one call to completion; every failure is an error result, never a raise.
 
     Commands run unconfined unless a ``sandbox`` is given (the executor process always gives one).
     """
-    valid = validate(name, args)
-    if isinstance(valid, str):
-        return error_result(valid)
     try:
         with as_root(root) as fixed:
-            return _run_valid(name, valid, fixed, exec_timeout_s, expect_digest, sandbox, policy)
+            return _run(args, fixed, exec_timeout_s, expect_digest, sandbox, policy)
     except Exception as exc:  # a failure is a result, never an exception across the process boundary
-        return error_result(failure_message(exc, name, valid))
+        return error_result(failure_message(exc, args))
 
 
-def _run_valid(
-    name: str,
-    valid: dict[str, Any],
+def _run(
+    args: ToolArgs,
     root: Root,
     exec_timeout_s: float,
     expect_digest: str | None,
     sandbox: Sandbox | None,
     policy: SandboxPolicy | None,
 ) -> ToolResult:
-    if name == READ_FILE:
-        return _files.read_file(root, valid["path"], valid["offset"], valid["limit"])
-    if name == WRITE_FILE:
-        return _files.write_file(root, valid["path"], valid["content"], expect_digest)
-    if name == EDIT_FILE:
-        return _files.edit_file(root, valid["path"], valid["search_block"], valid["replace_block"], expect_digest)
-    if name == LIST_DIRECTORY:
-        return _files.list_directory(root, valid["path"])
-    if name == EXECUTE_COMMAND:
-        return start_command(valid, root, exec_timeout_s, sandbox, policy).run_to_end()
-    raise AssertionError(f"validated tool {name!r} has no runner")
+    match args:
+        case ReadFileArgs(path=path, offset=offset, limit=limit):
+            return _files.read_file(root, path, offset, limit)
+        case WriteFileArgs(path=path, content=content):
+            return _files.write_file(root, path, content, expect_digest)
+        case EditFileArgs(path=path, search_block=search, replace_block=replace):
+            return _files.edit_file(root, path, search, replace, expect_digest)
+        case ListDirectoryArgs(path=path):
+            return _files.list_directory(root, path)
+        case ExecuteCommandArgs():
+            return start_command(args, root, exec_timeout_s, sandbox, policy).run_to_end()
+        case _:
+            assert_never(args)
 
 
 def _window(lines: list[str]) -> list[str]:
@@ -201,37 +225,44 @@ def _file_preview(plan: _files.PlannedWrite) -> Preview:
     return Preview(_window(diff), digest=plan.digest, summary=change_summary(plan, diff), full=full_text(diff))
 
 
-def preview(name: str, args: Any, root: Root | str, sandbox: SandboxState | None = None) -> Preview:
+def preview(name: str, args: object, root: Root | str, sandbox: SandboxState | None = None) -> Preview:
+    """The preview of a call as the model writes it (tests): parsed, then previewed."""
+    parsed = parse_args(name, args)
+    if isinstance(parsed, str):
+        return Preview([], error=parsed)
+    return preview_call(parsed, root, sandbox)
+
+
+def preview_call(args: ToolArgs, root: Root | str, sandbox: SandboxState | None = None) -> Preview:
     """The confirmation preview of a call, built with the same planning code its execution uses."""
-    valid = validate(name, args)
-    if isinstance(valid, str):
-        return Preview([], error=valid)
     try:
         with as_root(root) as fixed:
-            return _preview_valid(name, valid, fixed, sandbox)
+            return _preview(args, fixed, sandbox)
     except Exception as exc:
-        return Preview([], error=failure_message(exc, name, valid))
+        return Preview([], error=failure_message(exc, args))
 
 
-def _preview_valid(name: str, valid: dict[str, Any], root: Root, sandbox: SandboxState | None) -> Preview:
-    if name == WRITE_FILE:
-        return _file_preview(_files.plan_write(root, valid["path"], valid["content"]))
-    if name == EDIT_FILE:
-        return _file_preview(_files.plan_edit(root, valid["path"], valid["search_block"], valid["replace_block"]))
-    if name == EXECUTE_COMMAND:
-        if "\0" in valid["command"]:
-            raise ToolError("command contains a NUL byte")
-        first, *rest = valid["command"].splitlines() or [""]
-        # A confirmation is a keypress: the line says what the command will run in if approved.
-        command_lines = [f"$ {first}", *(f"  {line}" for line in rest)]
-        where = f"in {command_cwd(valid, root)}"
-        confinement = describe(sandbox or SandboxState(), None)
-        return Preview(
-            [*_window(command_lines), where, confinement],
-            summary=where,
-            full=full_text([*command_lines, where, confinement]),
-        )
-    if name in (READ_FILE, LIST_DIRECTORY):
-        root.locate(valid["path"])
-        return Preview([f"{name} {valid['path']}"])
-    raise AssertionError(f"validated tool {name!r} has no preview")
+def _preview(args: ToolArgs, root: Root, sandbox: SandboxState | None) -> Preview:
+    match args:
+        case WriteFileArgs(path=path, content=content):
+            return _file_preview(_files.plan_write(root, path, content))
+        case EditFileArgs(path=path, search_block=search, replace_block=replace):
+            return _file_preview(_files.plan_edit(root, path, search, replace))
+        case ExecuteCommandArgs(command=command):
+            if "\0" in command:
+                raise ToolError("command contains a NUL byte")
+            first, *rest = command.splitlines() or [""]
+            # A confirmation is a keypress: the line says what the command will run in if approved.
+            command_lines = [f"$ {first}", *(f"  {line}" for line in rest)]
+            where = f"in {command_cwd(args, root)}"
+            confinement = describe(sandbox or SandboxState(), None)
+            return Preview(
+                [*_window(command_lines), where, confinement],
+                summary=where,
+                full=full_text([*command_lines, where, confinement]),
+            )
+        case ReadFileArgs(path=path) | ListDirectoryArgs(path=path):
+            root.locate(path)
+            return Preview([f"{call_name(args)} {path}"])
+        case _:
+            assert_never(args)

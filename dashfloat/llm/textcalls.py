@@ -15,14 +15,15 @@ The prose around the calls is kept as the answer's content.
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
-from dashfloat.catalogue import TOOLS
+from dashfloat.catalogue import JsonObject, JsonValue, parameter_schemas
 from dashfloat.protocol import AssembledCall
+from dashfloat.tool_args import assemble
 
-_SCHEMAS: Final[dict[str, dict[str, Any]]] = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+_SCHEMAS: Final = parameter_schemas()
 _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
 _FENCED = re.compile(r"```[ \t]*(?:json|tool_call|tool_code)?[ \t]*\n?(.*?)\n?[ \t]*```", re.DOTALL)
 _MARKER = "[TOOL_CALLS]"
@@ -30,14 +31,16 @@ _MISTRAL_ARGS = re.compile(r"\s*([A-Za-z_][\w.-]*)\[ARGS\]")
 _ARG_KEYS = ("arguments", "parameters")  # Llama templates write "parameters"
 
 
-def _decode(text: str) -> Any:
+def _decode(text: str) -> JsonValue | msgspec.UnsetType:
     try:
-        return msgspec.json.decode(text)
+        value: JsonValue = msgspec.json.decode(text)
     except (msgspec.DecodeError, RecursionError):
         return msgspec.UNSET
+    return value
 
 
-def _type_ok(value: Any, schema: dict[str, Any]) -> bool:
+def _type_ok(value: JsonValue, schema: JsonValue) -> bool:
+    assert isinstance(schema, dict)
     kind = schema.get("type")
     if kind == "string":
         return isinstance(value, str)
@@ -46,47 +49,47 @@ def _type_ok(value: Any, schema: dict[str, Any]) -> bool:
     return True
 
 
-def _valid_call(value: Any) -> tuple[str, dict[str, Any]] | None:
+def _valid_call(value: JsonValue | msgspec.UnsetType) -> tuple[str, JsonObject] | None:
     """``(name, args)`` when ``value`` is exactly a call of a known tool with valid arguments."""
     if not isinstance(value, dict) or len(value) != 2 or "name" not in value:
         return None
     arg_key = next((key for key in _ARG_KEYS if key in value), None)
-    name, args = value["name"], value.get(arg_key) if arg_key else None
+    name = value["name"]
+    args: JsonValue | msgspec.UnsetType = value.get(arg_key) if arg_key else None
     if isinstance(args, str):
         args = _decode(args)
     if not isinstance(name, str) or name not in _SCHEMAS or not isinstance(args, dict):
         return None
     schema = _SCHEMAS[name]
-    properties: dict[str, Any] = schema["properties"]
+    properties, required = schema["properties"], schema["required"]
+    assert isinstance(properties, dict) and isinstance(required, list)
     if any(key not in properties or not _type_ok(v, properties[key]) for key, v in args.items()):
         return None
-    if any(key not in args for key in schema.get("required", [])):
+    if any(key not in args for key in required if isinstance(key, str)):
         return None
     return name, args
 
 
-def _marked_call(value: Any, index: int) -> AssembledCall:
+def _marked_call(value: JsonValue | msgspec.UnsetType, index: int) -> AssembledCall:
     """A call the text marked as one: valid or not, it goes to the model (an error result if broken)."""
     call_id = f"text_call_{index}"
     if not isinstance(value, dict):
-        return AssembledCall(call_id, "", None, "the tool call written in the text is not a JSON object")
+        return assemble(call_id, "", None, "the tool call written in the text is not a JSON object")
     name = value.get("name")
     name = name if isinstance(name, str) else ""
     arg_key = next((key for key in _ARG_KEYS if key in value), None)
-    args = value.get(arg_key) if arg_key else {}
+    args: JsonValue | msgspec.UnsetType = value.get(arg_key) if arg_key else {}
     if isinstance(args, str):
         args = _decode(args) if args.strip() else {}
     if not name:
-        return AssembledCall(call_id, "", None, "the tool call written in the text has no name")
+        return assemble(call_id, "", None, "the tool call written in the text has no name")
     if not isinstance(args, dict):
-        return AssembledCall(call_id, name, None, "the arguments written in the text are not a JSON object")
-    return AssembledCall(call_id, name, args)
+        return assemble(call_id, name, None, "the arguments written in the text are not a JSON object")
+    return assemble(call_id, name, args)
 
 
 def _broken(index: int, what: str) -> AssembledCall:
-    return AssembledCall(
-        f"text_call_{index}", "", None, f"the tool call written in the text is not valid JSON: {what!r}"
-    )
+    return assemble(f"text_call_{index}", "", None, f"the tool call written in the text is not valid JSON: {what!r}")
 
 
 def _mistral(rest: str, first_index: int) -> list[AssembledCall]:
@@ -104,7 +107,8 @@ def _mistral(rest: str, first_index: int) -> list[AssembledCall]:
         for i in range(1, len(parts) - 1, 2):
             raw_args = parts[i + 1].replace(_MARKER, "").strip()
             args = _decode(raw_args) if raw_args else {}
-            calls.append(_marked_call({"name": parts[i], "arguments": args}, first_index + len(calls)))
+            written = {"name": parts[i], "arguments": None if isinstance(args, msgspec.UnsetType) else args}
+            calls.append(_marked_call(written, first_index + len(calls)))
         return calls
     return [_broken(first_index, stripped[:80])]
 
@@ -133,12 +137,12 @@ def text_tool_calls(content: str) -> tuple[str, list[AssembledCall]]:
                 continue  # JSON shown in an explanation, or a near miss: it stays prose and never runs
             kept.append(content[last : match.start()])
             last = match.end()
-            calls.append(AssembledCall(f"text_call_{len(calls)}", *found))
+            calls.append(assemble(f"text_call_{len(calls)}", *found))
         if calls:
             kept.append(content[last:])
             prose = "".join(kept)
         elif (found := _valid_call(_decode(content.strip()))) is not None:
-            calls, prose = [AssembledCall("text_call_0", *found)], ""
+            calls, prose = [assemble("text_call_0", *found)], ""
     if not calls:
         return content, []
     return re.sub(r"\n{3,}", "\n\n", prose).strip(), calls

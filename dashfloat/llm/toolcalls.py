@@ -6,11 +6,11 @@ below exists for one of them and has a test in tests/llm/test_toolcalls.py.
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
+from dashfloat.catalogue import JsonObject, JsonValue
 from dashfloat.protocol import AssembledCall
+from dashfloat.tool_args import assemble
 
 _ERROR_EXCERPT_CHARS = 80
 
@@ -28,7 +28,7 @@ class _Call:
         self.args = ""
 
 
-def _text(value: Any) -> str:
+def _text(value: JsonValue) -> str:
     """A fragment field as text: strings as they are, anything else absent."""
     return value if isinstance(value, str) else ""
 
@@ -59,7 +59,7 @@ class ToolCalls:
         """How many distinct calls were started (a call split into many fragments is one)."""
         return len(self._calls)
 
-    def feed(self, deltas: Any) -> ToolCalls:
+    def feed(self, deltas: JsonValue) -> ToolCalls:
         """Merge one chunk's tool-call list; anything that is not a list of objects is ignored."""
         if isinstance(deltas, list):
             for item in deltas:
@@ -67,7 +67,7 @@ class ToolCalls:
                     self._feed_one(item)
         return self
 
-    def _feed_one(self, item: dict[str, Any]) -> None:
+    def _feed_one(self, item: JsonObject) -> None:
         function = item.get("function")
         if not isinstance(function, dict):
             function = {}
@@ -148,10 +148,10 @@ class ToolCalls:
         args, error = _parse_args(call.args)
         if not call.name:
             error = "the tool call has no function name"
-        return AssembledCall(id=call_id, name=call.name, args=args, error=error)
+        return assemble(call_id, call.name, args, error)
 
 
-def _parse_args(text: str) -> tuple[dict[str, Any] | None, str | None]:
+def _parse_args(text: str) -> tuple[JsonObject | None, str | None]:
     if not text.strip():
         return {}, None  # a tool without parameters: some providers send no arguments at all
     try:

@@ -12,6 +12,7 @@ from dashfloat.protocol import (
     ConfirmRequested,
     DecideConfirmation,
     PromptRestored,
+    RestoreConflict,
     RestoreEnded,
     RewindTo,
     SystemEntry,
@@ -22,7 +23,6 @@ from dashfloat.runtime.printer import EXIT_INTERRUPTED, defused, read_until_exit
 
 EXIT_RESTORED: Final = 0
 EXIT_NOT_ALL_RESTORED: Final = 1
-_CONFLICT_NAME: Final = "restore conflicting file"
 
 
 class RestoreDriver:
@@ -67,10 +67,10 @@ class RestoreDriver:
         match message:
             case SystemEntry(text=text):
                 self._write(text)
-            case ConfirmRequested(ref=ref, name=name, args=args, lines=lines):
-                if name == _CONFLICT_NAME:
+            case ConfirmRequested(ref=ref, subject=subject, lines=lines):
+                if isinstance(subject, RestoreConflict):
                     # Headless asks nobody: a file changed since DashFloat wrote it is never overwritten here.
-                    self._write(f"skipped {args.get('path', '?')}: it changed since DashFloat wrote it")
+                    self._write(f"skipped {subject.path}: it changed since DashFloat wrote it")
                     self.link.send(DecideConfirmation(ref=ref, decision="reject"))
                     return None
                 self._write("\n".join(lines))

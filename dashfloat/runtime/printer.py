@@ -10,7 +10,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Final, TextIO, assert_never
 
-from dashfloat.catalogue import describe_change, summarize_call
+from dashfloat.catalogue import call_name, describe_change, summarize_call
 from dashfloat.protocol import (
     JSON_ENCODER,
     AgentReady,
@@ -158,10 +158,10 @@ class Printer:
             case SystemEntry(text=text):
                 for line in text.splitlines():
                     self._row(defused(line))
-            case ConfirmRequested(ref=ref, name=name):
+            case ConfirmRequested(ref=ref, subject=subject):
                 # Nobody is there to press a key: what --approve did not allow is rejected.
                 self.link.send(DecideConfirmation(ref=ref, decision="reject"))
-                self._row(f"rejected {defused(name)}: headless mode asks nobody; pass --approve or --yes")
+                self._row(f"rejected {defused(call_name(subject))}: headless mode asks nobody; pass --approve or --yes")
             case TurnEnded(outcome=outcome):
                 # even before any stream began: an agent that died before it saw the prompt ends the run too
                 self.outcome = outcome
@@ -205,9 +205,9 @@ class Printer:
                     self.live_partial = self.live_partial[-LIVE_PARTIAL_MAX_CHARS:]
                     for line in complete:
                         self._row(f"  │ {defused(line)}")
-            case ToolCallShown(name=name, args=args):
+            case ToolCallShown(args=args):
                 self.paragraph_break = self.wrote_prose
-                self._row(f"⚙ {defused(summarize_call(name, args))}")
+                self._row(f"⚙ {defused(summarize_call(args))}")
             case ChangeRecorded(name=name, path=path, summary=summary, approved_by=by, rule=rule):
                 self._row(defused(describe_change(name, path, summary, by, rule)))
             case ToolResultShown(status=status, output=output):

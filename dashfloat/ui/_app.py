@@ -24,6 +24,7 @@ from prompt_toolkit.layout.dimension import Dimension
 from prompt_toolkit.layout.menus import CompletionsMenu
 from prompt_toolkit.output import ColorDepth, Output
 
+from dashfloat.catalogue import call_name
 from dashfloat.protocol import (
     AgentToUi,
     ApprovalMode,
@@ -262,7 +263,7 @@ class TuiShell:
         """The bell (and OSC 9/777) when a confirmation waits, or a long turn is over."""
         text = None
         if isinstance(message, ConfirmRequested):
-            text = f"DashFloat: {message.name} waits for your key"
+            text = f"DashFloat: {call_name(message.subject)} waits for your key"
         elif isinstance(message, TurnEnded) and self._turn_started is not None:
             if self.clock() - self._turn_started >= NOTIFY_LONG_TURN_S:
                 text = f"DashFloat: turn {message.outcome}"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, assert_never
+from typing import assert_never
 
 from prompt_toolkit.formatted_text import FormattedText
 
-from dashfloat.catalogue import describe_change, summarize_call
-from dashfloat.protocol import ChangeRecorded, ConfirmRequested
+from dashfloat.catalogue import call_name, describe_change, summarize_call
+from dashfloat.protocol import ChangeRecorded, ConfirmRequested, ConfirmSubject, MalformedCall
 from dashfloat.ui._markdown import render_markdown
 from dashfloat.ui._text import Fragment, Row, clip, hard_break, row_width, sanitize, width_of, wrap
 from dashfloat.ui.state import (
@@ -76,9 +76,9 @@ def plain(rows: list[Row] | tuple[Row, ...]) -> list[str]:
 # ---------------------------------------------------------------- entries
 
 
-def args_summary(name: str, args: dict[str, Any]) -> str:
+def args_summary(call: ConfirmSubject | MalformedCall) -> str:
     """The argument part of a tool row (``lib/foo.py``, ``pytest -q``), as the headless printer says it."""
-    return summarize_call(name, args, width=SUMMARY_MAX_CHARS).removeprefix(name).strip()
+    return summarize_call(call, width=SUMMARY_MAX_CHARS).removeprefix(call_name(call)).strip()
 
 
 def _continues(entry: Entry) -> bool:
@@ -104,12 +104,12 @@ def _entry_rows(entry: Entry, width: int) -> list[Row]:
         case ProseRows():
             return list(entry.rows)
         case ToolCall():
-            return [_tool_row("class:accent", entry.name, entry.args, width)]
+            return [_tool_row("class:accent", entry.args, width)]
         case ToolResult():
             return _result_rows(entry, width)
         case DecisionRecord():
             style = "class:tool" if entry.decision.startswith("approve") else "class:dim"
-            text = f"{DECISION_WORDS[entry.decision]} {entry.name} {args_summary(entry.name, entry.args)}"
+            text = f"{DECISION_WORDS[entry.decision]} {call_name(entry.subject)} {args_summary(entry.subject)}"
             return [((style, clip(sanitize(text), width)),)]
         case Notice():
             style = {"info": "class:dim", "warning": "class:warning", "error": "class:error"}[entry.level]
@@ -158,9 +158,9 @@ def _reasoning_rows(text: str, width: int) -> list[Row]:
     return [(("class:dim", "┆ "), *r) for r in body]
 
 
-def _tool_row(glyph_style: str, name: str, args: dict[str, Any], width: int) -> Row:
-    name = sanitize(name).replace("\n", " ")  # the model chooses the name: it may hold control characters
-    summary = sanitize(args_summary(name, args)).replace("\n", " ")
+def _tool_row(glyph_style: str, call: ConfirmSubject | MalformedCall, width: int) -> Row:
+    name = sanitize(call_name(call)).replace("\n", " ")  # the model chooses the name: it may hold control characters
+    summary = sanitize(args_summary(call)).replace("\n", " ")
     room = width - 2 - width_of(name) - 1
     if room < 1 or not summary:
         return ((glyph_style, "⚙ "), ("class:tool.name", clip(name, max(1, width - 2))))
@@ -264,7 +264,7 @@ def _diff_style(line: str) -> str:
 
 def _confirm_header(confirm: ConfirmRequested, width: int) -> Row:
     """Tool, path (or command) and summary: on screen whatever the height, with the key for the whole change."""
-    row = _tool_row("class:tool", confirm.name, confirm.args, max(1, width - 40))
+    row = _tool_row("class:tool", confirm.subject, max(1, width - 40))
     extra = " · ".join(x for x in (sanitize(confirm.summary).replace("\n", " "), "v view all") if x)
     room = width - row_width(row) - 3
     if room < 4:

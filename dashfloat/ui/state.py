@@ -12,10 +12,12 @@ from dashfloat.protocol import (
     ApprovalMode,
     ChangeRecorded,
     ConfirmRequested,
+    ConfirmSubject,
     ContextChanged,
     DecideConfirmation,
     Decision,
     Level,
+    MalformedCall,
     PathsFound,
     Phase,
     PhaseChanged,
@@ -32,6 +34,7 @@ from dashfloat.protocol import (
     SessionStarted,
     SystemEntry,
     TokenReceived,
+    ToolArgs,
     ToolCallShown,
     ToolOutputShown,
     ToolResultShown,
@@ -96,8 +99,7 @@ class ProseRows:
 class ToolCall:
     """A ⚙ tool row."""
 
-    name: str
-    args: dict[str, Any]
+    args: ToolArgs | MalformedCall
 
 
 @dataclass(frozen=True)
@@ -113,8 +115,7 @@ class ToolResult:
 class DecisionRecord:
     """What a confirmation collapsed to once answered."""
 
-    name: str
-    args: dict[str, Any]
+    subject: ConfirmSubject
     decision: Decision | Literal["cancelled"]
 
 
@@ -332,7 +333,7 @@ def _drop_confirm(state: UiState) -> UiState:
     """A confirmation the agent closed without a key from us is recorded as cancelled."""
     if state.confirm is None:
         return state
-    record = DecisionRecord(state.confirm.name, state.confirm.args, "cancelled")
+    record = DecisionRecord(state.confirm.subject, "cancelled")
     return _commit(_no_confirm(state), record)
 
 
@@ -402,7 +403,7 @@ def reduce(state: UiState, event: Event) -> UiState:
             return state
         case ToolCallShown():
             state = dataclasses.replace(_flush_open(state), last_call_id=event.id, answered=True)
-            return _commit(state, ToolCall(event.name, event.args))
+            return _commit(state, ToolCall(event.args))
         case ToolOutputShown():
             live = state.live_output
             if live is None or live.call_id != event.id:
@@ -597,7 +598,7 @@ def decide(state: UiState, decision: Decision) -> tuple[UiState, DecideConfirmat
     confirm = state.confirm
     if confirm is None:
         return state, None
-    state = _commit(_no_confirm(state), DecisionRecord(confirm.name, confirm.args, decision))
+    state = _commit(_no_confirm(state), DecisionRecord(confirm.subject, decision))
     return state, DecideConfirmation(ref=confirm.ref, decision=decision)
 
 

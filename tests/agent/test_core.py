@@ -20,12 +20,14 @@ from dashfloat.protocol import (
     DecideConfirmation,
     EditFileResult,
     FrameRejected,
+    ListDirectoryArgs,
     ListDirectoryResult,
     Message,
     PhaseChanged,
     PreviewReady,
     PreviewTool,
     ProviderConfig,
+    ReadFileArgs,
     ReadFileResult,
     RunTool,
     SandboxPolicy,
@@ -48,9 +50,11 @@ from dashfloat.protocol import (
     TurnEnded,
     Usage,
     UsageShown,
+    WriteFileArgs,
     WriteFileResult,
     result_json,
 )
+from dashfloat.tool_args import assemble
 
 PROVIDER = ProviderConfig(name="test", base_url="http://127.0.0.1:9/v1", model="m", context_window=100_000)
 
@@ -67,7 +71,7 @@ def take(core: AgentCore, dest: str | None = None) -> list[Message]:
 
 
 def call(call_id: str, name: str, **args: Any) -> AssembledCall:
-    return AssembledCall(id=call_id, name=name, args=args)
+    return assemble(call_id, name, args)
 
 
 def done(core: AgentCore, content: str = "", calls: list[AssembledCall] | None = None, **kw: Any) -> None:
@@ -119,12 +123,12 @@ def test_read_only_calls_run_without_asking_and_results_follow_in_order() -> Non
     take(core)
     done(core, "", [call("a", "read_file", path="x"), call("b", "list_directory")])
     out = take(core)
-    assert ToolCallShown(id="a", name="read_file", args={"path": "x"}) in out
-    assert RunTool(call_id="a", name="read_file", args={"path": "x"}) in out
+    assert ToolCallShown(id="a", args=ReadFileArgs(path="x")) in out
+    assert RunTool(call_id="a", args=ReadFileArgs(path="x")) in out
     core.on_executor(ToolFinished(call_id="a", result=read("1\n2")))
     out = take(core)
     assert ToolResultShown(id="a", name="read_file", status="ok", output="1\n2") in out
-    assert RunTool(call_id="b", name="list_directory", args={}) in out
+    assert RunTool(call_id="b", args=ListDirectoryArgs()) in out
     core.on_executor(
         ToolFinished(call_id="b", result=ListDirectoryResult(path=".", entries=[], total=0, truncated=False))
     )
@@ -150,11 +154,11 @@ def test_only_the_final_episode_usage_is_forwarded() -> None:
     assert usages == [UsageShown(usage=Usage(200, 2, 202))]
 
 
-def confirm_flow(core: AgentCore, name: str = "write_file") -> ConfirmRequested:
+def confirm_flow(core: AgentCore) -> ConfirmRequested:
     core.on_ui(SubmitPrompt(text="edit"))
-    done(core, "", [call("w1", name, path="f", content="x"), call("w2", "read_file", path="f")])
+    done(core, "", [call("w1", "write_file", path="f", content="x"), call("w2", "read_file", path="f")])
     out = take(core)
-    assert PreviewTool(call_id="w1", name=name, args={"path": "f", "content": "x"}) in out
+    assert PreviewTool(call_id="w1", args=WriteFileArgs(path="f", content="x")) in out
     core.on_executor(PreviewReady(call_id="w1", lines=["+x"], digest="d1"))
     out = take(core)
     assert PhaseChanged(phase="confirming") in out
@@ -168,8 +172,7 @@ def test_approve_runs_with_the_preview_digest() -> None:
     core.on_ui(DecideConfirmation(ref=ask.ref, decision="approve"))
     expected = RunTool(
         call_id="w1",
-        name="write_file",
-        args={"path": "f", "content": "x"},
+        args=WriteFileArgs(path="f", content="x"),
         expect_digest="d1",
         sandbox=SandboxPolicy(network=True),
     )
@@ -311,7 +314,7 @@ def test_preview_error_becomes_the_result_without_asking() -> None:
 def test_assembly_error_is_an_error_result_without_execution() -> None:
     core = make_core()
     core.on_ui(SubmitPrompt(text="e"))
-    bad = AssembledCall(id="z", name="read_file", args=None, error="arguments are not valid JSON")
+    bad = assemble("z", "read_file", None, "arguments are not valid JSON")
     done(core, "", [bad])
     out = take(core)
     assert not any(isinstance(m, RunTool | PreviewTool) for m in out)
@@ -359,7 +362,7 @@ def test_cancel_while_running_kills_and_cancels_the_rest() -> None:
 def test_stream_failure_after_calls_answers_every_call() -> None:
     core = make_core()
     core.on_ui(SubmitPrompt(text="x"))
-    partial = [AssembledCall(id="p", name="write_file", args=None, error="arguments are not valid JSON")]
+    partial = [assemble("p", "write_file", None, "arguments are not valid JSON")]
     core.on_llm(StreamFailed(request_id=core.request_id, kind="truncated", message="cut", tool_calls=partial))
     out = take(core)
     assert SystemEntry(text="cut", level="error") in out
@@ -471,7 +474,7 @@ def test_repeated_call_ids_across_episodes_are_made_unique() -> None:
     assert len(set(ids)) == 3 and ids[0] == "call_0_0"
     out = take(core)
     second = ids[1]
-    assert RunTool(call_id=second, name="read_file", args={"path": "b"}) in out
+    assert RunTool(call_id=second, args=ReadFileArgs(path="b")) in out
 
 
 def test_adjacent_ui_text_is_coalesced_without_reordering() -> None:

@@ -13,7 +13,6 @@ from dashfloat.agent import _context as ctx
 from dashfloat.agent._core import provider_message
 from dashfloat.protocol import (
     AgentReady,
-    AssembledCall,
     Cancel,
     CancelStream,
     ChatMessage,
@@ -37,6 +36,7 @@ from dashfloat.protocol import (
     Usage,
     WindowFound,
 )
+from dashfloat.tool_args import assemble
 from tests.agent.test_core import assert_no_dangling
 
 WINDOW = 6000
@@ -79,7 +79,7 @@ def big_output(i: int, lines: int = 120) -> ReadFileResult:
 
 def round_trip(core: AgentCore, i: int) -> list[Message]:
     """The model reads a big file; its result comes back; returns what the core sent next."""
-    call = AssembledCall(id=f"c{i}", name="read_file", args={"path": f"f{i}.txt"})
+    call = assemble(f"c{i}", "read_file", {"path": f"f{i}.txt"})
     core.on_llm(StreamDone(request_id=core.request_id, content="", tool_calls=[call], finish_reason="tool_calls"))
     out = take(core)
     assert any(isinstance(m, RunTool) for m in out)
@@ -265,7 +265,7 @@ def test_calibration_comes_from_the_reported_prompt_tokens() -> None:
             request_id=core.request_id,
             content="",
             finish_reason="tool_calls",
-            tool_calls=[AssembledCall(id="a", name="read_file", args={"path": "x"})],
+            tool_calls=[assemble("a", "read_file", {"path": "x"})],
             usage=Usage(1234, 5, 1239),
         )
     )

@@ -8,10 +8,12 @@ from dashfloat.protocol import (
     Cancel,
     DirectoryEntry,
     FindPaths,
+    ListDirectoryArgs,
     ListDirectoryResult,
     Message,
     PathsFound,
     PromptRestored,
+    ReadFileArgs,
     ReadFileResult,
     RunTool,
     StartStream,
@@ -76,15 +78,16 @@ def answer_reads(core: AgentCore, contents: dict[str, ToolResult]) -> list[Messa
         if not runs:
             return out
         [run] = runs
-        core.on_executor(ToolFinished(run.call_id, contents[run.args["path"]]))
+        assert isinstance(run.args, ReadFileArgs | ListDirectoryArgs)
+        core.on_executor(ToolFinished(run.call_id, contents[run.args.path]))
 
 
 def test_a_mentioned_file_is_read_as_a_tool_row_then_sent_with_the_prompt() -> None:
     core = make_core()
     core.on_ui(SubmitPrompt(text="explain @README.md."))
     first = take(core)
-    assert ToolCallShown(id="mention-1", name="read_file", args={"path": "README.md"}) in first
-    assert RunTool(call_id="mention-1", name="read_file", args={"path": "README.md"}) in first
+    assert ToolCallShown(id="mention-1", args=ReadFileArgs(path="README.md")) in first
+    assert RunTool(call_id="mention-1", args=ReadFileArgs(path="README.md")) in first
     assert not any(isinstance(m, StartStream) for m in first)  # nothing goes to the model before the read
     assert core.phase == "running"
     core.on_executor(ToolFinished("mention-1", file_read("README.md", "# DashFloat\nhello\n")))
@@ -113,8 +116,8 @@ def test_several_mentions_are_read_once_each_and_a_directory_is_listed() -> None
     out = answer_reads(
         core, {"a.py": file_read("a.py", "A\n"), "my b.py": file_read("my b.py", "B\n"), "src/": listing}
     )
-    assert [m.args for m in out if isinstance(m, RunTool)] == [{"path": "a.py"}, {"path": "my b.py"}, {"path": "src/"}]
-    assert [m.name for m in out if isinstance(m, RunTool)] == ["read_file", "read_file", "list_directory"]
+    read = [m.args for m in out if isinstance(m, RunTool)]
+    assert read == [ReadFileArgs(path="a.py"), ReadFileArgs(path="my b.py"), ListDirectoryArgs(path="src/")]
     content = user_message(out)
     assert content.index("```\nA\n```") < content.index("```\nB\n```") < content.index("```\nx.py\nd/\n```")
 
@@ -138,7 +141,7 @@ def test_the_total_bound_cuts_the_file_that_crosses_it_and_reads_no_more() -> No
     big = {n: file_read(n, ("y" * 99 + "\n") * (chunk // 100)) for n in ("a", "b", "c", "d")}
     core.on_ui(SubmitPrompt(text="@a @b @c @d"))
     out = answer_reads(core, dict(big))
-    assert [m.args["path"] for m in out if isinstance(m, RunTool)] == ["a", "b", "c"]  # d is not read
+    assert [m.args for m in out if isinstance(m, RunTool)] == [ReadFileArgs(p) for p in "abc"]  # d is not read
     content = user_message(out)
     assert f"bounded at {MENTIONS_ATTACHED_MAX_BYTES} bytes in all" in content
     assert "@d could not be attached: not read" in content

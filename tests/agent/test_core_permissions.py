@@ -10,12 +10,12 @@ from dashfloat.agent import AgentCore, AgentOptions, MemoryJournal, provider_mes
 from dashfloat.permissions import SourcedRule, parse_rule
 from dashfloat.protocol import (
     AgentReady,
-    AssembledCall,
     CapturedOutput,
     ClearSession,
     CommandExited,
     ConfirmRequested,
     DecideConfirmation,
+    ExecuteCommandArgs,
     ListPermissions,
     Message,
     PreviewReady,
@@ -33,6 +33,7 @@ from dashfloat.protocol import (
     ToolReply,
     result_json,
 )
+from dashfloat.tool_args import assemble
 
 PROVIDER = ProviderConfig(name="test", base_url="http://127.0.0.1:9/v1", model="m")
 
@@ -71,7 +72,7 @@ def command_turn(core: AgentCore, command: str, call_id: str = "c") -> list[Mess
         StreamDone(
             request_id=core.request_id,
             content="",
-            tool_calls=[AssembledCall(id=call_id, name="execute_command", args={"command": command})],
+            tool_calls=[assemble(call_id, "execute_command", {"command": command})],
             finish_reason="tool_calls",
         )
     )
@@ -184,11 +185,12 @@ def test_deny_wins_over_allow_and_over_approve_all() -> None:
 def test_read_only_commands_run_unasked_neutralised_and_redirections_ask() -> None:
     core = make_core()
     [run] = runs(command_turn(core, "git status"))
-    assert "core.fsmonitor=false" in run.args["command"] and run.args["command"].endswith("status")
+    assert isinstance(run.args, ExecuteCommandArgs)
+    assert "core.fsmonitor=false" in run.args.command and run.args.command.endswith("status")
     assert run.sandbox.mode == "read-only" and not run.sandbox.network and run.sandbox.private_home
     finish_ok(core, "c")
     [run] = runs(command_turn(core, "rg foo", "c2"))
-    assert run.args == {"command": "rg foo"}
+    assert run.args == ExecuteCommandArgs(command="rg foo")
     finish_ok(core, "c2")
     confirm(core, command_turn(core, "rg foo > out", "c3"), "c3")
 
@@ -208,7 +210,7 @@ def test_read_only_commands_can_be_turned_off() -> None:
 
 def plan_results(core: AgentCore, calls: list[tuple[str, dict[str, Any]]]) -> list[Message]:
     core.on_ui(SubmitPrompt(text="plan"))
-    tool_calls = [AssembledCall(id=f"p{i}", name=n, args=a) for i, (n, a) in enumerate(calls)]
+    tool_calls = [assemble(f"p{i}", n, a) for i, (n, a) in enumerate(calls)]
     core.on_llm(StreamDone(request_id=core.request_id, content="", tool_calls=tool_calls, finish_reason="tool_calls"))
     return take(core)
 
@@ -229,7 +231,7 @@ def test_plan_mode_refuses_every_mutation_but_read_only_commands_run() -> None:
     tool_messages = [result_json(m.result) for m in core.conversation if isinstance(m, ToolReply)]
     assert len(tool_messages) == 3 and all("plan mode" in t for t in tool_messages)
     [run] = runs(out)
-    assert run.args == {"command": "ls"} and not any(isinstance(m, PreviewTool) for m in out)
+    assert run.args == ExecuteCommandArgs(command="ls") and not any(isinstance(m, PreviewTool) for m in out)
 
 
 def test_approve_all_warns_in_one_line() -> None:

@@ -8,7 +8,6 @@ from dashfloat.agent import AgentCore, AgentOptions, MemoryJournal
 from dashfloat.agent.undo import CheckpointEntry, CommandEntry
 from dashfloat.protocol import (
     ApplyRestore,
-    AssembledCall,
     Cancel,
     CapturedOutput,
     ChatMessage,
@@ -29,15 +28,18 @@ from dashfloat.protocol import (
     RestoreOutcome,
     RestorePreview,
     RestorePreviewed,
+    RewindConversation,
     RewindTo,
     RunTool,
     StreamDone,
     SubmitPrompt,
     SystemEntry,
     ToolFinished,
+    UndoChanges,
     UndoTurn,
     WriteFileResult,
 )
+from dashfloat.tool_args import assemble
 
 PROVIDER = ProviderConfig(name="test", base_url="http://127.0.0.1:9/v1", model="m")
 STORE = "/state/checkpoints/s1"
@@ -91,7 +93,7 @@ def previewed_for_the_record(core: AgentCore, call_id: str) -> None:
 def turn_with_a_write(core: AgentCore, prompt: str, call_id: str, path: str) -> RunTool:
     core.on_ui(SubmitPrompt(text=prompt))
     take(core)
-    call = AssembledCall(id=call_id, name="write_file", args={"path": path, "content": "x"})
+    call = assemble(call_id, "write_file", {"path": path, "content": "x"})
     core.on_llm(StreamDone(request_id=core.request_id, content="", tool_calls=[call], finish_reason="tool_calls"))
     previewed_for_the_record(core, call_id)
     run = one(take(core, "executor"), RunTool)
@@ -116,7 +118,7 @@ def test_a_landed_write_is_recorded_with_its_turn_and_the_notice_is_shown() -> N
     core, journal = make()
     core.on_ui(SubmitPrompt(text="one"))
     take(core)
-    call = AssembledCall(id="c1", name="write_file", args={"path": "f", "content": "x"})
+    call = assemble("c1", "write_file", {"path": "f", "content": "x"})
     core.on_llm(StreamDone(request_id=core.request_id, content="", tool_calls=[call], finish_reason="tool_calls"))
     previewed_for_the_record(core, "c1")
     run = one(take(core, "executor"), RunTool)
@@ -131,7 +133,7 @@ def test_a_landed_write_is_recorded_with_its_turn_and_the_notice_is_shown() -> N
         StreamDone(
             request_id=core.request_id,
             content="",
-            tool_calls=[AssembledCall(id="c2", name="execute_command", args={"command": "make"})],
+            tool_calls=[assemble("c2", "execute_command", {"command": "make"})],
             finish_reason="tool_calls",
         )
     )
@@ -154,7 +156,7 @@ def test_undo_previews_asks_applies_and_records_then_goes_idle() -> None:
     )
     ask = one(take(core, "ui"), ConfirmRequested)
     assert ask.scope == "" and ask.no_scope == "a restore is confirmed each time"
-    assert ask.name == "undo" and ask.lines[:3] == [
+    assert isinstance(ask.subject, UndoChanges) and ask.lines[:3] == [
         "undo of turn 1: 1 file to restore",
         "── f: delete (DashFloat created it)",
         "[d]",
@@ -213,7 +215,9 @@ def test_rewind_truncates_records_and_gives_the_prompt_back() -> None:
     assert [f.path for f in preview.files] == ["f2"]
     core.on_executor(RestorePreviewed(ref=preview.ref, files=[RestorePreview(path="f2", status="delete", digest="d")]))
     ask = one(take(core, "ui"), ConfirmRequested)
-    assert ask.name == "rewind" and ask.lines[-1].startswith("the conversation goes back to just before prompt 2")
+    assert isinstance(ask.subject, RewindConversation) and ask.lines[-1].startswith(
+        "the conversation goes back to just before prompt 2"
+    )
     core.on_ui(DecideConfirmation(ref=ask.ref, decision="approve"))
     apply = one(take(core, "executor"), ApplyRestore)
     core.on_executor(RestoreApplied(ref=apply.ref, outcomes=[RestoreOutcome(path="f2", ok=True)]))

@@ -15,7 +15,7 @@ from dashfloat.agent._mentions import (
     typed_prompt,
     with_attachments,
 )
-from dashfloat.protocol import ReadFileResult, ToolCancelled, ToolFailed
+from dashfloat.protocol import ListDirectoryArgs, ReadFileArgs, ReadFileResult, ToolCancelled, ToolFailed
 
 
 def read(content: str) -> ReadFileResult:
@@ -40,8 +40,8 @@ def test_mentions_are_distinct_and_bounded() -> None:
 
 
 def test_a_directory_mention_is_listed() -> None:
-    assert read_call("src/") == ("list_directory", {"path": "src/"})
-    assert read_call("src") == ("read_file", {"path": "src"})
+    assert read_call("src/") == ListDirectoryArgs(path="src/")
+    assert read_call("src") == ReadFileArgs(path="src")
 
 
 def test_the_prompt_comes_first_then_each_part_and_the_typed_prompt_comes_back() -> None:

@@ -18,7 +18,9 @@ from dashfloat.protocol import (
     ListPrompts,
     PromptRestored,
     PromptsListed,
+    RestoreConflict,
     RestoreEnded,
+    RewindConversation,
     RewindTo,
     SubmitPrompt,
     SystemEntry,
@@ -256,7 +258,7 @@ def test_rewind_truncates_the_conversation_to_exactly_the_earlier_prefix(work: P
         link.send(RewindTo(prompt=2, session_id=listed.session_id))
         got: list[Any] = []
         ask = collect(link, lambda m: isinstance(m, ConfirmRequested), into=got)[-1]
-        assert isinstance(ask, ConfirmRequested) and ask.name == "rewind"
+        assert isinstance(ask, ConfirmRequested) and isinstance(ask.subject, RewindConversation)
         assert "-2" in ask.lines and "+1" in ask.lines
         link.send(DecideConfirmation(ref=ask.ref, decision="approve"))
         collect(link, turn_over, into=got)  # RestoreEnded, then the phase goes idle
@@ -315,11 +317,12 @@ def test_a_conflict_confirmed_for_that_file_is_restored(work: Path, tmp_path: Pa
         )
         link.send(DecideConfirmation(ref=main.ref, decision="approve"))
         first = collect(link, lambda m: isinstance(m, ConfirmRequested), into=got)[-1]
-        assert isinstance(first, ConfirmRequested) and first.args == {"path": "b.txt"}  # newest change first
+        # newest change first
+        assert isinstance(first, ConfirmRequested) and first.subject == RestoreConflict(path="b.txt")
         assert first.lines[0] == "b.txt was changed since DashFloat wrote it (by you, an editor or a command)."
         link.send(DecideConfirmation(ref=first.ref, decision="approve"))
         second = collect(link, lambda m: isinstance(m, ConfirmRequested), into=got)[-1]
-        assert isinstance(second, ConfirmRequested) and second.args == {"path": "a.txt"}
+        assert isinstance(second, ConfirmRequested) and second.subject == RestoreConflict(path="a.txt")
         link.send(DecideConfirmation(ref=second.ref, decision="reject"))
         end = collect(link, ended, into=got)[-1]
         assert isinstance(end, RestoreEnded) and end.outcome == "skipped" and end.restored == 1

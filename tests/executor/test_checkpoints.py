@@ -19,7 +19,16 @@ from dashfloat.executor._limits import (
 )
 from dashfloat.executor._restore import apply_restore, preview_restore
 from dashfloat.executor.path_policy import Root
-from dashfloat.protocol import ABSENT_DIGEST, Checkpoint, EditFileResult, RestoreFile, ToolFailed, WriteFileResult
+from dashfloat.protocol import (
+    ABSENT_DIGEST,
+    Checkpoint,
+    EditFileArgs,
+    EditFileResult,
+    RestoreFile,
+    ToolFailed,
+    WriteFileArgs,
+    WriteFileResult,
+)
 
 
 def sha(data: bytes) -> str:
@@ -58,9 +67,7 @@ def test_edit_is_undone_byte_for_byte_with_its_mode(root: Path, store_dir: str) 
     original = b"#!/bin/sh\r\necho one\r\n\xff binary tail\n"
     target.write_bytes(original)
     target.chmod(0o751)
-    done = run_checkpointed(
-        "edit_file", {"path": "run.sh", "search_block": "one", "replace_block": "two"}, str(root), store_dir
-    )
+    done = run_checkpointed(EditFileArgs(path="run.sh", search_block="one", replace_block="two"), str(root), store_dir)
     assert isinstance(done.result, WriteFileResult | EditFileResult), done.result
     cp = done.checkpoint
     assert cp is not None and cp.existed and cp.mode == 0o751 and cp.before == sha(original)
@@ -73,7 +80,7 @@ def test_edit_is_undone_byte_for_byte_with_its_mode(root: Path, store_dir: str) 
 
 def test_write_that_created_a_file_is_undone_by_deleting_it_and_its_new_dirs(root: Path, store_dir: str) -> None:
     (root / "a").mkdir()
-    done = run_checkpointed("write_file", {"path": "a/b/c/new.txt", "content": "hi\n"}, str(root), store_dir)
+    done = run_checkpointed(WriteFileArgs(path="a/b/c/new.txt", content="hi\n"), str(root), store_dir)
     cp = done.checkpoint
     assert cp is not None and not cp.existed and cp.created_dirs == ["a/b/c", "a/b"]
     (preview,) = preview_restore(str(root), store_dir, [as_restore(cp)])
@@ -83,7 +90,7 @@ def test_write_that_created_a_file_is_undone_by_deleting_it_and_its_new_dirs(roo
 
 
 def test_a_created_dir_that_gained_other_files_stays(root: Path, store_dir: str) -> None:
-    done = run_checkpointed("write_file", {"path": "d/new.txt", "content": "x"}, str(root), store_dir)
+    done = run_checkpointed(WriteFileArgs(path="d/new.txt", content="x"), str(root), store_dir)
     assert done.checkpoint is not None
     (root / "d" / "mine.txt").write_text("user file\n")
     assert restore(root, store_dir, done.checkpoint) == "delete"
@@ -92,7 +99,7 @@ def test_a_created_dir_that_gained_other_files_stays(root: Path, store_dir: str)
 
 def test_preview_is_the_reverse_diff(root: Path, store_dir: str) -> None:
     (root / "m.py").write_text("a = 1\nb = 2\n")
-    done = run_checkpointed("write_file", {"path": "m.py", "content": "a = 1\nb = 3\n"}, str(root), store_dir)
+    done = run_checkpointed(WriteFileArgs(path="m.py", content="a = 1\nb = 3\n"), str(root), store_dir)
     assert done.checkpoint is not None
     (preview,) = preview_restore(str(root), store_dir, [as_restore(done.checkpoint)])
     assert preview.status == "restore"
@@ -101,7 +108,7 @@ def test_preview_is_the_reverse_diff(root: Path, store_dir: str) -> None:
 
 def test_a_file_changed_since_is_a_conflict_and_apply_checks_the_previewed_bytes(root: Path, store_dir: str) -> None:
     (root / "f.txt").write_text("v1\n")
-    done = run_checkpointed("write_file", {"path": "f.txt", "content": "v2\n"}, str(root), store_dir)
+    done = run_checkpointed(WriteFileArgs(path="f.txt", content="v2\n"), str(root), store_dir)
     assert done.checkpoint is not None
     (root / "f.txt").write_text("user's v3\n")
     file = as_restore(done.checkpoint)
@@ -123,7 +130,7 @@ def test_a_missing_or_corrupt_checkpoint_is_reported_by_path(root: Path, store_d
     (root / "b.txt").write_text("b1\n")
     cps = []
     for name in ("a.txt", "b.txt"):
-        done = run_checkpointed("write_file", {"path": name, "content": "new\n"}, str(root), store_dir)
+        done = run_checkpointed(WriteFileArgs(path=name, content="new\n"), str(root), store_dir)
         assert done.checkpoint is not None
         cps.append(done.checkpoint)
     a_object = Path(store_dir, "objects", sha(b"a1\n"))
@@ -153,7 +160,7 @@ def test_files_over_the_per_file_cap_are_recorded_as_not_restorable(root: Path, 
 def test_the_real_per_file_cap_is_crossed(root: Path, store_dir: str) -> None:
     with open(root / "huge.bin", "wb") as f:
         f.truncate(CHECKPOINT_FILE_MAX_BYTES + 1)  # sparse: no 16 MiB written
-    done = run_checkpointed("write_file", {"path": "huge.bin", "content": "small now\n"}, str(root), store_dir)
+    done = run_checkpointed(WriteFileArgs(path="huge.bin", content="small now\n"), str(root), store_dir)
     assert isinstance(done.result, WriteFileResult | EditFileResult) and done.checkpoint is not None
     assert "per-file checkpoint cap" in done.checkpoint.lost
     (preview,) = preview_restore(str(root), store_dir, [as_restore(done.checkpoint)])
@@ -180,7 +187,7 @@ def test_a_pre_image_larger_than_the_whole_store_is_dropped_the_write_goes_ahead
     store_dir = str(tmp_path / "tiny")
     store_for(store_dir).max_bytes = 5
     (root / "f.txt").write_text("more than five bytes\n")
-    done = run_checkpointed("write_file", {"path": "f.txt", "content": "new\n"}, str(root), store_dir)
+    done = run_checkpointed(WriteFileArgs(path="f.txt", content="new\n"), str(root), store_dir)
     assert isinstance(done.result, WriteFileResult | EditFileResult) and (root / "f.txt").read_text() == "new\n"
     assert done.checkpoint is not None and "could not be kept" in done.checkpoint.lost
     assert "the change went ahead and cannot be undone" in done.notice
@@ -190,8 +197,8 @@ def test_an_unwritable_store_never_blocks_the_mutation(root: Path, tmp_path: Pat
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the store should be\n")
     (root / "f.txt").write_text("old\n")
-    edit = {"path": "f.txt", "search_block": "old", "replace_block": "new"}
-    done = run_checkpointed("edit_file", edit, str(root), str(blocker))
+    edit = EditFileArgs(path="f.txt", search_block="old", replace_block="new")
+    done = run_checkpointed(edit, str(root), str(blocker))
     assert isinstance(done.result, WriteFileResult | EditFileResult) and (root / "f.txt").read_text() == "new\n"
     assert done.checkpoint is not None and done.checkpoint.lost.startswith("its pre-image could not be kept")
     assert done.notice.startswith("no checkpoint for f.txt")
@@ -200,16 +207,16 @@ def test_an_unwritable_store_never_blocks_the_mutation(root: Path, tmp_path: Pat
 def test_same_pre_image_is_stored_once(root: Path, store_dir: str) -> None:
     for _ in range(3):
         (root / "f.txt").write_text("same\n")
-        run_checkpointed("write_file", {"path": "f.txt", "content": "other\n"}, str(root), store_dir)
+        run_checkpointed(WriteFileArgs(path="f.txt", content="other\n"), str(root), store_dir)
     assert os.listdir(Path(store_dir, "objects")) == [sha(b"same\n")]
 
 
 def test_failed_mutation_has_no_checkpoint(root: Path, store_dir: str) -> None:
     (root / "f.txt").write_text("abc\n")
-    edit = {"path": "f.txt", "search_block": "zzz", "replace_block": "y"}
-    done = run_checkpointed("edit_file", edit, str(root), store_dir)
+    edit = EditFileArgs(path="f.txt", search_block="zzz", replace_block="y")
+    done = run_checkpointed(edit, str(root), store_dir)
     assert isinstance(done.result, ToolFailed) and done.checkpoint is None
-    escaped = run_checkpointed("write_file", {"path": "../outside/x", "content": "y"}, str(root), store_dir)
+    escaped = run_checkpointed(WriteFileArgs(path="../outside/x", content="y"), str(root), store_dir)
     assert isinstance(escaped.result, ToolFailed) and escaped.checkpoint is None
 
 
@@ -251,7 +258,7 @@ def test_command_changes_are_bounded(root: Path) -> None:
 def test_restore_through_a_symlink_inside_the_tree_lands_on_its_target(root: Path, store_dir: str) -> None:
     (root / "real.txt").write_text("v1\n")
     (root / "link.txt").symlink_to("real.txt")
-    done = run_checkpointed("write_file", {"path": "link.txt", "content": "v2\n"}, str(root), store_dir)
+    done = run_checkpointed(WriteFileArgs(path="link.txt", content="v2\n"), str(root), store_dir)
     assert done.checkpoint is not None and done.checkpoint.path == "real.txt"
     assert restore(root, store_dir, done.checkpoint) == "restore"
     assert (root / "real.txt").read_text() == "v1\n" and (root / "link.txt").is_symlink()
@@ -259,7 +266,7 @@ def test_restore_through_a_symlink_inside_the_tree_lands_on_its_target(root: Pat
 
 def test_a_restore_never_follows_a_symlink_planted_out_of_the_tree(root: Path, store_dir: str) -> None:
     (root / "d").mkdir()
-    done = run_checkpointed("write_file", {"path": "d/f.txt", "content": "mine\n"}, str(root), store_dir)
+    done = run_checkpointed(WriteFileArgs(path="d/f.txt", content="mine\n"), str(root), store_dir)
     assert done.checkpoint is not None
     # the directory is swapped for a symlink to outside after DashFloat wrote into it
     (root / "d" / "f.txt").unlink()

@@ -26,6 +26,7 @@ from dashfloat.executor.path_policy import Root
 from dashfloat.protocol import (
     CancelTool,
     CommandStarted,
+    ExecuteCommandArgs,
     ExecutorToAgent,
     RunTool,
     SandboxPolicy,
@@ -365,7 +366,7 @@ def start_escapers(channel: Channel[ExecutorToAgent], mark: str) -> None:
         f"setsid sleep {mark} >/dev/null 2>&1 & until pgrep -fx 'sleep {mark}' >/dev/null; do sleep 0.01; done; "
         "sleep 300"
     )
-    channel.send(RunTool("c1", "execute_command", {"command": command}))
+    channel.send(RunTool("c1", ExecuteCommandArgs(command=command)))
     assert channel.poll(TIMEOUT_S) and isinstance(channel.recv(), CommandStarted)
     deadline = time.monotonic() + TIMEOUT_S
     while not sleepers(mark):

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from dashfloat.channel import Channel
@@ -20,16 +21,20 @@ from dashfloat.protocol import (
     CommandExited,
     CommandOutput,
     CommandStarted,
+    ExecuteCommandArgs,
     ExecutorToAgent,
     FrameRejected,
+    ListDirectoryArgs,
     PreviewReady,
     PreviewTool,
+    ReadFileArgs,
     ReadFileResult,
     RunTool,
     Shutdown,
     ToolCancelled,
     ToolFailed,
     ToolFinished,
+    WriteFileArgs,
     WriteFileResult,
 )
 from tests.executor.conftest import gone, live_in_group
@@ -66,7 +71,7 @@ def reply(channel: Channel[ExecutorToAgent], live: list[CommandOutput] | None = 
 
 
 def start_sleeper(channel: Channel[ExecutorToAgent], call_id: str) -> int:
-    channel.send(RunTool(call_id, "execute_command", {"command": "sleep 300"}))
+    channel.send(RunTool(call_id, ExecuteCommandArgs(command="sleep 300")))
     started = reply(channel)
     assert isinstance(started, CommandStarted) and started.call_id == call_id
     return started.pgid
@@ -75,13 +80,13 @@ def start_sleeper(channel: Channel[ExecutorToAgent], call_id: str) -> int:
 def test_preview_then_run_with_digest(agent: Agent, root: Path) -> None:
     channel, _ = agent
     (root / "f.txt").write_text("a\n")
-    args = {"path": "f.txt", "content": "b\n"}
-    channel.send(PreviewTool("c1", "write_file", args))
+    args = WriteFileArgs(path="f.txt", content="b\n")
+    channel.send(PreviewTool("c1", args))
     ready = reply(channel)
     assert isinstance(ready, PreviewReady) and ready.lines == ["@@ -1 +1 @@", "-a", "+b"]
-    channel.send(RunTool("c1", "write_file", args, expect_digest=ready.digest))
+    channel.send(RunTool("c1", args, expect_digest=ready.digest))
     assert reply(channel) == ToolFinished("c1", WriteFileResult(path="f.txt", bytes=2, created=False))
-    channel.send(RunTool("c2", "write_file", {"path": "f.txt", "content": "c\n"}, expect_digest=ready.digest))
+    channel.send(RunTool("c2", WriteFileArgs(path="f.txt", content="c\n"), expect_digest=ready.digest))
     finished = reply(channel)
     assert isinstance(finished, ToolFinished) and isinstance(finished.result, ToolFailed)
     assert finished.result.error.startswith("file changed since the preview")
@@ -89,7 +94,7 @@ def test_preview_then_run_with_digest(agent: Agent, root: Path) -> None:
 
 def test_command_started_then_finished(agent: Agent) -> None:
     channel, _ = agent
-    channel.send(RunTool("c1", "execute_command", {"command": "echo $$"}))
+    channel.send(RunTool("c1", ExecuteCommandArgs(command="echo $$")))
     started = reply(channel)
     assert isinstance(started, CommandStarted)
     finished = reply(channel)
@@ -103,7 +108,7 @@ def test_a_running_command_sends_its_output_live_bounded_and_rate_limited(agent:
     # a burst far larger than one chunk, then a last line, then silence until the test says stop: the
     # silence must not hold the last line back (the loop wakes for a held chunk)
     command = "head -c 100000 /dev/zero | tr '\\0' a; echo; echo last line; while [ ! -e stop ]; do sleep 0.05; done"
-    channel.send(RunTool("c1", "execute_command", {"command": command}))
+    channel.send(RunTool("c1", ExecuteCommandArgs(command=command)))
     assert isinstance(reply(channel), CommandStarted)
     live: list[CommandOutput] = []
     while not live or not live[-1].text.endswith("last line\n"):
@@ -123,14 +128,15 @@ def test_a_running_command_sends_its_output_live_bounded_and_rate_limited(agent:
 
 def test_bad_calls_are_results(agent: Agent) -> None:
     channel, _ = agent
-    channel.send(RunTool("c1", "execute_command", {"command": "true", "cwd": ".."}))
+    channel.send(RunTool("c1", ExecuteCommandArgs(command="true", cwd="..")))
     finished = reply(channel)
     assert isinstance(finished, ToolFinished) and isinstance(finished.result, ToolFailed)
     assert finished.result.error.startswith("path escapes")
-    channel.send(RunTool("c2", "nope", {}))
-    finished = reply(channel)
-    assert isinstance(finished, ToolFinished) and isinstance(finished.result, ToolFailed)
-    assert "unknown tool" in finished.result.error
+    # Arguments arrive parsed: a frame whose arguments break the Structs' constraints is refused, not run.
+    frame = {"type": "run_tool", "call_id": "c2", "args": {"tool": "read_file", "path": "f", "offset": 0}}
+    channel.conn.send_bytes(msgspec.msgpack.encode(frame))
+    rejected = reply(channel)
+    assert isinstance(rejected, FrameRejected) and "offset" in rejected.error
 
 
 def test_cancel_kills_the_group_and_answers(agent: Agent) -> None:
@@ -151,9 +157,9 @@ def test_messages_during_a_command_are_served(agent: Agent, root: Path) -> None:
     (root / "f.txt").write_text("x\n")
     start_sleeper(channel, "c1")
     channel.send(CancelTool("unknown"))  # ignored
-    channel.send(PreviewTool("p1", "write_file", {"path": "f.txt", "content": "y\n"}))
+    channel.send(PreviewTool("p1", WriteFileArgs(path="f.txt", content="y\n")))
     assert isinstance(preview := reply(channel), PreviewReady) and preview.call_id == "p1"
-    channel.send(RunTool("c2", "read_file", {"path": "f.txt"}))  # queued behind the command
+    channel.send(RunTool("c2", ReadFileArgs(path="f.txt")))  # queued behind the command
     channel.send(CancelTool("c1"))
     first, second = reply(channel), reply(channel)
     assert isinstance(first, ToolFinished) and first.call_id == "c1" and isinstance(first.result, ToolCancelled)
@@ -164,7 +170,7 @@ def test_messages_during_a_command_are_served(agent: Agent, root: Path) -> None:
 def test_cancel_when_idle_is_ignored(agent: Agent) -> None:
     channel, _ = agent
     channel.send(CancelTool("c9"))
-    channel.send(PreviewTool("p1", "execute_command", {"command": "ls"}))
+    channel.send(PreviewTool("p1", ExecuteCommandArgs(command="ls")))
     assert isinstance(reply(channel), PreviewReady)
 
 
@@ -204,5 +210,5 @@ def test_undecodable_frame_is_answered_and_serving_goes_on(agent: Agent) -> None
     rejected = reply(channel)
     assert isinstance(rejected, FrameRejected)
     assert rejected.error.startswith("undecodable message on the agent->executor channel")
-    channel.send(PreviewTool("p1", "list_directory", {}))
+    channel.send(PreviewTool("p1", ListDirectoryArgs()))
     assert isinstance(reply(channel), PreviewReady)

@@ -15,11 +15,13 @@ from dashfloat.protocol import (
     AgentToExecutor,
     CommandOutput,
     CommandStarted,
+    ExecuteCommandArgs,
     ExecutorToAgent,
     FindPaths,
     PathsFound,
     RunTool,
     ToolFinished,
+    WriteFileArgs,
 )
 
 REPLY_TIMEOUT_S = 20.0
@@ -73,7 +75,7 @@ def test_the_index_is_built_once_and_renewed_after_a_write(channel: Channel[Exec
     assert ask(channel, FindPaths(ref=1, query="txt", refresh=True)).paths == ["first.txt"]  # type: ignore[union-attr]
     (root / "second.txt").write_text("")  # made behind the executor's back: the index is not rebuilt per key
     assert ask(channel, FindPaths(ref=2, query="txt")).paths == ["first.txt"]  # type: ignore[union-attr]
-    done = ask(channel, RunTool("w1", "write_file", {"path": "third.txt", "content": "3\n"}))
+    done = ask(channel, RunTool("w1", WriteFileArgs(path="third.txt", content="3\n")))
     assert isinstance(done, ToolFinished)
     after = ask(channel, FindPaths(ref=3, query="txt"))
     assert isinstance(after, PathsFound) and after.paths == ["first.txt", "third.txt", "second.txt"]
@@ -81,7 +83,7 @@ def test_the_index_is_built_once_and_renewed_after_a_write(channel: Channel[Exec
 
 def test_a_running_command_does_not_hold_up_completion(channel: Channel[ExecutorToAgent], root: Path) -> None:
     (root / "README.md").write_text("")
-    channel.send(RunTool("c1", "execute_command", {"command": "while [ ! -e stop ]; do sleep 0.05; done"}))
+    channel.send(RunTool("c1", ExecuteCommandArgs(command="while [ ! -e stop ]; do sleep 0.05; done")))
     started = channel.recv() if channel.poll(REPLY_TIMEOUT_S) else None
     assert isinstance(started, CommandStarted)
     found = ask(channel, FindPaths(ref=1, query="READ"))

@@ -11,11 +11,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import pytest
 
 from dashfloat.channel import Channel
 from dashfloat.llm import serve
 from dashfloat.protocol import (
+    AssembledCall,
     ChatMessage,
     LlmToAgent,
     ProviderConfig,
@@ -137,3 +139,8 @@ def llm() -> Iterator[Llm]:
 def server() -> Iterator[ScriptedServer]:
     with ScriptedServer() as scripted:
         yield scripted
+
+
+def written(call: AssembledCall) -> Any:
+    """The arguments of a call that parsed, as the model wrote them (decoded); None for a call that did not."""
+    return msgspec.json.decode(call.arguments) if call.args is not None else None

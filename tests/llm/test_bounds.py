@@ -12,7 +12,7 @@ import pytest
 from dashfloat.llm import EPISODE_MAX_BYTES, EPISODE_MAX_TOOL_CALLS, SSE_FRAME_MAX_BYTES
 from dashfloat.llm._errors import StreamError
 from dashfloat.llm._framing import framed_events
-from dashfloat.protocol import ContentDelta, StreamFailed
+from dashfloat.protocol import ContentDelta, ReadFileArgs, StreamFailed
 from dashfloat.testing.sse_server import Reply, ScriptedServer, sse_event, text_reply
 from tests.llm.conftest import Llm, varied
 
@@ -131,4 +131,4 @@ def test_one_call_in_a_thousand_fragments_is_one_call(llm: Llm, server: Scripted
     pieces = [calls_chunk([{"index": 0, "function": {"arguments": ch}}]) for ch in text]
     server.enqueue(Reply(body=[calls_chunk([head]), *pieces, FINISH, DONE]))
     (call,) = llm.run(server.base_url).done.tool_calls
-    assert call.args == {"path": "p" * 999}
+    assert call.args == ReadFileArgs(path="p" * 999)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from dashfloat.llm import EPISODE_MAX_BYTES, EPISODE_MAX_TOOL_CALLS, Episode
 from dashfloat.llm._errors import StreamError
-from dashfloat.protocol import StreamFailureKind, Usage
+from dashfloat.protocol import ReadFileArgs, StreamFailureKind, Usage
 from tests.llm.conftest import varied
 
 USAGE = {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}
@@ -126,7 +126,7 @@ def test_tool_calls_finished_with_stop_later_or_never_are_tool_calls() -> None:
         done = episode.finished(1)
         assert deltas == [] and episode.emitted  # a call counts as said: never retried
         assert done.finish_reason == "tool_calls"
-        assert [(c.id, c.name, c.args) for c in done.tool_calls] == [("c1", "read_file", {"path": "a"})]
+        assert [(c.id, c.name, c.args) for c in done.tool_calls] == [("c1", "read_file", ReadFileArgs(path="a"))]
 
 
 @pytest.mark.parametrize(

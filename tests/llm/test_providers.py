@@ -20,7 +20,7 @@ from dashfloat.llm._limits import (
     REPEAT_MIN_COUNT,
     SSE_EVENT_MAX_LINES,
 )
-from dashfloat.protocol import ChatMessage, FunctionCall, StreamStatus, ToolCallRecord
+from dashfloat.protocol import ChatMessage, FunctionCall, ReadFileArgs, StreamStatus, ToolCallRecord
 from dashfloat.testing.sse_server import (
     Drop,
     Pause,
@@ -145,7 +145,7 @@ def test_a_fenced_call_becomes_a_call_with_the_prose_kept(llm: Llm, server: Scri
     server.enqueue(text_reply(FENCED, chunk_size=7))
     done = llm.run(server.base_url).done
     assert done.finish_reason == "tool_calls" and done.content == "I will read it."
-    assert [(c.name, c.args, c.error) for c in done.tool_calls] == [("read_file", {"path": "notes.txt"}, None)]
+    assert [(c.name, c.args, c.error) for c in done.tool_calls] == [("read_file", ReadFileArgs(path="notes.txt"), None)]
 
 
 def test_auto_stops_reading_text_once_the_provider_sent_a_native_call(llm: Llm, server: ScriptedServer) -> None:

@@ -7,7 +7,15 @@ from typing import Any
 
 from dashfloat.catalogue import tools_catalogue
 from dashfloat.llm._limits import DELTA_BATCH_S
-from dashfloat.protocol import CancelStream, ContentDelta, ReasoningDelta, StreamStatus, Usage
+from dashfloat.protocol import (
+    CancelStream,
+    ContentDelta,
+    ListDirectoryArgs,
+    ReadFileArgs,
+    ReasoningDelta,
+    StreamStatus,
+    Usage,
+)
 from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
 from tests.llm.conftest import TEST_KEY, TEST_KEY_ENV, Llm
 
@@ -63,8 +71,8 @@ def test_tool_calls_finish(llm: Llm, server: ScriptedServer) -> None:
     done = llm.run(server.base_url).done
     assert done.finish_reason == "tool_calls"
     assert [(c.id, c.name, c.args) for c in done.tool_calls] == [
-        ("c1", "read_file", {"path": "a.txt"}),
-        ("c2", "list_directory", {}),
+        ("c1", "read_file", ReadFileArgs(path="a.txt")),
+        ("c2", "list_directory", ListDirectoryArgs()),
     ]
 
 
@@ -223,7 +231,7 @@ def test_tool_calls_with_finish_reason_stop_later_or_never(llm: Llm, server: Scr
     for _ in range(3):
         done = llm.run(server.base_url).done
         assert done.finish_reason == "tool_calls"
-        assert [(c.id, c.args) for c in done.tool_calls] == [("c1", {"path": "a"})]
+        assert [(c.id, c.args) for c in done.tool_calls] == [("c1", ReadFileArgs(path="a"))]
 
 
 def test_groq_empty_tool_call_lists_on_content_chunks(llm: Llm, server: ScriptedServer) -> None:

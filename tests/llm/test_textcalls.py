@@ -10,10 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dashfloat.llm.textcalls import text_tool_calls
+from tests.llm.conftest import written
 
 
 def calls_of(text: str) -> list[tuple[str, dict[str, Any] | None, str | None]]:
-    return [(c.name, c.args, c.error) for c in text_tool_calls(text)[1]]
+    return [(c.name, written(c), c.error) for c in text_tool_calls(text)[1]]
 
 
 READ = {"name": "read_file", "arguments": {"path": "notes.txt"}}
@@ -22,7 +23,7 @@ READ = {"name": "read_file", "arguments": {"path": "notes.txt"}}
 def test_a_fenced_json_call_as_qwen_writes_it() -> None:
     text = f"I will read the file.\n\n```json\n{json.dumps(READ)}\n```\n\nThen I will summarize it."
     prose, calls = text_tool_calls(text)
-    assert [(c.id, c.name, c.args, c.error) for c in calls] == [
+    assert [(c.id, c.name, written(c), c.error) for c in calls] == [
         ("text_call_0", "read_file", {"path": "notes.txt"}, None)
     ]
     assert prose == "I will read the file.\n\nThen I will summarize it."
@@ -49,7 +50,7 @@ def test_hermes_and_qwen_tool_call_tags() -> None:
     text = f"Let me look.\n<tool_call>\n{json.dumps(READ)}\n</tool_call>\n<tool_call>{json.dumps(second)}</tool_call>"
     prose, calls = text_tool_calls(text)
     assert prose == "Let me look."
-    assert [(c.name, c.args) for c in calls] == [("read_file", {"path": "notes.txt"}), ("list_directory", {})]
+    assert [(c.name, written(c)) for c in calls] == [("read_file", {"path": "notes.txt"}), ("list_directory", {})]
 
 
 def test_a_tag_left_open_at_the_end_of_the_answer() -> None:

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dashfloat.llm.toolcalls import ToolCalls
+from dashfloat.tool_args import parse_args
+from tests.llm.conftest import written
 
 
 def first(index: int | None, call_id: str | None, name: str | None, args: Any = "") -> dict[str, Any]:
@@ -31,7 +34,7 @@ def assemble(*chunks: list[Any]) -> list[tuple[str, str, dict[str, Any] | None, 
     acc = ToolCalls()
     for chunk in chunks:
         acc = acc.feed(chunk)
-    return [(c.id, c.name, c.args, c.error) for c in acc.finish()]
+    return [(c.id, c.name, written(c), c.error) for c in acc.finish()]
 
 
 def test_the_openai_shape_interleaved_by_index() -> None:
@@ -166,7 +169,9 @@ def test_duplicate_summary_chunk_repeating_the_whole_call() -> None:
 def test_type_missing_and_empty_tool_call_lists() -> None:
     acc = ToolCalls().feed([]).feed([{"index": 0, "id": "c1", "function": {"name": "read_file", "arguments": "{}"}}])
     acc = acc.feed([]).feed(None)
-    assert [(c.id, c.name, c.args) for c in acc.finish()] == [("c1", "read_file", {})]
+    assert [(c.id, c.name, c.arguments, c.error) for c in acc.finish()] == [
+        ("c1", "read_file", "{}", "read_file: missing required parameter path")
+    ]
 
 
 def test_unusable_calls_say_why() -> None:
@@ -216,7 +221,13 @@ def test_random_arguments_split_and_interleaved_reassemble_exactly(
         live = [q for q in queues if q]
         queue = live[data.draw(st.integers(0, len(live) - 1))]
         acc.feed([queue.pop(0)])
-    assert [(c.id, c.args, c.error) for c in acc.finish()] == [(f"id{i}", o, None) for i, o in enumerate(objects)]
+    expected = [(f"id{i}", o, _parse_error("write_file", o)) for i, o in enumerate(objects)]
+    assert [(c.id, msgspec.json.decode(c.arguments), c.error) for c in acc.finish()] == expected
+
+
+def _parse_error(name: str, args: object) -> str | None:
+    parsed = parse_args(name, args)
+    return parsed if isinstance(parsed, str) else None
 
 
 @settings(max_examples=300, deadline=None)

@@ -21,12 +21,13 @@ from dashfloat.permissions import (
     read_only_command,
     verdict,
 )
+from dashfloat.protocol import EditFileArgs, ExecuteCommandArgs, ReadFileArgs, ToolArgs, WriteFileArgs
 
 CWD = "/work/p"
 
 
-def cmd(line: str) -> dict[str, str]:
-    return {"command": line}
+def cmd(line: str) -> ExecuteCommandArgs:
+    return ExecuteCommandArgs(command=line)
 
 
 @pytest.mark.parametrize(
@@ -83,37 +84,37 @@ def test_always_is_scoped_to_program_and_subcommand(line: str, scope: tuple[str,
 )
 def test_lines_with_shell_syntax_inline_code_or_wrappers_cannot_be_scoped(line: str) -> None:
     assert command_scope(line) is None
-    assert call_scope("execute_command", cmd(line)) is None
+    assert call_scope(cmd(line)) is None
 
 
 def test_file_tools_are_scoped_to_the_tool_in_the_workspace() -> None:
-    assert call_scope("edit_file", {"path": "a.py"}) == Rule("edit_file")
-    assert call_scope("read_file", {"path": "a.py"}) is None
+    assert call_scope(EditFileArgs(path="a.py", search_block="a", replace_block="b")) == Rule("edit_file")
+    assert call_scope(ReadFileArgs(path="a.py")) is None
 
 
 def test_an_allow_rule_covers_its_prefix_only_and_never_a_compound_line() -> None:
     rule = parse_rule("execute_command(npm test)", "allow")
-    assert matches(rule, "allow", "execute_command", cmd("npm test --watch"), CWD)
-    assert not matches(rule, "allow", "execute_command", cmd("npm install evil"), CWD)
-    assert not matches(rule, "allow", "execute_command", cmd("npm test; rm -rf ~"), CWD)
-    assert not matches(rule, "allow", "execute_command", cmd("npm"), CWD)
-    assert not matches(rule, "allow", "write_file", {"path": "x"}, CWD)
+    assert matches(rule, "allow", cmd("npm test --watch"), CWD)
+    assert not matches(rule, "allow", cmd("npm install evil"), CWD)
+    assert not matches(rule, "allow", cmd("npm test; rm -rf ~"), CWD)
+    assert not matches(rule, "allow", cmd("npm"), CWD)
+    assert not matches(rule, "allow", WriteFileArgs(path="x", content=""), CWD)
 
 
 def test_a_deny_rule_covers_its_prefix_anywhere_in_a_line() -> None:
     rule = parse_rule("execute_command(rm)", "deny")
     for line in ("rm -rf x", "ls; rm x", "ls && /bin/rm x", "echo $(rm x)"):
-        assert matches(rule, "deny", "execute_command", cmd(line), CWD), line
-    assert not matches(rule, "deny", "execute_command", cmd("ls rmdir"), CWD)
-    assert matches(parse_rule("execute_command", "deny"), "deny", "execute_command", cmd("ls"), CWD)
+        assert matches(rule, "deny", cmd(line), CWD), line
+    assert not matches(rule, "deny", cmd("ls rmdir"), CWD)
+    assert matches(parse_rule("execute_command", "deny"), "deny", cmd("ls"), CWD)
 
 
 def test_path_patterns_are_relative_to_the_workspace() -> None:
     rule = parse_rule("write_file(secrets/*)", "deny")
-    assert matches(rule, "deny", "write_file", {"path": "secrets/a.env"}, CWD)
-    assert matches(rule, "deny", "write_file", {"path": "/work/p/secrets/a.env"}, CWD)
-    assert matches(rule, "deny", "write_file", {"path": "./x/../secrets/k"}, CWD)
-    assert not matches(rule, "deny", "write_file", {"path": "src/a.py"}, CWD)
+    assert matches(rule, "deny", WriteFileArgs(path="secrets/a.env", content=""), CWD)
+    assert matches(rule, "deny", WriteFileArgs(path="/work/p/secrets/a.env", content=""), CWD)
+    assert matches(rule, "deny", WriteFileArgs(path="./x/../secrets/k", content=""), CWD)
+    assert not matches(rule, "deny", WriteFileArgs(path="src/a.py", content=""), CWD)
 
 
 def test_deny_wins_and_names_the_rule() -> None:
@@ -121,9 +122,9 @@ def test_deny_wins_and_names_the_rule() -> None:
         SourcedRule(parse_rule("execute_command(git push)", "allow"), "allow", "cfg"),
         SourcedRule(parse_rule("execute_command(git push)", "deny"), "deny", "project"),
     ]
-    assert verdict(rules, "execute_command", cmd("git push origin"), CWD) == ("deny", rules[1])
-    assert verdict(rules[:1], "execute_command", cmd("git push origin"), CWD) == ("allow", rules[0])
-    assert verdict(rules, "execute_command", cmd("git status"), CWD) == ("ask", None)
+    assert verdict(rules, cmd("git push origin"), CWD) == ("deny", rules[1])
+    assert verdict(rules[:1], cmd("git push origin"), CWD) == ("allow", rules[0])
+    assert verdict(rules, cmd("git status"), CWD) == ("ask", None)
 
 
 @pytest.mark.parametrize(
@@ -148,9 +149,9 @@ def test_malformed_rules_say_what_is_wrong(text: str, effect: str, problem: str)
 def test_no_allow_rule_covers_git_options_before_the_subcommand() -> None:
     # git -c / --exec-path / --config-env name programs to run: "always allow git" must not cover them.
     rule = Rule("execute_command", prefix=("git",))
-    assert matches(rule, "allow", "execute_command", cmd("git status"), CWD)
+    assert matches(rule, "allow", cmd("git status"), CWD)
     for line in ("git -c alias.x=!sh x", "git --exec-path=/tmp/x status", "git -c core.pager=sh log"):
-        assert not matches(rule, "allow", "execute_command", cmd(line), CWD)
+        assert not matches(rule, "allow", cmd(line), CWD)
 
 
 WORD = st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=8)
@@ -161,7 +162,7 @@ def test_no_allow_rule_ever_covers_a_line_with_shell_syntax(head: list[str], met
     line = shlex.join(head) + f" {meta} " + shlex.join(tail)
     scope = command_scope(shlex.join(head))
     if scope is not None:
-        assert not matches(scope, "allow", "execute_command", cmd(line), CWD)
+        assert not matches(scope, "allow", cmd(line), CWD)
     assert command_scope(line) is None and read_only_command(line) is None
 
 
@@ -171,7 +172,7 @@ def test_a_scope_covers_the_line_it_was_made_from_and_round_trips_as_text(words:
     scope = command_scope(line)
     if scope is None:
         return
-    assert matches(scope, "allow", "execute_command", cmd(line), CWD)
+    assert matches(scope, "allow", cmd(line), CWD)
     assert parse_rule(scope.text(), "allow") == scope
 
 
@@ -255,15 +256,15 @@ def test_git_runs_with_the_repositorys_programs_neutralised() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "args", "reason"),
+    ("args", "reason"),
     [
-        ("execute_command", cmd("npm test"), ""),
-        ("write_file", {"path": "a"}, ""),
-        ("execute_command", cmd("ls | head"), "the line has shell syntax"),
-        ("execute_command", cmd("bash -c x"), "bash runs other programs or inline code"),
-        ("execute_command", cmd("FOO=1 make"), "it starts with an environment assignment"),
-        ("execute_command", {}, "this tool is confirmed each time"),
+        (cmd("npm test"), ""),
+        (WriteFileArgs(path="a", content=""), ""),
+        (cmd("ls | head"), "the line has shell syntax"),
+        (cmd("bash -c x"), "bash runs other programs or inline code"),
+        (cmd("FOO=1 make"), "it starts with an environment assignment"),
+        (ReadFileArgs(path="a"), "this tool is confirmed each time"),
     ],
 )
-def test_the_reason_no_always_is_offered(name: str, args: dict[str, str], reason: str) -> None:
-    assert no_scope_reason(name, args) == reason
+def test_the_reason_no_always_is_offered(args: ToolArgs, reason: str) -> None:
+    assert no_scope_reason(args) == reason

@@ -10,7 +10,9 @@ from dashfloat.protocol import (
     AgentToUi,
     ConfirmRequested,
     DecideConfirmation,
+    MalformedCall,
     PhaseChanged,
+    ReadFileArgs,
     SubmitPrompt,
     SystemEntry,
     TokenReceived,
@@ -18,6 +20,7 @@ from dashfloat.protocol import (
     ToolResultShown,
     TurnEnded,
     UiToAgent,
+    WriteFileArgs,
 )
 from dashfloat.runtime import Printer
 
@@ -58,7 +61,7 @@ def play(*batches: list[AgentToUi], json_mode: bool = False) -> tuple[int, str, 
 def test_a_turn_prints_prose_to_stdout_and_tool_rows_to_stderr() -> None:
     batches: list[Any] = [
         [PhaseChanged(phase="streaming"), TokenReceived(text="Looking.")],
-        [ToolCallShown(id="c", name="read_file", args={"path": "a.txt"})],
+        [ToolCallShown(id="c", args=ReadFileArgs(path="a.txt"))],
         [ToolResultShown(id="c", name="read_file", status="error", output="file not found: a.txt\nmore")],
         [TokenReceived(text="Done."), TurnEnded(outcome="completed"), PhaseChanged(phase="idle")],
     ]
@@ -69,7 +72,7 @@ def test_a_turn_prints_prose_to_stdout_and_tool_rows_to_stderr() -> None:
 
 
 def test_confirmations_are_rejected_and_say_which_flag_allows_them() -> None:
-    ask = ConfirmRequested(ref=3, id="w", name="write_file", args={}, lines=[])
+    ask = ConfirmRequested(ref=3, id="w", subject=WriteFileArgs(path="a", content=""), lines=[])
     done: list[AgentToUi] = [TurnEnded(outcome="completed"), PhaseChanged(phase="idle")]
     code, _, err, sent = play([PhaseChanged(phase="streaming"), ask], done)
     assert code == 0 and DecideConfirmation(ref=3, decision="reject") in sent and "--approve" in err
@@ -119,7 +122,7 @@ def test_a_replayed_transcript_is_not_printed() -> None:
 def test_model_chosen_names_and_tool_output_cannot_write_control_sequences_to_stderr() -> None:
     hostile = "read\u009b2J\x07\nX fake row"
     batches: list[Any] = [
-        [PhaseChanged(phase="streaming"), ToolCallShown(id="c", name=hostile, args={"path": "a\x1b[2J"})],
+        [PhaseChanged(phase="streaming"), ToolCallShown(id="c", args=MalformedCall(hostile, '{"path":"a\x1b[2J"}'))],
         [ToolResultShown(id="c", name=hostile, status="ok", output="line\x1b]0;t\x07\ttab")],
         [TurnEnded(outcome="completed"), PhaseChanged(phase="idle")],
     ]

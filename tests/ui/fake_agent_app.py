@@ -32,6 +32,7 @@ from dashfloat.protocol import (
     ConfirmRequested,
     DecideConfirmation,
     PhaseChanged,
+    ReadFileArgs,
     SandboxState,
     SessionStarted,
     SubmitPrompt,
@@ -44,6 +45,7 @@ from dashfloat.protocol import (
     Usage,
     UsageShown,
     UserPromptShown,
+    WriteFileArgs,
 )
 from dashfloat.ui import UiOptions, run_tui
 
@@ -116,7 +118,7 @@ class _Agent:
             case "tool":
                 self.send(
                     PhaseChanged(phase="running"),
-                    ToolCallShown(id="t1", name="read_file", args={"path": "notes.txt"}),
+                    ToolCallShown(id="t1", args=ReadFileArgs(path="notes.txt")),
                     ToolResultShown(id="t1", name="read_file", status="ok", output="first line\nsecond line"),
                 )
                 self.finish()
@@ -147,15 +149,14 @@ class _Agent:
         return None
 
     def confirm(self, path: str, full: list[str] | None = None) -> None:
-        args = {"path": path, "content": "approved\n"}
+        args = WriteFileArgs(path=path, content="approved\n")
         lines = [f"+++ {path}", "+approved"] if full is None else [*full[:50], "[… 150 more lines not shown]"]
         self.send(
-            ToolCallShown(id="w1", name="write_file", args=args),
+            ToolCallShown(id="w1", args=args),
             ConfirmRequested(
                 ref=1,
                 id="w1",
-                name="write_file",
-                args=args,
+                subject=args,
                 lines=lines,
                 scope="write_file",
                 summary=f"new file · +{len(full or lines)}",

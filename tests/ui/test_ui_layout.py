@@ -11,7 +11,9 @@ from dashfloat.protocol import (
     ClearSession,
     ConfirmRequested,
     DecideConfirmation,
+    ExecuteCommandArgs,
     PhaseChanged,
+    ReadFileArgs,
     SetApproval,
     SetModel,
     SubmitPrompt,
@@ -21,6 +23,7 @@ from dashfloat.protocol import (
     ToolResultShown,
     Usage,
     UsageShown,
+    WriteFileArgs,
 )
 from tests.ui.ui_screen import running_ui
 
@@ -90,8 +93,7 @@ def test_confirmation_keys_send_one_decision_and_collapse_the_preview() -> None:
                 confirm = ConfirmRequested(
                     ref=n,
                     id=f"c{n}",
-                    name="write_file",
-                    args={"path": f"f{n}.txt"},
+                    subject=WriteFileArgs(path=f"f{n}.txt", content=""),
                     lines=["+new line", "-old line"],
                     scope="write_file",
                 )
@@ -116,7 +118,7 @@ def test_keys_during_the_guard_or_into_a_draft_decide_nothing_and_stay_in_the_in
     async def main() -> None:
         async with running_ui() as ui:
             confirm = ConfirmRequested(
-                ref=1, id="c1", name="write_file", args={"path": "f.txt"}, lines=["+x"], scope="write_file"
+                ref=1, id="c1", subject=WriteFileArgs(path="f.txt", content=""), lines=["+x"], scope="write_file"
             )
             ui.link.push(PhaseChanged(phase="streaming"), confirm, PhaseChanged(phase="confirming"))
             await ui.until(lambda: "read the change: the keys answer in a moment" in ui.visible())
@@ -143,7 +145,7 @@ def test_tool_rows_and_results_are_drawn() -> None:
     async def main() -> None:
         async with running_ui() as ui:
             ui.link.push(
-                ToolCallShown(id="1", name="execute_command", args={"command": "pytest -q"}),
+                ToolCallShown(id="1", args=ExecuteCommandArgs(command="pytest -q")),
                 ToolResultShown(id="1", name="execute_command", status="error", output="exit 1\nFAILED x"),
             )
             await ui.until(lambda: "⚙ execute_command pytest -q" in ui.lines())
@@ -295,9 +297,7 @@ def test_no_color_draws_attributes_but_no_colours() -> None:
                 return original(data)
 
             ui.writer.write = spy  # type: ignore[method-assign]
-            ui.link.push(
-                TokenReceived(text="**bold** `code`\n\n"), ToolCallShown(id="1", name="read_file", args={"path": "a"})
-            )
+            ui.link.push(TokenReceived(text="**bold** `code`\n\n"), ToolCallShown(id="1", args=ReadFileArgs(path="a")))
             await ui.until(lambda: "⚙ read_file a" in ui.lines())
         out = "".join(written)
         params = {p for sgr in re.findall(r"\x1b\[([0-9;]*)m", out) for p in sgr.split(";") if p}
@@ -313,7 +313,7 @@ def test_colour_is_used_when_allowed() -> None:
         async with running_ui() as ui:
             original = ui.writer.write
             ui.writer.write = lambda data: written.append(data) or original(data)  # type: ignore[method-assign,func-returns-value]
-            ui.link.push(ToolCallShown(id="1", name="read_file", args={"path": "a"}))
+            ui.link.push(ToolCallShown(id="1", args=ReadFileArgs(path="a")))
             await ui.until(lambda: "⚙ read_file a" in ui.lines())
         assert re.search(r"\x1b\[[0-9;]*38;5;[0-9]+", "".join(written))
 

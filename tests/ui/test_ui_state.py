@@ -9,6 +9,7 @@ from dashfloat.protocol import (
     AgentReady,
     ConfirmRequested,
     PhaseChanged,
+    ReadFileArgs,
     ReasoningReceived,
     SessionCleared,
     SessionInfo,
@@ -22,6 +23,7 @@ from dashfloat.protocol import (
     Usage,
     UsageShown,
     UserPromptShown,
+    WriteFileArgs,
 )
 from dashfloat.ui.state import (
     CONFIRM_GUARD_S,
@@ -51,7 +53,7 @@ from dashfloat.ui.state import (
     take_outbox,
 )
 
-CONFIRM = ConfirmRequested(ref=7, id="c1", name="write_file", args={"path": "a.txt", "content": "x"}, lines=["+x"])
+CONFIRM = ConfirmRequested(ref=7, id="c1", subject=WriteFileArgs(path="a.txt", content="x"), lines=["+x"])
 
 
 def run(*events: object, state: UiState | None = None) -> UiState:
@@ -120,12 +122,12 @@ def test_user_prompt_shown_closes_the_open_answer() -> None:
 def test_tool_rows_and_results() -> None:
     state = run(
         TokenReceived(text="let me look"),
-        ToolCallShown(id="1", name="read_file", args={"path": "a"}),
+        ToolCallShown(id="1", args=ReadFileArgs(path="a")),
         ToolResultShown(id="1", name="read_file", status="ok", output="x"),
     )
     assert state.outbox == (
         Prose("let me look"),
-        ToolCall("read_file", {"path": "a"}),
+        ToolCall(ReadFileArgs(path="a")),
         ToolResult("read_file", "ok", "x"),
     )
 
@@ -135,13 +137,13 @@ def test_confirmation_then_a_decision_record_and_the_reply() -> None:
     assert state.confirm == CONFIRM and state.busy
     state, reply = decide(state, "approve_always")
     assert reply is not None and (reply.ref, reply.decision) == (7, "approve_always")
-    assert state.confirm is None and state.outbox == (DecisionRecord("write_file", CONFIRM.args, "approve_always"),)
+    assert state.confirm is None and state.outbox == (DecisionRecord(CONFIRM.subject, "approve_always"),)
     assert decide(state, "approve") == (state, None)
 
 
 def test_idle_while_confirming_records_a_cancelled_confirmation() -> None:
     state = run(CONFIRM, PhaseChanged(phase="confirming"), PhaseChanged(phase="idle"))
-    assert state.confirm is None and state.outbox == (DecisionRecord("write_file", CONFIRM.args, "cancelled"),)
+    assert state.confirm is None and state.outbox == (DecisionRecord(CONFIRM.subject, "cancelled"),)
 
 
 def test_a_result_for_the_pending_confirmation_records_it_cancelled_first() -> None:
@@ -149,7 +151,7 @@ def test_a_result_for_the_pending_confirmation_records_it_cancelled_first() -> N
     state = run(CONFIRM, result)
     assert state.confirm is None
     assert state.outbox == (
-        DecisionRecord("write_file", CONFIRM.args, "cancelled"),
+        DecisionRecord(CONFIRM.subject, "cancelled"),
         ToolResult("write_file", "cancelled", ""),
     )
 
@@ -255,7 +257,7 @@ _MESSAGES = st.one_of(
             PhaseChanged(phase="idle"),
             PhaseChanged(phase="running"),
             CONFIRM,
-            ToolCallShown(id="c1", name="write_file", args={"path": "a.txt"}),
+            ToolCallShown(id="c1", args=WriteFileArgs(path="a.txt", content="")),
             ToolResultShown(id="c1", name="write_file", status="ok", output="x\ny"),
             SystemEntry(text="note"),
             UsageShown(usage=Usage(total_tokens=5)),

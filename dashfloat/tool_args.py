@@ -1,0 +1,130 @@
+"""The model's JSON arguments become a typed ``ToolArgs``, or the error text the model reads (docs/tools.md).
+
+This is the only place arguments are checked: a call is parsed where it is assembled (``llm.toolcalls``,
+``llm.textcalls``) and by the standalone executor; everything after takes the Struct.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Final
+
+import msgspec
+
+from dashfloat.catalogue import (
+    EDIT_FILE,
+    EXECUTE_COMMAND,
+    LIST_DIRECTORY,
+    READ_FILE,
+    TOOL_NAMES,
+    WRITE_FILE,
+    JsonObject,
+    JsonValue,
+    parameter_schemas,
+)
+from dashfloat.protocol import (
+    AssembledCall,
+    EditFileArgs,
+    ExecuteCommandArgs,
+    ListDirectoryArgs,
+    ReadFileArgs,
+    ToolArgs,
+    WriteFileArgs,
+)
+
+_SCHEMAS: Final = parameter_schemas()
+_ARGUMENTS_ENCODER: Final = msgspec.json.Encoder()
+
+
+def _check(tool: str, key: str, value: JsonValue, schema: JsonObject) -> str | None:
+    kind = schema["type"]
+    low, high = schema.get("minimum"), schema.get("maximum")
+    assert low is None or isinstance(low, int | float)
+    assert high is None or isinstance(high, int | float)
+    if kind == "string":
+        return None if isinstance(value, str) else f"{tool}: {key} must be a string"
+    if kind == "number":
+        if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+            return f"{tool}: {key} must be a number"
+        if low is not None and value < low:
+            return f"{tool}: {key} must be >= {low:g}, got {value:g}"
+        if high is not None and value > high:
+            return f"{tool}: {key} must be <= {high:g}, got {value:g}"
+        return None
+    if kind == "integer":
+        # bool is an int subclass in Python but not a JSON integer.
+        if not isinstance(value, int) or isinstance(value, bool):
+            return f"{tool}: {key} must be an integer"
+        if low is not None and value < low:
+            return f"{tool}: {key} must be >= {low}, got {value}"
+        if high is not None and value > high:
+            return f"{tool}: {key} must be <= {high}, got {value}"
+        return None
+    raise AssertionError(f"catalogue type {kind!r} has no validator")  # a catalogue edit forgot us
+
+
+def _checked(name: str, args: JsonObject) -> JsonObject | str:
+    """The arguments with every catalogue check passed (absent optional ones left out), or the first error."""
+    schema = _SCHEMAS[name]
+    properties = schema["properties"]
+    required = schema["required"]
+    assert isinstance(properties, dict) and isinstance(required, list)
+    unknown = sorted(str(k) for k in args if k not in properties)
+    if unknown:
+        return f"{name}: unknown parameter(s): {', '.join(unknown)}"
+    present: JsonObject = {}
+    for key, prop in properties.items():
+        assert isinstance(prop, dict)
+        if key not in args:
+            if key in required:
+                return f"{name}: missing required parameter {key}"
+            continue  # the Struct's default: the catalogue's (one source, pinned by a test), or the runtime's
+        error = _check(name, key, args[key], prop)
+        if error:
+            return error
+        present[key] = args[key]
+    return present
+
+
+def parse_args(name: object, args: object) -> ToolArgs | str:
+    """The typed arguments of a call of tool ``name`` (defaults filled in), or the error message saying why not."""
+    if not isinstance(name, str) or name not in TOOL_NAMES:
+        return f"unknown tool: {name!r} (tools: {', '.join(TOOL_NAMES)})"
+    if not isinstance(args, dict):
+        return f"{name}: arguments must be a JSON object"
+    checked = _checked(name, args)
+    if isinstance(checked, str):
+        return checked
+    if name == EDIT_FILE and checked["search_block"] == "":
+        return "edit_file: search_block is empty (it would match everywhere)"
+    if name == EDIT_FILE and checked["search_block"] == checked["replace_block"]:
+        return "edit_file: search_block and replace_block are identical (the edit would change nothing)"
+    return _typed(name, checked)
+
+
+def _typed(name: str, checked: JsonObject) -> ToolArgs:
+    # Every field is checked above, so the conversion cannot fail (the Structs' constraints are the same).
+    if name == READ_FILE:
+        return msgspec.convert(checked, ReadFileArgs)
+    if name == WRITE_FILE:
+        return msgspec.convert(checked, WriteFileArgs)
+    if name == EDIT_FILE:
+        return msgspec.convert(checked, EditFileArgs)
+    if name == EXECUTE_COMMAND:
+        return msgspec.convert(checked, ExecuteCommandArgs)
+    if name == LIST_DIRECTORY:
+        return msgspec.convert(checked, ListDirectoryArgs)
+    raise AssertionError(f"tool {name!r} has no argument Struct")  # a catalogue edit forgot us
+
+
+def assemble(call_id: str, name: str, args: JsonObject | None, error: str | None = None) -> AssembledCall:
+    """A call as the agent gets it: the arguments' canonical JSON (what goes back to the provider) and either
+    the parsed arguments or why it cannot run (``error`` given: the arguments did not even decode)."""
+    arguments = _ARGUMENTS_ENCODER.encode(args if args is not None else {}).decode()
+    if error is None:
+        parsed = parse_args(name, args)
+        if isinstance(parsed, str):
+            error = parsed
+        else:
+            return AssembledCall(call_id, name, arguments, args=parsed)
+    return AssembledCall(call_id, name, arguments, error=error)
