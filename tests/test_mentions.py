@@ -78,14 +78,19 @@ def test_any_path_written_as_a_mention_reads_back(path: str, before: str, after:
 
 @given(path_text, st.text(max_size=20))
 def test_typing_a_mention_is_seen_at_every_prefix(path: str, before: str) -> None:
+    """Each prefix of a written mention is the partial being typed, until a quote closes it."""
     mention = format_mention(path)
     base = f"{before} "
-    for cut in range(1, len(mention)):
+    for cut in range(1, len(mention) + 1):
         partial = partial_at(base + mention[:cut])
-        if mention[:cut].endswith('"') and cut > 1 and not mention[:cut].endswith('\\"'):
-            continue  # a prefix ending in a quote may have closed it
-        if partial is not None:
-            assert partial.start == len(base)
+        if mention.startswith('@"') and cut == len(mention):
+            assert partial is None  # the closing quote ended it
+            continue
+        assert partial is not None and partial.start == len(base)
+        if not needs_quotes(path):
+            assert partial == Partial(path[: cut - 1], len(base), quoted=False)
+        elif cut >= 2:
+            assert partial.quoted and path.startswith(partial.query.rstrip("\\"))
 
 
 @given(st.text(max_size=60))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -78,5 +81,38 @@ def test_a_path_with_a_space_is_quoted_and_a_missing_one_still_sends(
         assert "→ error: " in text
         content = user_content(server)
         assert "remember the milk" in content and "@gone.txt could not be attached" in content
+    finally:
+        term.close()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_gitignored_files_are_not_offered_and_a_directory_opens_onto_its_files(
+    tree: Path, isolated_env: dict[str, str], server: ScriptedServer
+) -> None:
+    git_env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "init", "-q", "."], cwd=tree, check=True, env=git_env)
+    (tree / ".gitignore").write_text("*.secret\n")
+    (tree / "keys.secret").write_text("hunter2\n")
+    (tree / "keystore").mkdir()
+    (tree / "keystore" / "notes.md").write_text("about keys\n")
+    server.enqueue(text_reply("done"))
+    term = launch(server, tree, isolated_env)
+    try:
+        term.send("@keys")
+        assert term.wait_for("keystore/", visible_only=True), term.text()
+        term.settle()
+        assert "keys.secret" not in term.visible()  # ignored by .gitignore: never offered
+        term.send("\t\r")  # choose and accept the directory: the menu goes on inside it
+
+        def menu() -> list[str]:
+            return [line.strip() for line in term.visible().splitlines() if line.startswith(" ")]
+
+        # the new menu: what is in keystore/, without keystore/ itself (the old one offered both)
+        assert wait_for(lambda: term.pump() and menu()[:1] == ["keystore/notes.md"], timeout_s=10), term.visible()
+        term.send("\t\r\r")
+        assert term.wait_for("done"), term.text()
+        assert "⚙ read_file keystore/notes.md" in term.text(), term.text()
+        [user] = [m for m in server.requests[0]["messages"] if m["role"] == "user"]
+        assert "about keys" in user["content"]
     finally:
         term.close()
