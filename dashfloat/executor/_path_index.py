@@ -55,6 +55,15 @@ class PathIndex:
         return Corpus.of(self.paths)
 
 
+def _sayable(path: str) -> bool:
+    """Whether ``path`` can be typed and sent: a name that is not UTF-8 (surrogate escapes) cannot be either."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _with_directories(files: list[str], max_entries: int) -> tuple[list[str], bool]:
     """The files plus every directory above them, at most ``max_entries`` in all (True: some were left out)."""
     seen: set[str] = set()
@@ -120,7 +129,18 @@ def _git_files(root: str, bounds: _Bounds) -> tuple[list[str], str]:
     if not notice and proc.returncode != 0 and data.count(b"\0") <= bounds.max_entries:
         raise OSError(f"git ls-files exited {proc.returncode}")
     names = [os.fsdecode(name) for name in bytes(data).split(b"\0")[:-1]]
-    return names, notice
+    return [name for name in names if _sayable(name)], notice
+
+
+def _listing(directory: str, bounds: _Bounds) -> list[os.DirEntry[str]]:
+    """One directory's entries by name, read lazily: a directory of a million names stops at the bounds too."""
+    entries: list[os.DirEntry[str]] = []
+    with os.scandir(directory) as listing:
+        for entry in listing:
+            entries.append(entry)
+            if len(entries) > bounds.max_entries or bounds.clock() >= bounds.deadline:
+                break
+    return sorted(entries, key=lambda e: e.name)
 
 
 def _walk_files(root: Root, bounds: _Bounds) -> tuple[list[str], str]:
@@ -131,7 +151,7 @@ def _walk_files(root: Root, bounds: _Bounds) -> tuple[list[str], str]:
     while queue:
         rel, specs = queue.popleft()
         try:
-            entries = sorted(os.scandir(os.path.join(root.path, rel) if rel else root.path), key=lambda e: e.name)
+            entries = _listing(os.path.join(root.path, rel) if rel else root.path, bounds)
         except OSError:
             continue
         ignore = next((e for e in entries if e.name == ".gitignore" and e.is_file(follow_symlinks=False)), None)
@@ -144,7 +164,7 @@ def _walk_files(root: Root, bounds: _Bounds) -> tuple[list[str], str]:
         for entry in entries:
             if bounds.clock() >= bounds.deadline:
                 return out, bounds.out_of_time()
-            if entry.name == ".git":
+            if entry.name == ".git" or not _sayable(entry.name):
                 continue
             try:
                 is_dir = stat.S_ISDIR(entry.stat(follow_symlinks=False).st_mode)

@@ -8,6 +8,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from dashfloat.executor._limits import PATH_INDEX_MAX_ENTRIES, PATH_INDEX_MAX_WALK_S, PATH_INDEX_REFRESH_AGE_S
@@ -116,9 +117,8 @@ def test_the_time_bound_stops_the_walk_and_says_so(root: Path, opened: Root) -> 
         (root / f"d{i}").mkdir()
         (root / f"d{i}" / "f.txt").write_text("")
     looks = iter(range(1000))
-    step = PATH_INDEX_MAX_WALK_S / 4  # each look at the clock takes a quarter of the bound
-
-    index = build_index(opened, clock=lambda: next(looks) * step)
+    # time stands still for the first 15 looks at the clock, then the whole bound has passed
+    index = build_index(opened, clock=lambda: 0.0 if next(looks) < 15 else PATH_INDEX_MAX_WALK_S)
     assert 0 < len(index.paths) < 10
     assert f"stopped after {PATH_INDEX_MAX_WALK_S:g} s" in index.notice
 
@@ -162,3 +162,16 @@ def test_a_new_mention_rebuilds_an_index_only_once_it_is_old_enough() -> None:
     assert not stale(index, refresh=True, now=100.0 + PATH_INDEX_REFRESH_AGE_S - 0.001)
     assert stale(index, refresh=True, now=100.0 + PATH_INDEX_REFRESH_AGE_S)
     assert not stale(index, refresh=False, now=100.0 + 10 * PATH_INDEX_REFRESH_AGE_S)  # typing on: the same index
+
+
+@pytest.mark.parametrize("use_git", [False, True])
+def test_a_name_that_is_not_utf8_is_left_out_not_a_crash(root: Path, opened: Root, use_git: bool) -> None:
+    if use_git and shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    if use_git:
+        git(root, "init", "-q", ".")
+    os.close(os.open(os.path.join(os.fsencode(root), b"bad-\xff.txt"), os.O_CREAT | os.O_WRONLY, 0o644))
+    (root / "good.txt").write_text("")
+    index = build_index(opened)
+    assert index.paths == ["good.txt"]
+    msgspec.msgpack.encode(find_paths(index, opened, "", 20))  # what goes over the pipe encodes
