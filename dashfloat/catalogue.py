@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Final, assert_never
 
+from dashfloat.jsonvalue import JsonObject, JsonValue
 from dashfloat.protocol import EXEC_TIMEOUT_MAX_S as EXEC_TIMEOUT_MAX_S
 from dashfloat.protocol import READ_DEFAULT_LIMIT as READ_DEFAULT_LIMIT
 from dashfloat.protocol import READ_DEFAULT_OFFSET as READ_DEFAULT_OFFSET
@@ -22,10 +23,6 @@ from dashfloat.protocol import (
     UndoChanges,
     WriteFileArgs,
 )
-
-JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
-"""Any JSON value, as decoded (a schema, the model's arguments before they are parsed)."""
-JsonObject = dict[str, JsonValue]
 
 READ_FILE: Final = "read_file"
 WRITE_FILE: Final = "write_file"

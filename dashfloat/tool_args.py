@@ -18,10 +18,9 @@ from dashfloat.catalogue import (
     READ_FILE,
     TOOL_NAMES,
     WRITE_FILE,
-    JsonObject,
-    JsonValue,
     parameter_schemas,
 )
+from dashfloat.jsonvalue import JsonObject, JsonValue
 from dashfloat.protocol import (
     AssembledCall,
     EditFileArgs,

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
 from dashfloat.catalogue import EXECUTE_COMMAND, LIST_DIRECTORY, READ_FILE
+from dashfloat.jsonvalue import JsonValue
 from dashfloat.protocol import ChatMessage
 
 KEEP_RECENT_UNITS: Final = 4
@@ -98,7 +99,7 @@ def shrink_text(text: str, tool: str) -> str:
     return shrunk if len(shrunk) < len(text) else text
 
 
-def _shrink_value(value: Any, tool: str) -> Any:
+def _shrink_value(value: JsonValue, tool: str) -> JsonValue:
     if isinstance(value, str) and len(value.encode()) >= SHRINK_MIN_BYTES // 2:
         return shrink_text(value, tool)
     already = any(isinstance(item, str) and ELIDED in item for item in value) if isinstance(value, list) else True

@@ -21,7 +21,8 @@ from dashfloat.agent._prompt import system_message
 from dashfloat.agent._restore import RestoreFlow
 from dashfloat.agent._resumed import Resumed
 from dashfloat.agent._summary import result_excerpt, result_status
-from dashfloat.catalogue import JsonValue, call_name, mutates
+from dashfloat.catalogue import call_name, mutates
+from dashfloat.jsonvalue import JsonValue
 from dashfloat.permissions import SourcedRule, call_scope, no_scope_reason, read_only_command, verdict
 from dashfloat.protocol import (
     AgentReady,

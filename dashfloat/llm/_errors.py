@@ -12,12 +12,13 @@ import socket
 import ssl
 import time
 from collections.abc import Collection
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 import requests
 import urllib3.exceptions
 
+from dashfloat.jsonvalue import JsonValue
 from dashfloat.protocol import ProviderConfig, StreamFailureKind
 
 Kind = StreamFailureKind
@@ -53,13 +54,13 @@ def one_line(text: str, limit: int = _EXCERPT_CHARS) -> str:
 def provider_message(body: bytes) -> str:
     """The provider's own error text from an error body (OpenAI shape and common variants)."""
     try:
-        value: Any = msgspec.json.decode(body)
+        value: JsonValue = msgspec.json.decode(body)
     except msgspec.DecodeError:
         return one_line(body.decode("utf-8", "replace"))
     return error_text(value) or one_line(body.decode("utf-8", "replace"))
 
 
-def error_text(value: Any) -> str:
+def error_text(value: JsonValue) -> str:
     """The most informative text of an error body: ``{"error": {"message": ...}}``, ``{"detail": ...}``, and
     ``{"error": "SyntaxError", "message": "Expected ',' ..."}`` as both (the name alone says little)."""
     if isinstance(value, list):

@@ -8,7 +8,9 @@ tokens or None; a number outside the sane range is reported, never used.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
+
+from dashfloat.jsonvalue import JsonObject, JsonValue
 
 WINDOW_MIN_TOKENS: Final = 512
 """A smaller reported window is nonsense (no chat model with tools fits), so it is ignored."""
@@ -79,14 +81,16 @@ def server_root(base_url: str) -> str:
     return root[: -len("/v1")] if root.endswith("/v1") else root
 
 
-def _entries(body: Any) -> list[dict[str, Any]]:
-    data = body.get("data") if isinstance(body, dict) else None
+def _entries(body: JsonValue) -> list[JsonObject]:
+    if not isinstance(body, dict):
+        return []
+    data = body.get("data")
     if not isinstance(data, list):
-        data = body.get("models") if isinstance(body, dict) else None
-    return [e for e in data or [] if isinstance(e, dict)]
+        data = body.get("models")
+    return [e for e in data if isinstance(e, dict)] if isinstance(data, list) else []
 
 
-def _entry_for(body: Any, model: str, keys: tuple[str, ...] = ("id",)) -> dict[str, Any] | None:
+def _entry_for(body: JsonValue, model: str, keys: tuple[str, ...] = ("id",)) -> JsonObject | None:
     wanted = {model, f"{model}:latest"}
     for entry in _entries(body):
         if any(entry.get(k) in wanted for k in keys):
@@ -94,7 +98,7 @@ def _entry_for(body: Any, model: str, keys: tuple[str, ...] = ("id",)) -> dict[s
     return None
 
 
-def openai_models(body: Any, model: str) -> object:
+def openai_models(body: JsonValue, model: str) -> object:
     """``GET /v1/models``: vLLM's ``max_model_len``, OpenRouter's ``context_length`` (or its
     ``top_provider.context_length``), Groq's ``context_window``; None when the entry says nothing."""
     entry = _entry_for(body, model)
@@ -109,7 +113,7 @@ def openai_models(body: Any, model: str) -> object:
     return None
 
 
-def llamacpp_props(body: Any) -> object:
+def llamacpp_props(body: JsonValue) -> object:
     """llama.cpp server ``GET /props``: ``default_generation_settings.n_ctx`` (per slot), else ``n_ctx``."""
     if not isinstance(body, dict):
         return None
@@ -119,7 +123,7 @@ def llamacpp_props(body: Any) -> object:
     return body.get("n_ctx")
 
 
-def lmstudio_models(body: Any, model: str) -> object:
+def lmstudio_models(body: JsonValue, model: str) -> object:
     """LM Studio ``GET /api/v0/models``: ``loaded_context_length`` when loaded, else ``max_context_length``."""
     entry = _entry_for(body, model)
     if entry is None:
@@ -129,13 +133,13 @@ def lmstudio_models(body: Any, model: str) -> object:
     return entry.get("max_context_length")
 
 
-def ollama_ps(body: Any, model: str) -> object:
+def ollama_ps(body: JsonValue, model: str) -> object:
     """Ollama ``GET /api/ps``: the ``context_length`` the loaded runner was started with (its num_ctx)."""
     entry = _entry_for(body, model, ("name", "model"))
     return None if entry is None else entry.get("context_length")
 
 
-def ollama_show(body: Any) -> tuple[object, str]:
+def ollama_show(body: JsonValue) -> tuple[object, str]:
     """Ollama ``POST /api/show``: the model's ``num_ctx`` parameter if set; else the smaller of its
     trained ``<arch>.context_length`` and Ollama's default num_ctx. Returns (tokens, which)."""
     if not isinstance(body, dict):
@@ -151,7 +155,8 @@ def ollama_show(body: Any) -> tuple[object, str]:
     if isinstance(info, dict):
         for key, value in info.items():
             if isinstance(key, str) and key.endswith(".context_length"):
-                if sane(value) is None:
+                trained = sane(value)
+                if trained is None:
                     return value, "context_length"
-                return min(int(value), OLLAMA_DEFAULT_NUM_CTX), f"default num_ctx (the model allows {int(value)})"
+                return min(trained, OLLAMA_DEFAULT_NUM_CTX), f"default num_ctx (the model allows {trained})"
     return None, ""

@@ -9,10 +9,11 @@ in the framing or HTTP) is handled here, so each is tested in tests/llm/test_epi
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 
+from dashfloat.jsonvalue import JsonObject
 from dashfloat.llm._errors import StreamError, clause, context_exceeded, error_text, one_line, says_context_exceeded
 from dashfloat.llm._limits import EPISODE_MAX_BYTES, EPISODE_MAX_TOOL_CALLS, REPEAT_MIN_COUNT
 from dashfloat.llm._repeat import RepetitionGuard
@@ -88,7 +89,7 @@ class Episode:
             self.finish_reason = finish
         return deltas
 
-    def _take_delta(self, delta: dict[str, Any]) -> list[Delta]:
+    def _take_delta(self, delta: JsonObject) -> list[Delta]:
         deltas: list[Delta] = []
         content = delta.get("content")
         if isinstance(content, str) and content:
@@ -144,7 +145,7 @@ class Episode:
                 "ask for a shorter answer or smaller steps.",
             )
 
-    def _take_usage(self, chunk: dict[str, Any]) -> None:
+    def _take_usage(self, chunk: JsonObject) -> None:
         raw = chunk.get("usage")
         groq = chunk.get("x_groq")
         if not isinstance(raw, dict) and isinstance(groq, dict):

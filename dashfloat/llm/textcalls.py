@@ -19,7 +19,8 @@ from typing import Final
 
 import msgspec
 
-from dashfloat.catalogue import JsonObject, JsonValue, parameter_schemas
+from dashfloat.catalogue import parameter_schemas
+from dashfloat.jsonvalue import JsonObject, JsonValue
 from dashfloat.protocol import AssembledCall
 from dashfloat.tool_args import assemble
 

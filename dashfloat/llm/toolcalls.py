@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
-from dashfloat.catalogue import JsonObject, JsonValue
+from dashfloat.jsonvalue import JsonObject, JsonValue
 from dashfloat.protocol import AssembledCall
 from dashfloat.tool_args import assemble
 

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dashfloat.config import is_local_url
+from dashfloat.jsonvalue import JsonValue
 from dashfloat.llm import _window as w
 from dashfloat.llm._discover import discover
 from dashfloat.protocol import ProviderConfig
@@ -36,7 +37,7 @@ def test_parsers_say_nothing_when_the_server_says_nothing() -> None:
     assert w.openai_models(r.LMSTUDIO_OPENAI_MODELS, "qwen2.5-coder-7b-instruct") is None
     assert w.openai_models(r.VLLM_MODELS, "other") is None
     assert w.ollama_ps(r.OLLAMA_PS_EMPTY, "qwen2.5-coder") is None
-    junks: list[object] = [None, [], "text", 3, {"data": "x"}, {"data": [1, None]}]
+    junks: list[JsonValue] = [None, [], "text", 3, {"data": "x"}, {"data": [1, None]}]
     for junk in junks:
         assert w.openai_models(junk, "m") is None
         assert w.llamacpp_props(junk) is None
