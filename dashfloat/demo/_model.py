@@ -7,10 +7,23 @@ All of its tool calls go through the same executor, path policy and confirmation
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
+
+import msgspec
+
+from dashfloat.jsonvalue import JsonObject, JsonValue
+from dashfloat.protocol import (
+    ChatMessage,
+    DirectoryEntry,
+    EditFileArgs,
+    ExecuteCommandArgs,
+    ListDirectoryArgs,
+    ReadFileArgs,
+    ToolArgs,
+    WriteFileArgs,
+)
 
 DEMO_FILE: Final = "dashfloat-demo.md"
 CANDIDATES: Final = (
@@ -46,45 +59,52 @@ class Reply:
     """What the demo model says next: prose, tool calls, or both."""
 
     text: str = ""
-    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    calls: list[ToolArgs] = field(default_factory=list)
 
 
 @dataclass
 class _Turn:
     prompt: str
-    results: list[tuple[str, dict[str, Any]]]  # (tool name, result object) in call order
+    results: list[tuple[str, JsonObject]]  # (tool name, result object as the model reads it) in call order
 
 
-def _turn(messages: list[dict[str, Any]]) -> _Turn:
-    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
-    prompt = str(messages[last_user].get("content") or "") if last_user >= 0 else ""
+def _result_object(content: str | None) -> JsonObject:
+    try:
+        result: JsonValue = msgspec.json.decode(content or "{}")
+    except msgspec.DecodeError:
+        return {}
+    return result if isinstance(result, dict) else {}
+
+
+def _turn(messages: list[ChatMessage]) -> _Turn:
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    prompt = (messages[last_user].content or "") if last_user >= 0 else ""
     names: dict[str, str] = {}
-    results: list[tuple[str, dict[str, Any]]] = []
+    results: list[tuple[str, JsonObject]] = []
     for message in messages[last_user + 1 :]:
-        for call in message.get("tool_calls") or []:
-            names[call.get("id", "")] = call.get("function", {}).get("name", "")
-        if message.get("role") == "tool":
-            try:
-                result = json.loads(message.get("content") or "{}")
-            except ValueError:
-                result = {}
-            results.append((names.get(message.get("tool_call_id", ""), ""), result if isinstance(result, dict) else {}))
+        for call in message.tool_calls or []:
+            names[call.id] = call.function.name
+        if message.role == "tool":
+            results.append((names.get(message.tool_call_id or "", ""), _result_object(message.content)))
     return _Turn(prompt=prompt, results=results)
 
 
-def _entries(turn: _Turn) -> list[dict[str, Any]]:
+def _entries(turn: _Turn) -> list[DirectoryEntry]:
     for name, result in turn.results:
-        if name == "list_directory" and isinstance(result.get("entries"), list):
-            return [e for e in result["entries"] if isinstance(e, dict)]
+        if name == "list_directory":
+            try:  # the entries as the executor wrote them (docs/tools.md): DirectoryEntry's own fields
+                return msgspec.convert(result.get("entries", []), list[DirectoryEntry])
+            except msgspec.ValidationError:
+                return []
     return []
 
 
-def _pick_file(entries: list[dict[str, Any]]) -> str | None:
-    files = [str(e.get("name")) for e in entries if e.get("type") == "file"]
+def _pick_file(entries: list[DirectoryEntry]) -> str | None:
+    files = [e.name for e in entries if e.type == "file"]
     for candidate in CANDIDATES:
         if candidate in files:
             return candidate
-    small = [str(e.get("name")) for e in entries if e.get("type") == "file" and int(e.get("size") or 0) < 200_000]
+    small = [e.name for e in entries if e.type == "file" and e.size < 200_000]
     return small[0] if small else None
 
 
@@ -116,9 +136,9 @@ def _kind(prompt: str) -> str:
     return "other"
 
 
-def _overview(entries: list[dict[str, Any]], read: tuple[str, str] | None) -> str:
-    dirs = [str(e["name"]) + "/" for e in entries if e.get("type") == "dir"]
-    files = [str(e["name"]) for e in entries if e.get("type") != "dir"]
+def _overview(entries: list[DirectoryEntry], read: tuple[str, str] | None) -> str:
+    dirs = [e.name + "/" for e in entries if e.type == "dir"]
+    files = [e.name for e in entries if e.type != "dir"]
     lines = [
         "## This project",
         "",
@@ -136,8 +156,8 @@ def _overview(entries: list[dict[str, Any]], read: tuple[str, str] | None) -> st
     return "\n".join(lines)
 
 
-def _test_command(entries: list[dict[str, Any]]) -> str:
-    names = {str(e.get("name")) for e in entries}
+def _test_command(entries: list[DirectoryEntry]) -> str:
+    names = {e.name for e in entries}
     if "Makefile" in names:
         return "make -n test"
     if "pyproject.toml" in names or "tests" in names:
@@ -150,21 +170,21 @@ def _test_command(entries: list[dict[str, Any]]) -> str:
 def _explain(turn: _Turn) -> Reply:
     entries = _entries(turn)
     if not turn.results:
-        return Reply("Let me look around first.", [("list_directory", {"path": "."})])
+        return Reply("Let me look around first.", [ListDirectoryArgs(path=".")])
     target = _pick_file(entries)
     if len(turn.results) == 1 and target:
-        return Reply("", [("read_file", {"path": target, "limit": 60})])
+        return Reply("", [ReadFileArgs(path=target, limit=60)])
     return Reply(_overview(entries, _read(turn)))
 
 
 def _fix(turn: _Turn) -> Reply:
     if not turn.results:
-        return Reply("I'll look for something small to fix.", [("list_directory", {"path": "."})])
+        return Reply("I'll look for something small to fix.", [ListDirectoryArgs(path=".")])
     target = _pick_file(_entries(turn))
     if len(turn.results) == 1:
         if target is None:
             return Reply(f"There are no files here for me to read.\n\n{MENU}")
-        return Reply("", [("read_file", {"path": target})])
+        return Reply("", [ReadFileArgs(path=target)])
     read = _read(turn)
     last_name, last = turn.results[-1]
     if last_name == "edit_file":
@@ -180,7 +200,7 @@ def _fix(turn: _Turn) -> Reply:
                     fixed = line.replace(wrong, right, 1)
                     return Reply(
                         f"`{path}` has `{wrong.strip()}` in it; here is a one-line fix for you to approve.",
-                        [("edit_file", {"path": path, "search_block": line, "replace_block": fixed})],
+                        [EditFileArgs(path=path, search_block=line, replace_block=fixed)],
                     )
         return Reply(
             f"I read `{path}` and found nothing I know how to fix (I look for TODO and a few classic typos). "
@@ -191,10 +211,10 @@ def _fix(turn: _Turn) -> Reply:
 
 def _tests(turn: _Turn) -> Reply:
     if not turn.results:
-        return Reply("", [("list_directory", {"path": "."})])
+        return Reply("", [ListDirectoryArgs(path=".")])
     if len(turn.results) == 1:
         command = _test_command(_entries(turn))
-        return Reply(f"I'll run `{command}` (a dry run, so it is quick).", [("execute_command", {"command": command})])
+        return Reply(f"I'll run `{command}` (a dry run, so it is quick).", [ExecuteCommandArgs(command=command)])
     _, result = turn.results[-1]
     output = str(result.get("output", ""))[-1500:]
     status = "passed" if result.get("ok") else f"failed (exit code {result.get('exit_code', '?')})"
@@ -205,29 +225,26 @@ def _tour(turn: _Turn) -> Reply:
     step = len(turn.results)
     entries = _entries(turn)
     if step == 0:
-        return Reply("A short tour. First, what is here:", [("list_directory", {"path": "."})])
+        return Reply("A short tour. First, what is here:", [ListDirectoryArgs(path=".")])
     if step == 1:
         target = _pick_file(entries)
         if target:
-            return Reply("", [("read_file", {"path": target, "limit": 40})])
+            return Reply("", [ReadFileArgs(path=target, limit=40)])
         step = 2
     if step == 2:
         body = "# DashFloat demo\n\nThis file was written by the offline demo model.\nIt is safe to delete.\n"
         return Reply(
             f"Now a change: a new file, `{DEMO_FILE}`. The preview shows every line; `y` writes it.",
-            [("write_file", {"path": DEMO_FILE, "content": body})],
+            [WriteFileArgs(path=DEMO_FILE, content=body)],
         )
     if step == 3:
         return Reply(
             "And an edit of that file: one line replaced, shown as a diff.",
             [
-                (
-                    "edit_file",
-                    {
-                        "path": DEMO_FILE,
-                        "search_block": "It is safe to delete.",
-                        "replace_block": "It is safe to delete (edited through a confirmation).",
-                    },
+                EditFileArgs(
+                    path=DEMO_FILE,
+                    search_block="It is safe to delete.",
+                    replace_block="It is safe to delete (edited through a confirmation).",
                 )
             ],
         )
@@ -235,7 +252,7 @@ def _tour(turn: _Turn) -> Reply:
         return Reply(
             "Finally a command. `cksum` is not on the read-only list (`ls`, `cat`, `rg`, `git status`... run "
             "unasked), so it asks too:",
-            [("execute_command", {"command": f"cksum {DEMO_FILE}"})],
+            [ExecuteCommandArgs(command=f"cksum {DEMO_FILE}")],
         )
     _, result = turn.results[-1]
     output = str(result.get("output", "")).strip()
@@ -250,7 +267,7 @@ def _tour(turn: _Turn) -> Reply:
     )
 
 
-def respond(messages: list[dict[str, Any]]) -> Reply:
+def respond(messages: list[ChatMessage]) -> Reply:
     """The demo model's next reply for a chat/completions ``messages`` list."""
     turn = _turn(messages)
     stopped = _stopped(turn)

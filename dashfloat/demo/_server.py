@@ -11,10 +11,13 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Final
 
+import msgspec
+
+from dashfloat.catalogue import call_name
 from dashfloat.demo._model import Reply as DemoReply
 from dashfloat.demo._model import respond
 from dashfloat.procutil import become_child, die_with_parent, stop_process
-from dashfloat.protocol import ProviderConfig
+from dashfloat.protocol import ChatMessage, ProviderConfig, ToolArgs
 from dashfloat.testing.sse_server import BodyItem, Pause, Reply, ScriptedServer, sse_event
 
 DEMO_DELAY_ENV: Final = "DASHFLOAT_DEMO_DELAY_MS"
@@ -39,9 +42,10 @@ def stream(reply: DemoReply, delay_s: float, prompt_tokens: int) -> Iterator[Bod
         yield _chunk({"content": word})
         if delay_s > 0:
             yield Pause(delay_s)
-    for index, (name, args) in enumerate(reply.calls):
+    for index, args in enumerate(reply.calls):
         call = {"index": index, "id": f"call_demo_{index}", "type": "function"}
-        yield _chunk({"tool_calls": [{**call, "function": {"name": name, "arguments": json.dumps(args)}}]})
+        function = {"name": call_name(args), "arguments": _arguments(args)}
+        yield _chunk({"tool_calls": [{**call, "function": function}]})
     yield _chunk({}, "tool_calls" if reply.calls else "stop")
     usage = {
         "prompt_tokens": prompt_tokens,
@@ -52,14 +56,28 @@ def stream(reply: DemoReply, delay_s: float, prompt_tokens: int) -> Iterator[Bod
     yield sse_event("[DONE]")
 
 
+def _arguments(args: ToolArgs) -> str:
+    """The arguments as a model writes them: the fields it set, without the union's tag."""
+    written = msgspec.to_builtins(args)
+    del written["tool"]
+    return json.dumps(written)
+
+
+def _messages(body: dict[str, Any]) -> list[ChatMessage]:
+    """The request's messages (DashFloat sends ChatMessages); none when the body is not such a request."""
+    try:
+        return msgspec.convert(body.get("messages", []), list[ChatMessage])
+    except msgspec.ValidationError:
+        return []
+
+
 def handler(delay_s: float) -> Callable[[dict[str, Any]], Reply]:
     """The ScriptedServer handler that plays the demo model."""
 
     def answer(body: dict[str, Any]) -> Reply:
-        messages = body.get("messages") if isinstance(body.get("messages"), list) else []
         # The usual ~4 characters a token, over the whole request: a real server's prompt holds the tools too.
         prompt_tokens = len(json.dumps(body)) // 4
-        return Reply(body=stream(respond(messages or []), delay_s, prompt_tokens))
+        return Reply(body=stream(respond(_messages(body)), delay_s, prompt_tokens))
 
     return answer
 

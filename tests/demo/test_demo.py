@@ -8,46 +8,63 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from dashfloat.catalogue import call_name
 from dashfloat.demo import respond
 from dashfloat.demo._model import DEMO_FILE
+from dashfloat.protocol import (
+    ChatMessage,
+    EditFileArgs,
+    FunctionCall,
+    ListDirectoryArgs,
+    ReadFileArgs,
+    ToolArgs,
+    ToolCallRecord,
+    WriteFileArgs,
+)
 
 
-def conversation(prompt: str, *steps: tuple[str, dict[str, Any], dict[str, Any]]) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [{"role": "system", "content": "s"}, {"role": "user", "content": prompt}]
-    for n, (name, args, result) in enumerate(steps):
-        call = {"id": f"c{n}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-        messages.append({"role": "assistant", "tool_calls": [call]})
-        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": json.dumps(result)})
+def conversation(prompt: str, *steps: tuple[ToolArgs, dict[str, Any]]) -> list[ChatMessage]:
+    messages = [ChatMessage("system", "s"), ChatMessage("user", prompt)]
+    for n, (args, result) in enumerate(steps):
+        arguments = msgspec.json.encode(args).decode()
+        call = ToolCallRecord(f"c{n}", FunctionCall(call_name(args), arguments))
+        messages.append(ChatMessage("assistant", "", tool_calls=[call]))
+        messages.append(ChatMessage("tool", json.dumps(result), tool_call_id=f"c{n}"))
     return messages
 
 
-LISTING = {"ok": True, "entries": [{"name": "README.md", "type": "file", "size": 20}, {"name": "src", "type": "dir"}]}
+LISTING = {
+    "ok": True,
+    "entries": [{"name": "README.md", "type": "file", "size": 20}, {"name": "src", "type": "dir", "size": 0}],
+}
 
 
 def test_tour_walks_list_read_write_edit_command_then_answers() -> None:
-    steps: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    steps: list[tuple[ToolArgs, dict[str, Any]]] = []
     names = []
     for _ in range(6):
         reply = respond(conversation("tour", *steps))
         if not reply.calls:
             break
-        [(name, args)] = reply.calls
-        names.append(name)
+        [args] = reply.calls
+        names.append(call_name(args))
         result: dict[str, Any] = {"ok": True}
-        if name == "list_directory":
+        if isinstance(args, ListDirectoryArgs):
             result = LISTING
-        elif name == "read_file":
-            result = {"ok": True, "path": args["path"], "content": "# Title\n"}
-        elif name == "execute_command":
+        elif isinstance(args, ReadFileArgs):
+            result = {"ok": True, "path": args.path, "content": "# Title\n"}
+        elif call_name(args) == "execute_command":
             result = {"ok": True, "exit_code": 0, "output": "4 dashfloat-demo.md\n"}
-        steps.append((name, args, result))
+        steps.append((args, result))
     assert names == ["list_directory", "read_file", "write_file", "edit_file", "execute_command"]
     assert "```sh" in reply.text and "Tour complete" in reply.text
 
 
 def test_a_rejection_stops_the_demo_politely() -> None:
     messages = conversation(
-        "tour", ("list_directory", {}, LISTING), ("write_file", {}, {"ok": False, "rejected": True})
+        "tour", (ListDirectoryArgs(), LISTING), (WriteFileArgs("a", "b"), {"ok": False, "rejected": True})
     )
     reply = respond(messages)
     assert reply.calls == [] and "left that alone" in reply.text
@@ -55,10 +72,8 @@ def test_a_rejection_stops_the_demo_politely() -> None:
 
 def test_fix_proposes_a_unique_one_line_edit() -> None:
     read = {"ok": True, "path": "README.md", "content": "intro\nthis is teh bug\n"}
-    reply = respond(conversation("please fix it", ("list_directory", {}, LISTING), ("read_file", {}, read)))
-    [(name, args)] = reply.calls
-    assert name == "edit_file"
-    assert args == {"path": "README.md", "search_block": "this is teh bug", "replace_block": "this is the bug"}
+    reply = respond(conversation("please fix it", (ListDirectoryArgs(), LISTING), (ReadFileArgs("README.md"), read)))
+    assert reply.calls == [EditFileArgs("README.md", search_block="this is teh bug", replace_block="this is the bug")]
 
 
 def test_hello_and_unknown_prompts_explain_how_to_configure() -> None:
@@ -68,9 +83,9 @@ def test_hello_and_unknown_prompts_explain_how_to_configure() -> None:
 
 
 def test_run_the_tests_runs_a_command() -> None:
-    reply = respond(conversation("run the tests", ("list_directory", {}, LISTING)))
-    [(name, _)] = reply.calls
-    assert name == "execute_command"
+    reply = respond(conversation("run the tests", (ListDirectoryArgs(), LISTING)))
+    [args] = reply.calls
+    assert call_name(args) == "execute_command"
 
 
 def test_headless_demo_tour_through_the_real_processes(tmp_path: Path, isolated_env: dict[str, str]) -> None:
