@@ -7,7 +7,7 @@ import time
 import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
-from typing import Any, Final, Protocol
+from typing import Any, Final, ParamSpec, Protocol
 
 from dashfloat.agent._core import AgentCore, Dest
 from dashfloat.agent._options import AgentOptions
@@ -26,6 +26,8 @@ from dashfloat.protocol import (
     ToolFinished,
     UiToAgent,
 )
+
+_P = ParamSpec("_P")
 
 SHUTDOWN_GRACE_S: Final = 0.4
 """How long a turn may take to wind down (cancel answered) once Shutdown arrives."""
@@ -85,9 +87,9 @@ class AgentShell:
         self.ui_gone = False
         self.llm_heard = time.monotonic()
 
-    def _guard(self, step: Callable[..., None], *args: Any) -> None:
+    def _guard(self, step: Callable[_P, None], *args: _P.args, **kwargs: _P.kwargs) -> None:
         try:
-            step(*args)
+            step(*args, **kwargs)
         except Exception as exc:
             traceback.print_exc(file=sys.stderr)
             try:
@@ -218,7 +220,7 @@ class AgentShell:
                     continue
                 timeout = min(timeout if timeout is not None else silent_limit, silent_limit - silent_for)
             llm, executor = self.llm, self.executor
-            sources: list[Any] = [llm.channel.conn, executor.channel.conn, llm.sentinel, executor.sentinel]
+            sources: list[Connection | int] = [llm.channel.conn, executor.channel.conn, llm.sentinel, executor.sentinel]
             if not self.ui_gone:
                 sources.append(self.ui.conn)
             ready = wait(sources, timeout)

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 import msgspec
 
@@ -101,7 +101,7 @@ def _serve_lines(root: str, exec_timeout_s: float) -> None:
         out.flush()
 
 
-def _lines(stream: Any) -> Iterator[bytes | None]:
+def _lines(stream: BinaryIO) -> Iterator[bytes | None]:
     """Lines of at most STANDALONE_LINE_MAX_BYTES; None stands for a longer line, read past, never held."""
     while True:
         line = stream.readline(STANDALONE_LINE_MAX_BYTES + 1)

@@ -9,20 +9,22 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from typing import Any
 
 import msgspec
 import requests
 
 from dashfloat.config import is_local_url
+from dashfloat.jsonvalue import JsonValue
 from dashfloat.llm import _window as w
 from dashfloat.llm._http import process_session
 from dashfloat.protocol import DiscoverWindow, ProviderConfig, WindowFound
 
-Probe = Callable[[Any], object]
+Probe = Callable[[JsonValue], object]
 
 
-def _get(session: requests.Session, method: str, url: str, headers: dict[str, str], json: Any = None) -> Any:
+def _get(
+    session: requests.Session, method: str, url: str, headers: dict[str, str], json: JsonValue = None
+) -> JsonValue:
     """The decoded JSON body of a 200, or None (any failure means "this server does not say")."""
     try:
         response = session.request(
@@ -30,7 +32,8 @@ def _get(session: requests.Session, method: str, url: str, headers: dict[str, st
         )
         if response.status_code != 200:
             return None
-        return msgspec.json.decode(response.content[: 4 * 1024 * 1024])
+        body: JsonValue = msgspec.json.decode(response.content[: 4 * 1024 * 1024])
+        return body
     except (requests.RequestException, msgspec.DecodeError, OSError, ValueError):
         return None
 
@@ -44,7 +47,7 @@ def discover(provider: ProviderConfig, request_id: int = 0) -> WindowFound:
     base = provider.base_url.rstrip("/")
     root = w.server_root(base)
     model = provider.model
-    probes: list[tuple[str, str, str, Any, Probe]] = [
+    probes: list[tuple[str, str, str, JsonValue, Probe]] = [
         ("/models", "GET", f"{base}/models", None, lambda b: w.openai_models(b, model)),
     ]
     if is_local_url(base):
