@@ -143,11 +143,12 @@ class _Server:
             notice = f"a mention longer than {PATH_QUERY_MAX_CHARS} characters is not completed"
             return PathsFound(message.ref, message.query, [], notice=notice)
         index = self.index
-        if index is None or stale(index, message.refresh, time.monotonic()):
-            try:
+        try:
+            self.root.check()  # the root is gone: every tool says so, and so does completion
+            if index is None or stale(index, message.refresh, time.monotonic()):
                 index = self.index = build_index(self.root)
-            except PathError as exc:  # the root is gone: every tool says so, and so does completion
-                return PathsFound(message.ref, message.query, [], notice=str(exc))
+        except PathError as exc:
+            return PathsFound(message.ref, message.query, [], notice=str(exc))
         paths = find_paths(index, self.root, message.query, PATH_CANDIDATES_MAX)
         return PathsFound(message.ref, message.query, paths, notice=index.notice)
 

@@ -96,3 +96,13 @@ def test_a_running_command_does_not_hold_up_completion(channel: Channel[Executor
     while isinstance(finished, CommandOutput):
         finished = channel.recv()
     assert isinstance(finished, ToolFinished) and finished.call_id == "c1"
+
+
+def test_a_working_directory_that_is_gone_is_said_not_a_crash(channel: Channel[ExecutorToAgent], root: Path) -> None:
+    (root / "a.txt").write_text("")
+    assert ask(channel, FindPaths(ref=0, query="a", refresh=True)).paths == ["a.txt"]  # type: ignore[union-attr]
+    root.rename(root.parent / "moved")  # with an index built before
+    found = ask(channel, FindPaths(ref=1, query="a", refresh=True))
+    assert isinstance(found, PathsFound) and found.paths == [] and "was moved or deleted" in found.notice
+    again = ask(channel, FindPaths(ref=2, query="a", refresh=True))  # still serving
+    assert isinstance(again, PathsFound) and again.ref == 2
