@@ -13,7 +13,18 @@ from pathlib import Path
 
 from bench.common import Figure
 
-MODULES = ("runtime", "stream", "executor", "checkpoints", "sessions", "compaction", "ui", "startup", "speed")
+MODULES = (
+    "runtime",
+    "stream",
+    "executor",
+    "checkpoints",
+    "sessions",
+    "compaction",
+    "ui",
+    "startup",
+    "speed",
+    "mentions",
+)
 OUT_DIR = Path(__file__).parent
 
 
