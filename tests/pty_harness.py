@@ -27,7 +27,10 @@ class Terminal:
         self.raw = bytearray()
         pid, fd = pty.fork()
         if pid == 0:  # the child: become the program
-            os.execvpe(argv[0], list(argv), {**env, "TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1"})
+            # pyte cuts lines on a resize, as xterm does (no re-wrap): say so the way xterm does (ADR 0033).
+            child = {k: v for k, v in env.items() if k not in ("TMUX", "TMUX_PANE", "STY")}
+            child.update(TERM="xterm-256color", PROMPT_TOOLKIT_NO_CPR="1", XTERM_VERSION="pyte")
+            os.execvpe(argv[0], list(argv), child)
         self.pid, self.fd = pid, fd
         self._set_size(cols, rows)
         self.exit_status: int | None = None

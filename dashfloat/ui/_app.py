@@ -22,6 +22,7 @@ from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, Window
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
 from prompt_toolkit.layout.dimension import Dimension
 from prompt_toolkit.layout.menus import CompletionsMenu
+from prompt_toolkit.layout.screen import Screen
 from prompt_toolkit.output import ColorDepth, Output
 
 from dashfloat.catalogue import call_name
@@ -41,6 +42,7 @@ from dashfloat.ui import _commands as commands
 from dashfloat.ui._history import HistoryCursor, ReverseSearch
 from dashfloat.ui._mentions import MentionCompleter, PathCompletion, partial_in
 from dashfloat.ui._notify import NOTIFY_LONG_TURN_S, notification
+from dashfloat.ui._reflow import rows_above_cursor, terminal_reflows
 from dashfloat.ui._text import Row, sanitize
 from dashfloat.ui._theme import Theme
 from dashfloat.ui.render import PROMPT_MARK, render_entry, render_live, render_status, to_formatted
@@ -74,6 +76,9 @@ ESC_TIMEOUT_S = 0.05
 KEY_SEQUENCE_TIMEOUT_S = 0.15
 """How long Esc waits for a following key (Esc Enter is Alt-Enter) before it means Cancel."""
 INPUT_MAX_ROWS = 12
+ERASE_BELOW = "\r\x1b[2K\x1b[C\x1b[J\r"
+"""Erase the cursor's row and all below it, never with ED at the screen's first cell: tmux (scroll-on-clear)
+copies a screen erased from its home position into its history, stale frame and all."""
 COMPLETION_MENU_ROWS = 8
 
 
@@ -156,6 +161,11 @@ class TuiShell:
         )
         self.app.ttimeoutlen = ESC_TIMEOUT_S
         self.app.timeoutlen = KEY_SEQUENCE_TIMEOUT_S
+        self._reflows = terminal_reflows(options.env)
+        # prompt_toolkit's own resize erase counts the rows it drew, not the rows the terminal re-wrapped
+        # them into (ADR 0033); a key or the tick may also draw before SIGWINCH is handled.
+        self.app._on_resize = self._on_resize  # type: ignore[method-assign]
+        self.app.before_render += lambda _: self._erase_if_resized()
 
     # ------------------------------------------------------------ running
 
@@ -285,6 +295,7 @@ class TuiShell:
         """
         if not self.pending or not self.app.is_running:
             return
+        self._erase_if_resized()
         batch, self.pending = self.pending, ()
         width = self.app.output.get_size().columns
         rows = [scrub(row) for entry in batch for row in render_entry(entry, width)]
@@ -304,6 +315,34 @@ class TuiShell:
         output.enable_autowrap()
         output.flush()
         renderer.reset()
+        renderer.request_absolute_cursor_position()
+        self._dirty = True
+
+    # ------------------------------------------------------------ resizing
+
+    def _on_resize(self) -> None:
+        """SIGWINCH: erase the live region from where the terminal's re-wrap left its top, draw it anew."""
+        self._erase_if_resized()
+        self.app._redraw()
+
+    def _erase_if_resized(self) -> None:
+        renderer = self.app.renderer
+        last = renderer._last_size
+        if last is None or last == self.app.output.get_size():
+            return
+        screen, cursor, output = renderer._last_screen, renderer._cursor_pos, self.app.output
+        up = cursor.y
+        if self._reflows and screen is not None:
+            has_style = renderer._style_string_has_style
+            lines = [drawn_cells(screen, y, has_style) for y in range(cursor.y + 1)]
+            up = rows_above_cursor(lines, cursor.y, cursor.x, output.get_size().columns)
+        output.write_raw("\r")
+        output.cursor_up(up)
+        output.write_raw(ERASE_BELOW)
+        output.reset_attributes()
+        output.enable_autowrap()
+        output.flush()
+        renderer.reset(leave_alternate_screen=False)
         renderer.request_absolute_cursor_position()
         self._dirty = True
 
@@ -643,6 +682,20 @@ def scrub(row: Row) -> Row:
     The live region shows control characters in caret form, but printed text goes to the terminal as is.
     """
     return tuple((style, sanitize(text.replace("\n", " "))) for style, text in row)
+
+
+def drawn_cells(screen: Screen, y: int, has_style: Mapping[str, bool] | None) -> list[int]:
+    """The widths of the cells prompt_toolkit wrote on row ``y`` (it skips trailing unstyled blanks)."""
+    row = screen.data_buffer[y]
+    written = [x for x, ch in row.items() if ch.char != " " or (has_style is not None and has_style[ch.style])]
+    end = max(written, default=-1)
+    cells: list[int] = []
+    x = 0
+    while x <= end:
+        width = max(1, row[x].width)
+        cells.append(width)
+        x += width
+    return cells
 
 
 def run_tui(link: AgentLink, options: UiOptions) -> int:

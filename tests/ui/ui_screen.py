@@ -128,7 +128,9 @@ async def running_ui(cols: int = 80, rows: int = 24, no_color_override: bool = F
         writer = ScreenWriter(screen, pipe)
         size = [cols, rows]
         output = Vt100_Output(writer, lambda: Size(rows=size[1], columns=size[0]), term="xterm-256color")  # type: ignore[arg-type]
-        opts = UiOptions(no_color=no_color_override, approval="ask", model="m1", cwd="/w")
+        # pyte cuts lines on a resize as xterm does, and xterm says so with XTERM_VERSION (ADR 0033)
+        env = {"TERM": "xterm-256color", "XTERM_VERSION": "pyte"}
+        opts = UiOptions(no_color=no_color_override, approval="ask", model="m1", cwd="/w", env=env)
         shell = TuiShell(link, opts, input=pipe, output=output)
         ui = Ui(shell, link, pipe, screen, writer, size)
         task = asyncio.create_task(shell.run_async())

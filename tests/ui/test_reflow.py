@@ -1,0 +1,73 @@
+"""The re-wrap model behind the resize erase (ADR 0033): pure functions, examples and properties."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dashfloat.ui._reflow import rewrapped_rows, rows_above_cursor, terminal_reflows
+
+
+def test_a_line_takes_as_many_rows_as_its_cells_need() -> None:
+    assert rewrapped_rows([], 40) == 1  # an empty line is still a row
+    assert rewrapped_rows([1] * 40, 40) == 1
+    assert rewrapped_rows([1] * 41, 40) == 2
+    assert rewrapped_rows([1] * 80, 40) == 2
+    assert rewrapped_rows([1] * 81, 40) == 3
+
+
+def test_a_wide_cell_that_does_not_fit_moves_whole_to_the_next_row() -> None:
+    assert rewrapped_rows([1] * 39 + [2], 40) == 2
+    assert rewrapped_rows([1] * 38 + [2], 40) == 1
+    assert rewrapped_rows([2] * 3, 1) == 3  # wider than the screen: one per row, never an empty row
+
+
+def test_the_rows_above_the_cursor_match_what_tmux_did() -> None:
+    # Measured in tmux 3.3a: an 80-column region (80, 30, 80, 12 cells), cursor on the last row at column
+    # 12, narrowed to 40: the region's top moved from 3 rows above the cursor to 5.
+    lines = [[1] * 80, [1] * 30, [1] * 80, [1] * 12]
+    assert rows_above_cursor(lines, 3, 12, 80) == 3
+    assert rows_above_cursor(lines, 3, 12, 40) == 5
+
+
+def test_a_cursor_past_the_new_width_moves_down_with_its_cell() -> None:
+    assert rows_above_cursor([[1] * 60], 0, 50, 40) == 1
+    assert rows_above_cursor([[1] * 60], 0, 39, 40) == 0
+    assert rows_above_cursor([[1] * 10], 0, 45, 40) == 1  # after the text: counted as if typed up to it
+
+
+@given(st.lists(st.sampled_from([1, 1, 1, 2]), max_size=300), st.integers(min_value=2, max_value=200))
+def test_rows_hold_the_cells_and_no_more_rows_than_needed(cells: list[int], columns: int) -> None:
+    rows = rewrapped_rows(cells, columns)
+    total = sum(cells)
+    assert rows * columns >= total  # every cell has a place
+    assert rows <= max(1, math.ceil(total / (columns - 1)))  # a wide cell wastes at most one column a row
+    assert (rows == 1) == (total <= columns)
+
+
+@given(
+    st.lists(st.lists(st.just(1), max_size=120), min_size=1, max_size=12),
+    st.integers(min_value=20, max_value=120),
+    st.integers(min_value=20, max_value=120),
+)
+def test_narrowing_never_brings_the_top_closer_and_widening_back_restores_it(
+    lines: list[list[int]], drawn: int, columns: int
+) -> None:
+    lines = [line[:drawn] for line in lines]  # rows were drawn at most ``drawn`` wide
+    row = len(lines) - 1
+    col = min(len(lines[row]), drawn - 1)
+    at_drawn = rows_above_cursor(lines, row, col, drawn)
+    assert at_drawn == row  # at the width they were drawn, each row is one row
+    assert rows_above_cursor(lines, row, col, columns) >= at_drawn
+
+
+def test_which_terminals_re_wrap() -> None:
+    assert terminal_reflows({"TERM": "xterm-256color"})  # most terminals call themselves xterm and re-wrap
+    assert terminal_reflows({"TERM": "xterm-256color", "VTE_VERSION": "7600"})
+    assert not terminal_reflows({"TERM": "xterm-256color", "XTERM_VERSION": "XTerm(390)"})
+    assert not terminal_reflows({"TERM": "linux"})
+    assert not terminal_reflows({"TERM": "st-256color"})
+    # inside tmux, tmux is the terminal drawn into, whatever runs tmux
+    assert terminal_reflows({"TERM": "tmux-256color", "TMUX": "/tmp/tmux-1/default,1,0", "XTERM_VERSION": "XTerm(390)"})
