@@ -16,9 +16,14 @@ from typing import Any
 from dashfloat.protocol import (
     CommandExited,
     CommandTimedOut,
+    ExecuteCommandArgs,
+    ListDirectoryArgs,
     ListDirectoryResult,
+    MalformedCall,
+    ReadFileArgs,
     ResumeSession,
     SubmitPrompt,
+    ToolCallShown,
     ToolCancelled,
     ToolFailed,
     ToolRejected,
@@ -81,6 +86,16 @@ def written_results() -> dict[str, str]:
     return results
 
 
+def written_calls() -> list[Any]:
+    """The assistant messages' tool calls exactly as the file holds them (what the provider got back)."""
+    calls = []
+    for line in FIXTURE.read_text().splitlines():
+        entry = json.loads(line)
+        if entry["kind"] == "message" and entry["message"].get("tool_calls"):
+            calls += entry["message"]["tool_calls"]
+    return calls
+
+
 def test_a_session_written_by_the_old_format_resumes_with_the_same_model_facing_bytes(tmp_path: Path) -> None:
     tree, sessions = tmp_path / "proj", tmp_path / "state" / "sessions"
     tree.mkdir()
@@ -91,6 +106,11 @@ def test_a_session_written_by_the_old_format_resumes_with_the_same_model_facing_
         link.send(ResumeSession(session_id=SESSION_ID))
         replayed: list[Any] = collect(link, turn_over)
         rows = [m for m in replayed if isinstance(m, ToolResultShown)]
+        # Each saved call's row parses its arguments again; the one the model got wrong shows what it wrote.
+        shown = {m.id: m.args for m in replayed if isinstance(m, ToolCallShown)}
+        assert shown["call_read"] == ReadFileArgs(path="a.txt", limit=1)
+        assert shown["call_ls"] == ListDirectoryArgs()
+        assert shown["call_badargs"] == MalformedCall("read_file", '{"path":"a.txt","offset":0}')
         assert {m.id: m.status for m in rows} == STATUSES
         assert {m.id: m.output for m in rows} == EXCERPTS
         link.send(SubmitPrompt(text="go on"))
@@ -98,6 +118,8 @@ def test_a_session_written_by_the_old_format_resumes_with_the_same_model_facing_
         [body] = server.requests
     sent = {m["tool_call_id"]: m["content"] for m in body["messages"] if m["role"] == "tool"}
     assert sent == written_results()
+    sent_calls = [c for m in body["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    assert sent_calls == written_calls()  # the arguments' text too, byte for byte
     roles = [m["role"] for m in body["messages"]]
     assert roles.count("user") == 4 and roles[-1] == "user"
 
@@ -143,3 +165,33 @@ def test_a_result_no_member_writes_is_kept_as_text_with_a_notice(tmp_path: Path)
     reply = next(e for e in loaded.messages if isinstance(e, ToolReply) and e.call_id == "call_ls")
     assert reply.result == ToolFailed(error=f"unreadable saved result: {odd}")
     assert loaded.notices == ["odd.jsonl: 1 saved tool result not understood: call_ls"]
+
+
+# ``fixtures/session-format3.jsonl`` was written by a real agent tree (scripted SSE server, real executor,
+# --approve all) on 2026-12-03 just before tool arguments were typed (ADR 0034): every tool once, then four
+# calls the model got wrong. ``session-format3-request.json`` holds the messages (after the system prompt,
+# which names the working directory) of the request that code sent after resuming it and one more prompt.
+FORMAT3 = Path(__file__).parent / "fixtures" / "session-format3.jsonl"
+FORMAT3_REQUEST = Path(__file__).parent / "fixtures" / "session-format3-request.json"
+
+
+def test_a_session_written_before_typed_arguments_resumes_with_the_same_request(tmp_path: Path) -> None:
+    session_id = json.loads(FORMAT3.read_text().splitlines()[0])["id"]
+    tree, sessions = tmp_path / "proj", tmp_path / "state" / "sessions"
+    tree.mkdir()
+    sessions.mkdir(parents=True)
+    shutil.copy(FORMAT3, sessions / f"{session_id}.jsonl")
+    with ScriptedServer() as server, agent_tree(server, tree, state_dir=tmp_path / "state") as link:
+        server.enqueue(text_reply("resumed"))
+        link.send(ResumeSession(session_id=session_id))
+        replayed: list[Any] = collect(link, turn_over)
+        link.send(SubmitPrompt(text="go on"))
+        collect(link, turn_over)
+        [body] = server.requests
+    shown = {m.id: m.args for m in replayed if isinstance(m, ToolCallShown)}
+    assert shown["t3_read"] == ReadFileArgs(path="a.txt", limit=1)
+    assert shown["t3_cmd"] == ExecuteCommandArgs(command="echo hi", cwd=".", timeout=5.0)
+    assert shown["t3_unknown"] == MalformedCall("rm_rf", '{"path":"/"}')
+    assert shown["t3_nocmd"] == MalformedCall("execute_command", '{"cwd":"src"}')
+    assert body["messages"][0]["role"] == "system"
+    assert body["messages"][1:] == json.loads(FORMAT3_REQUEST.read_text())
