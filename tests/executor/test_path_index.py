@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from dashfloat.executor._limits import PATH_INDEX_MAX_ENTRIES, PATH_INDEX_MAX_WALK_S, PATH_INDEX_REFRESH_AGE_S
-from dashfloat.executor._path_index import PathIndex, build_index, find_paths, stale
+from dashfloat.executor._path_index import PathIndex, _with_directories, build_index, find_paths, stale
 from dashfloat.executor.path_policy import Root
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -175,3 +175,12 @@ def test_a_name_that_is_not_utf8_is_left_out_not_a_crash(root: Path, opened: Roo
     index = build_index(opened)
     assert index.paths == ["good.txt"]
     msgspec.msgpack.encode(find_paths(index, opened, "", 20))  # what goes over the pipe encodes
+
+
+def test_the_entry_bound_in_force_is_crossed_by_one_more_file() -> None:
+    at_bound = [f"f{i}.txt" for i in range(PATH_INDEX_MAX_ENTRIES)]
+    assert _with_directories(at_bound, PATH_INDEX_MAX_ENTRIES) == (at_bound, False)
+    over, cut = _with_directories([*at_bound, "one-more.txt"], PATH_INDEX_MAX_ENTRIES)
+    assert cut and len(over) == PATH_INDEX_MAX_ENTRIES
+    nested, cut = _with_directories(["d/e/f.txt"], 2)  # the directories above a file count as entries too
+    assert (nested, cut) == (["d/", "d/e/"], True)
