@@ -24,6 +24,7 @@ from dashfloat.protocol import (
     RestorePreviewed,
     RunTool,
     ToolFinished,
+    WriteFileArgs,
     WriteFileResult,
 )
 
@@ -52,9 +53,7 @@ def _content(i: int) -> str:
 
 def _write(channel: Agent, path: str, content: str, store: str, call: int) -> tuple[float, ToolFinished]:
     started = time.perf_counter()
-    channel.send(
-        RunTool(call_id=str(call), name="write_file", args={"path": path, "content": content}, checkpoint_store=store)
-    )
+    channel.send(RunTool(call_id=str(call), args=WriteFileArgs(path=path, content=content), checkpoint_store=store))
     finished = _wait(channel, ToolFinished)
     elapsed = time.perf_counter() - started
     if not isinstance(finished.result, WriteFileResult):

@@ -22,7 +22,9 @@ from dashfloat.protocol import (
     CommandExited,
     CommandOutput,
     CommandStarted,
+    ExecuteCommandArgs,
     ExecutorToAgent,
+    ReadFileArgs,
     ReadFileResult,
     RunTool,
     SandboxState,
@@ -80,7 +82,7 @@ def _round_trip(root: Path, quick: bool) -> Figure:
     with _executor(root) as (channel, _):
         for i in range(20 if quick else 200):
             start = time.perf_counter()
-            channel.send(RunTool(f"t{i}", "execute_command", {"command": "true"}))
+            channel.send(RunTool(f"t{i}", ExecuteCommandArgs(command="true")))
             exited = _finished(channel).result
             if not isinstance(exited, CommandExited) or exited.exit_code != 0:
                 raise RuntimeError("`true` failed")
@@ -111,7 +113,7 @@ def _sandbox_cost(root: Path, quick: bool) -> Figure:
         for i in range(20 if quick else 200):  # interleaved, so load drifts hit both alike
             for channel, into in ((boxed, samples), (bare, baseline)):
                 start = time.perf_counter()
-                channel.send(RunTool(f"s{i}", "execute_command", {"command": "true"}))
+                channel.send(RunTool(f"s{i}", ExecuteCommandArgs(command="true")))
                 exited = _finished(channel).result
                 if not isinstance(exited, CommandExited) or exited.exit_code != 0:
                     raise RuntimeError(f"`true` failed: {exited}")
@@ -133,7 +135,7 @@ def _cancel(root: Path, quick: bool) -> Figure:
     samples = []
     with _executor(root) as (channel, _):
         for i in range(5 if quick else 30):
-            channel.send(RunTool(f"c{i}", "execute_command", {"command": "sleep 300"}))
+            channel.send(RunTool(f"c{i}", ExecuteCommandArgs(command="sleep 300")))
             if not isinstance(channel.recv(), CommandStarted):
                 raise RuntimeError("no CommandStarted")
             start = time.perf_counter()
@@ -157,7 +159,7 @@ def _flood(root: Path, quick: bool) -> list[Figure]:
     with _executor(root) as (channel, pid):
         before = _peak_rss_mib(pid)
         start = time.perf_counter()
-        channel.send(RunTool("f", "execute_command", {"command": command}))
+        channel.send(RunTool("f", ExecuteCommandArgs(command=command)))
         result = _finished(channel).result
         seconds = time.perf_counter() - start
         peak = _peak_rss_mib(pid)
@@ -201,7 +203,7 @@ def _live_output(root: Path, quick: bool) -> list[Figure]:
         before = _peak_rss_mib(pid)
         for i in range(runs):
             start = time.perf_counter()
-            channel.send(RunTool(f"l{i}", "execute_command", {"command": _LINES_100K}))
+            channel.send(RunTool(f"l{i}", ExecuteCommandArgs(command=_LINES_100K)))
             count = 0
             while True:
                 if not channel.poll(_REPLY_TIMEOUT_S):
@@ -258,7 +260,7 @@ def _sparse_read(root: Path, quick: bool) -> list[Figure]:
         before = _peak_rss_mib(pid)
         for i in range(2 if quick else 5):
             start = time.perf_counter()
-            channel.send(RunTool(f"r{i}", "read_file", {"path": "sparse.bin", "offset": 1002}))
+            channel.send(RunTool(f"r{i}", ReadFileArgs(path="sparse.bin", offset=1002)))
             result = _finished(channel).result
             samples.append(time.perf_counter() - start)
             if not isinstance(result, ReadFileResult) or result.content != "tail 1\ntail 2\n":
