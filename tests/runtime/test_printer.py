@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 from typing import Any
 
@@ -104,6 +105,30 @@ def test_json_mode_writes_every_live_message_as_a_line() -> None:
         "token_received",
         "turn_ended",
         "phase_changed",
+    ]
+
+
+def test_json_mode_tool_calls_carry_their_typed_arguments() -> None:
+    """The shape scripts read (ADR 0034): the arguments under their tool's tag, defaults left out; a call
+    that did not parse as the model wrote it."""
+    code, out, _, _ = play(
+        [
+            PhaseChanged(phase="streaming"),
+            ToolCallShown(id="a", args=ReadFileArgs(path="a.txt", limit=5)),
+            ToolCallShown(id="b", args=MalformedCall("read_file", '{"path":3}')),
+            TurnEnded(outcome="completed"),
+            PhaseChanged(phase="idle"),
+        ],
+        json_mode=True,
+    )
+    calls = [json.loads(line) for line in out.splitlines() if '"tool_call_shown"' in line]
+    assert code == 0 and calls == [
+        {"type": "tool_call_shown", "id": "a", "args": {"tool": "read_file", "path": "a.txt", "limit": 5}},
+        {
+            "type": "tool_call_shown",
+            "id": "b",
+            "args": {"tool": "malformed", "name": "read_file", "arguments": '{"path":3}'},
+        },
     ]
 
 
