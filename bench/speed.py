@@ -346,7 +346,7 @@ def installs(quick: bool, root: Path, env: dict[str, str]) -> list[Figure]:
     with tempfile.TemporaryDirectory() as tmp:
         site = Path(tmp) / "site"
         subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--target",
+            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
              str(site), str(repo)],
             check=True,
             capture_output=True,
