@@ -28,8 +28,10 @@ DELTA_BATCH_S: Final = 0.004
 """Deltas arriving within this long of the last message sent join the next one (paced providers send one token
 per event); a lone token waits at most this long, far below the UI's 33 ms tick."""
 READ_WAITED_S: Final = 0.0002
-"""A socket read that took this long waited for the network: the stream is paced, and the next read waits
-for DELTA_BATCH_S to take the events sent meanwhile in one go (a read served from buffered bytes is faster)."""
+"""A socket read that took this long waited for the network (one served from buffered bytes is faster)."""
+PACED_READ_MAX_BYTES: Final = 1024
+"""A read that waited and brought less than this is a paced provider's event or two: the next read waits for
+DELTA_BATCH_S to take the events sent meanwhile in one go."""
 BODY_END_WAIT_S: Final = 0.5
 """After ``[DONE]``, how long the rest of the body (its closing chunk) may take; then the connection is closed
 instead of kept for the next request."""

@@ -6,7 +6,8 @@ import json
 from typing import Any
 
 from dashfloat.catalogue import tools_catalogue
-from dashfloat.llm._limits import DELTA_BATCH_S
+from dashfloat.llm._limits import DELTA_BATCH_S, PACED_READ_MAX_BYTES, READ_WAITED_S
+from dashfloat.llm._stream import at_paced_edge
 from dashfloat.protocol import (
     CancelStream,
     ContentDelta,
@@ -280,3 +281,10 @@ def test_a_paced_stream_is_batched_not_one_message_per_event(llm: Llm, server: S
     result = llm.run(server.base_url)
     assert result.done.content == "".join(tokens) == result.text(ContentDelta)
     assert len(result.of(ContentDelta)) <= len(tokens) // 2
+
+
+def test_only_a_small_read_that_waited_marks_a_paced_stream() -> None:
+    """READ_WAITED_S and PACED_READ_MAX_BYTES crossed: the next read is delayed only at a paced live edge."""
+    assert at_paced_edge(READ_WAITED_S, PACED_READ_MAX_BYTES - 1)
+    assert not at_paced_edge(READ_WAITED_S, PACED_READ_MAX_BYTES)  # a bulk write: read on at once
+    assert not at_paced_edge(READ_WAITED_S / 2, 100)  # bytes were waiting: a fast stream
