@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
 from dashfloat.mentions import Partial
 from dashfloat.protocol import FindPaths, PathsFound
 from dashfloat.ui._mentions import MENTION_MIN_QUERY_CHARS, MentionCompleter, PathCompletion, partial_in
+from tests.ui.ui_screen import running_ui
 
 
 def typed(text: str) -> Partial | None:
@@ -73,3 +76,23 @@ def test_a_quoted_partial_is_replaced_whole() -> None:
     paths.ask(typed('@"my n'))
     paths.answer(PathsFound(ref=1, query="my n", paths=["my notes.md"]))
     assert completions(paths, 'x @"my n') == [('@"my notes.md" ', -6, "")]
+
+
+def test_through_the_ui_only_the_newest_answer_reaches_the_menu_and_help_names_mentions() -> None:
+    async def main() -> None:
+        async with running_ui() as ui:
+            ui.keys("explain @R")
+            await ui.until(lambda: FindPaths(ref=1, query="R", refresh=True) in ui.link.sent)
+            ui.keys("E")
+            await ui.until(lambda: FindPaths(ref=2, query="RE") in ui.link.sent)
+            # the answer to the older prefix arrives late: dropped, no menu from it
+            ui.link.push(PathsFound(ref=1, query="R", paths=["src/reader.py"]))
+            ui.link.push(PathsFound(ref=2, query="RE", paths=["README.md"]))
+            await ui.until(lambda: any(line.strip() == "README.md" for line in ui.lines()))
+            assert not any("src/reader.py" in line for line in ui.lines())
+            ui.keys("\t")
+            await ui.until(lambda: ui.shell.buffer.text == "explain @README.md ")
+            ui.keys("\x15/help\r")
+            await ui.until(lambda: any("@PATH" in line and "attach a file" in line for line in ui.lines()))
+
+    asyncio.run(main())
