@@ -296,6 +296,7 @@ class _ClientGone(Exception):
 
 class _RequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # as real servers do: a kept-alive connection must not wait out delayed ACKs
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
