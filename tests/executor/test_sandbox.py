@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import secrets
 import shutil
@@ -19,8 +18,9 @@ from typing import Any
 import psutil
 import pytest
 
+from dashfloat.agent import ForkWorkers
 from dashfloat.channel import Channel
-from dashfloat.executor import detect_sandbox, preview, serve
+from dashfloat.executor import detect_sandbox, preview
 from dashfloat.executor._sandbox import BWRAP_ENV, DEFAULT_DENY_READ, Sandbox, describe, effective
 from dashfloat.executor.path_policy import Root
 from dashfloat.protocol import (
@@ -345,15 +345,12 @@ def test_every_command_confirmation_names_the_sandbox(fixed: Root) -> None:
 
 @pytest.fixture
 def served(root: Path) -> Iterator[tuple[Channel[ExecutorToAgent], BaseProcess]]:
-    """A real executor process serving with the detected sandbox, as the runtime starts it."""
+    """A real executor process serving with the detected sandbox, forked as the agent forks it."""
     state = detect_sandbox("workspace-write", False, [], os.environ)
-    ctx = multiprocessing.get_context("spawn")
-    ours, theirs = ctx.Pipe()
-    proc = ctx.Process(target=serve, args=(theirs, str(root), TIMEOUT_S, state), daemon=True)
-    proc.start()
-    theirs.close()
-    yield Channel(ours, ExecutorToAgent, "executor->agent"), proc
-    ours.close()
+    worker = ForkWorkers(str(root), TIMEOUT_S, log_path="", held_fds=[], sandbox=state).start_executor()
+    proc = worker.process
+    yield worker.channel, proc
+    worker.channel.close()
     proc.join(TIMEOUT_S)
     if proc.is_alive():
         proc.kill()

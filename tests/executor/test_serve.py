@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import time
@@ -13,8 +12,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from dashfloat.agent import ForkWorkers
 from dashfloat.channel import Channel
-from dashfloat.executor import serve
 from dashfloat.executor._limits import LIVE_CHUNK_MAX_BYTES
 from dashfloat.protocol import (
     CancelTool,
@@ -46,13 +45,11 @@ Agent = tuple[Channel[ExecutorToAgent], BaseProcess]
 
 @pytest.fixture
 def agent(root: Path) -> Iterator[Agent]:
-    ctx = multiprocessing.get_context("spawn")
-    ours, theirs = ctx.Pipe()
-    proc = ctx.Process(target=serve, args=(theirs, str(root), 5.0), daemon=True)
-    proc.start()
-    theirs.close()
-    yield Channel(ours, ExecutorToAgent, "executor->agent"), proc
-    ours.close()
+    """A real executor process serving over a real pipe, forked as the agent forks it."""
+    worker = ForkWorkers(str(root), 5.0, log_path="", held_fds=[]).start_executor()
+    proc = worker.process
+    yield worker.channel, proc
+    worker.channel.close()
     proc.join(REPLY_TIMEOUT_S)
     if proc.is_alive():
         proc.kill()

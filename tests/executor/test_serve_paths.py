@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from dashfloat.agent import ForkWorkers
 from dashfloat.channel import Channel
-from dashfloat.executor import serve
 from dashfloat.executor._limits import PATH_CANDIDATES_MAX, PATH_QUERY_MAX_CHARS
 from dashfloat.protocol import (
     AgentToExecutor,
@@ -29,13 +28,11 @@ REPLY_TIMEOUT_S = 20.0
 
 @pytest.fixture
 def channel(root: Path) -> Iterator[Channel[ExecutorToAgent]]:
-    ctx = multiprocessing.get_context("spawn")
-    ours, theirs = ctx.Pipe()
-    proc = ctx.Process(target=serve, args=(theirs, str(root), 5.0), daemon=True)
-    proc.start()
-    theirs.close()
-    yield Channel(ours, ExecutorToAgent, "executor->agent")
-    ours.close()
+    """A real executor process serving over a real pipe, forked as the agent forks it."""
+    worker = ForkWorkers(str(root), 5.0, log_path="", held_fds=[]).start_executor()
+    proc = worker.process
+    yield worker.channel
+    worker.channel.close()
     proc.join(REPLY_TIMEOUT_S)
     if proc.is_alive():
         proc.kill()
