@@ -7,6 +7,7 @@ import os
 import stat
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from dashfloat.executor import _changes
@@ -283,3 +284,53 @@ def test_a_forged_checkpoint_name_reads_nothing_outside_the_store(root: Path, st
     (preview,) = preview_restore(str(root), store_dir, [forged])
     assert preview.status == "missing" and "is not a sha256 digest" in preview.reason
     assert (root / "f.txt").read_text() == "now\n"
+
+
+def test_restore_previews_say_why_a_file_is_not_simply_restored(root: Path, store_dir: str) -> None:
+    (root / "f.txt").write_text("v1\n")
+    done = run_checkpointed(WriteFileArgs(path="f.txt", content="v2\n"), str(root), store_dir)
+    assert done.checkpoint is not None
+    file = as_restore(done.checkpoint)
+    cases = [
+        msgspec.structs.replace(file, interleaved=True),
+        msgspec.structs.replace(file, before=None),
+        msgspec.structs.replace(file, lost="over the per-file cap"),
+        msgspec.structs.replace(file, path="."),
+    ]
+    assert [(p.status, p.reason) for p in preview_restore(str(root), store_dir, cases)] == [
+        ("conflict", "changed by something other than DashFloat between its writes in these turns"),
+        ("unrestorable", "no pre-image was recorded"),
+        ("unrestorable", "over the per-file cap"),
+        ("error", "the working directory itself is not a file: ."),
+    ]
+    (root / "f.txt").write_text("v1\n")
+    (back,) = preview_restore(str(root), store_dir, [file])
+    assert (back.status, back.reason) == ("unchanged", "already as it was before")
+    (root / "f.txt").unlink()
+    (gone,) = preview_restore(str(root), store_dir, [file])
+    assert (gone.status, gone.reason, gone.lines) == ("conflict", "deleted since DashFloat wrote it", ["+v1"])
+    assert not (root / "f.txt").exists()
+
+
+def test_apply_reports_a_checkpoint_lost_after_the_preview_and_leaves_the_file(root: Path, store_dir: str) -> None:
+    (root / "f.txt").write_text("v1\n")
+    done = run_checkpointed(WriteFileArgs(path="f.txt", content="v2\n"), str(root), store_dir)
+    assert done.checkpoint is not None and done.checkpoint.before is not None
+    file = as_restore(done.checkpoint)
+    (preview,) = preview_restore(str(root), store_dir, [file])
+    assert preview.status == "restore"
+    Path(store_dir, "objects", done.checkpoint.before).unlink()
+    (outcome,) = apply_restore(str(root), store_dir, [file], [preview.digest])
+    assert not outcome.ok and outcome.error.startswith("checkpoint missing: ")
+    assert (root / "f.txt").read_text() == "v2\n"
+
+
+def test_undoing_a_created_file_already_deleted_still_removes_its_new_dirs(root: Path, store_dir: str) -> None:
+    done = run_checkpointed(WriteFileArgs(path="n/m/new.txt", content="x\n"), str(root), store_dir)
+    assert done.checkpoint is not None
+    file = as_restore(done.checkpoint)
+    (root / "n" / "m" / "new.txt").unlink()
+    (preview,) = preview_restore(str(root), store_dir, [file])
+    assert (preview.status, preview.digest) == ("unchanged", ABSENT_DIGEST)
+    (outcome,) = apply_restore(str(root), store_dir, [file], [preview.digest])
+    assert outcome.ok and not (root / "n").exists()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from dashfloat.executor import (
     ABSENT_DIGEST,
+    EDIT_MAX_FILE_BYTES,
     PREVIEW_FULL_MAX_BYTES,
     PREVIEW_MAX_LINE_CHARS,
     PREVIEW_MAX_LINES,
@@ -112,3 +113,34 @@ def test_the_full_preview_is_cut_at_its_cap_with_a_marker(root: Path) -> None:
     body, _, marker = p.full.rpartition("\n")
     assert marker.startswith("[… ") and f"(cap {PREVIEW_FULL_MAX_BYTES} bytes)" in marker
     assert len(body.encode()) <= PREVIEW_FULL_MAX_BYTES and p.summary.startswith("new file")
+
+
+def test_what_a_diff_cannot_show_is_said_in_one_line(root: Path) -> None:
+    new_binary = preview("write_file", {"path": "n.bin", "content": "a\0b"}, str(root))
+    assert new_binary.lines == ["[new binary file, 3 bytes]"] and new_binary.error is None
+    (root / "big.txt").write_bytes(b"x" * (EDIT_MAX_FILE_BYTES + 1))
+    over_cap = preview("write_file", {"path": "big.txt", "content": "small\n"}, str(root))
+    assert over_cap.lines == [
+        f"[replaces a {EDIT_MAX_FILE_BYTES + 1}-byte file, over {EDIT_MAX_FILE_BYTES} bytes: no diff shown]"
+    ]
+    (root / "old.bin").write_bytes(b"\x00\x01\x02")
+    binary = preview("write_file", {"path": "old.bin", "content": "text\n"}, str(root))
+    assert binary.lines == ["[binary content: 3 bytes replaced by 5 bytes]"]
+    (root / "crlf.txt").write_bytes(b"a\r\nb\r\n")
+    endings = preview("write_file", {"path": "crlf.txt", "content": "a\nb\n"}, str(root))
+    assert endings.lines == ["[no line changes (the bytes differ only in line endings)]"]
+    same = preview("write_file", {"path": "crlf.txt", "content": "a\r\nb\r\n"}, str(root))
+    assert same.lines == ["[no change]"]
+
+
+def test_reads_and_listings_preview_as_one_line_and_still_check_the_path(root: Path) -> None:
+    (root / "a.txt").write_text("hi\n")
+    assert preview("read_file", {"path": "a.txt"}, str(root)).lines == ["read_file a.txt"]
+    assert preview("list_directory", {"path": "."}, str(root)).lines == ["list_directory ."]
+    escape = preview("read_file", {"path": "../outside/secret.txt"}, str(root))
+    assert escape.lines == [] and str(escape.error).startswith("path escapes the working directory")
+
+
+def test_a_command_with_a_nul_byte_is_refused_at_preview(root: Path) -> None:
+    p = preview("execute_command", {"command": "ls\0rm -rf ."}, str(root))
+    assert (p.lines, p.error) == ([], "command contains a NUL byte")

@@ -124,3 +124,13 @@ def test_window_at_the_end_of_a_sparse_gigabyte_file_keeps_memory_flat(root: Pat
     assert '"content":"tail 1\\ntail 2\\n"' in result_line
     assert '"total_lines":null' in result_line and '"truncated":false' in result_line
     assert int(rss_kib) < 150 * 1024  # a whole-file read would need over 1 GB
+
+
+def test_file_system_errors_name_the_path_in_words(root: Path) -> None:
+    (root / "a.txt").write_text("hi\n")
+    assert read(root, "a.txt/inner") == {"ok": False, "error": "not a directory (or a parent is a file): a.txt/inner"}
+    long_name = "n" * 300  # over NAME_MAX (255): the kernel's own words, then the path
+    assert read(root, long_name) == {"ok": False, "error": f"File name too long: {long_name}"}
+    written = run_json("write_file", {"path": f"a.txt/{long_name}", "content": "x"}, str(root))
+    assert written["ok"] is False and str(written["error"]).endswith(f": a.txt/{long_name}")
+    assert sorted(p.name for p in root.iterdir()) == ["a.txt"]  # nothing was created
