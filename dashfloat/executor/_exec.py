@@ -114,11 +114,13 @@ class Command:
         """The live chunk due now (text, bytes skipped before it), if any."""
         return self.live.take(time.monotonic()) if self.live is not None and self.result is None else None
 
-    def run_to_end(self) -> CommandResult:
-        """Pump until the result is set (tests, standalone mode); on any exception the group is killed first."""
+    def run_to_end(self, interrupt_fd: int | None = None) -> CommandResult:
+        """Pump until the result is set (tests, standalone mode); on any exception the group is killed first.
+        ``interrupt_fd`` readable raises KeyboardInterrupt here, where the group is sure to be killed."""
         try:
             while self.result is None:
-                self.pump()
+                if self.pump(interrupt_fd):
+                    raise KeyboardInterrupt
         except BaseException:  # Ctrl-C in the standalone executor: the command's group goes with us
             self.cancel()
             raise

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
 from collections.abc import Iterator
+from types import FrameType
 from typing import Any, BinaryIO, Final
 
 import msgspec
@@ -46,7 +49,44 @@ def _reply(request_id: str | None, result: ToolResult) -> bytes:
     return b'{"id":' + _ENCODER.encode(request_id) + b',"result":' + result_json(result).encode() + b"}\n"
 
 
-def handle_line(line: bytes, root: str, exec_timeout_s: float) -> bytes:
+class Interrupts:
+    """Ctrl-C while a call runs is a byte on a pipe, read where the running command's group is killed (a
+    KeyboardInterrupt raised between starting a command and watching it left the command running);
+    between calls it raises at once."""
+
+    def __init__(self) -> None:
+        self.fd, self._write = os.pipe()
+        os.set_blocking(self.fd, False)
+        os.set_blocking(self._write, False)
+        self.running = False
+
+    def on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        if not self.running:
+            raise KeyboardInterrupt
+        with contextlib.suppress(BlockingIOError):
+            os.write(self._write, b"\0")
+
+    def pending(self) -> bool:
+        """Whether a Ctrl-C came during the call (and was not yet acted on); clears it."""
+        try:
+            return bool(os.read(self.fd, 64))
+        except BlockingIOError:
+            return False
+
+    @contextlib.contextmanager
+    def call(self) -> Iterator[int]:
+        """Around one call: Ctrl-C wakes it; one that came during a call that was not a command raises after."""
+        self.running = True
+        try:
+            yield self.fd
+        finally:
+            self.running = False
+            came = self.pending()  # read even when the call raised it, so none is left for the next call
+        if came:
+            raise KeyboardInterrupt
+
+
+def handle_line(line: bytes, root: str, exec_timeout_s: float, interrupts: Interrupts | None = None) -> bytes:
     """The stdout line for one stdin line."""
     try:
         raw = msgspec.json.decode(line)
@@ -59,7 +99,11 @@ def handle_line(line: bytes, root: str, exec_timeout_s: float) -> bytes:
         request = msgspec.convert(raw, Request)
     except msgspec.ValidationError as exc:
         return _reply(request_id, error_result(f'expected {{"id": str, "name": str, "args": {{...}}}}: {exc}'))
-    return _reply(request.id, run_tool(request.name, request.args, root, exec_timeout_s))
+    if interrupts is None:
+        return _reply(request.id, run_tool(request.name, request.args, root, exec_timeout_s))
+    with interrupts.call() as interrupt_fd:
+        result = run_tool(request.name, request.args, root, exec_timeout_s, interrupt_fd=interrupt_fd)
+    return _reply(request.id, result)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,21 +127,23 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--cwd is not a directory: {ns.cwd}")
     if ns.exec_timeout <= 0:
         parser.error("--exec-timeout must be positive")
+    interrupts = Interrupts()
+    signal.signal(signal.SIGINT, interrupts.on_sigint)
     try:
-        _serve_lines(root, ns.exec_timeout)
-    except KeyboardInterrupt:  # Ctrl-C: the running command's group is already killed (run_command)
+        _serve_lines(root, ns.exec_timeout, interrupts)
+    except KeyboardInterrupt:  # Ctrl-C: the running command's group is already killed (run_to_end)
         sys.stderr.write("interrupted\n")
         return EXIT_INTERRUPTED
     return 0
 
 
-def _serve_lines(root: str, exec_timeout_s: float) -> None:
+def _serve_lines(root: str, exec_timeout_s: float, interrupts: Interrupts) -> None:
     out = sys.stdout.buffer
     for line in _lines(sys.stdin.buffer):
         if line is None:
             out.write(_reply(None, error_result(f"line longer than {STANDALONE_LINE_MAX_BYTES} bytes: skipped")))
         elif line.strip():
-            out.write(handle_line(line, root, exec_timeout_s))
+            out.write(handle_line(line, root, exec_timeout_s, interrupts))
         out.flush()
 
 

@@ -121,13 +121,15 @@ def run_tool(
     expect_digest: str | None = None,
     sandbox: Sandbox | None = None,
     policy: SandboxPolicy | None = None,
+    interrupt_fd: int | None = None,
 ) -> ToolResult:
     """A call as the model writes it (the standalone executor, tests): parsed, then run; a bad one is an error
-    result with the text the model would read."""
+    result with the text the model would read. ``interrupt_fd`` readable: a running command is killed and
+    KeyboardInterrupt raised (Ctrl-C in the standalone executor)."""
     parsed = parse_args(name, args)
     if isinstance(parsed, str):
         return error_result(parsed)
-    return run(parsed, root, exec_timeout_s, expect_digest, sandbox, policy)
+    return run(parsed, root, exec_timeout_s, expect_digest, sandbox, policy, interrupt_fd)
 
 
 def run(
@@ -137,6 +139,7 @@ def run(
     expect_digest: str | None = None,
     sandbox: Sandbox | None = None,
     policy: SandboxPolicy | None = None,
+    interrupt_fd: int | None = None,
 ) -> ToolResult:
     """Execute one call to completion; every failure is an error result, never a raise.
 
@@ -144,7 +147,7 @@ def run(
     """
     try:
         with as_root(root) as fixed:
-            return _run(args, fixed, exec_timeout_s, expect_digest, sandbox, policy)
+            return _run(args, fixed, exec_timeout_s, expect_digest, sandbox, policy, interrupt_fd)
     except Exception as exc:  # a failure is a result, never an exception across the process boundary
         return error_result(failure_message(exc, args))
 
@@ -156,6 +159,7 @@ def _run(
     expect_digest: str | None,
     sandbox: Sandbox | None,
     policy: SandboxPolicy | None,
+    interrupt_fd: int | None,
 ) -> ToolResult:
     match args:
         case ReadFileArgs(path=path, offset=offset, limit=limit):
@@ -167,7 +171,7 @@ def _run(
         case ListDirectoryArgs(path=path):
             return _files.list_directory(root, path)
         case ExecuteCommandArgs():
-            return start_command(args, root, exec_timeout_s, sandbox, policy).run_to_end()
+            return start_command(args, root, exec_timeout_s, sandbox, policy).run_to_end(interrupt_fd)
         case _:
             assert_never(args)
 

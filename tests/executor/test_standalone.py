@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import msgspec
+import psutil
+import pytest
 
 from dashfloat.executor import EXEC_TIMEOUT_S
+from dashfloat.executor._standalone import Interrupts, handle_line
 from tests.executor.conftest import REPO
 
 
@@ -76,3 +82,31 @@ def test_deeply_nested_and_overlong_lines_are_answered_and_serving_goes_on(root:
     assert "nested too deeply" in out[0]["result"]["error"]
     assert "longer than" in out[1]["result"]["error"]
     assert out[2]["id"] == "ok" and out[2]["result"]["content"] == "hi\n"
+
+
+def test_ctrl_c_that_lands_before_the_command_is_watched_still_kills_it(root: Path) -> None:
+    # The race the pty test found under load: Ctrl-C after the call began but before its output was watched.
+    # Delivered at the earliest moment (already pending when the command starts), it must still kill it.
+    marker = uuid.uuid4().hex
+    interrupts = Interrupts()
+    line = json.dumps({"id": "1", "name": "execute_command", "args": {"command": f"sleep 301 # {marker}"}})
+    original = signal.signal(signal.SIGINT, interrupts.on_sigint)
+    try:
+        with pytest.raises(KeyboardInterrupt), interrupts.call():
+            os.kill(os.getpid(), signal.SIGINT)  # a byte on the pipe, not a raise: a call is running
+            handle_line(line.encode(), str(root), EXEC_TIMEOUT_S, interrupts)
+    finally:
+        signal.signal(signal.SIGINT, original)
+    assert not [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])]
+    assert not interrupts.pending()
+
+
+def test_ctrl_c_during_a_call_that_is_no_command_stops_after_it_answers(root: Path) -> None:
+    (root / "a.txt").write_text("hello\n")
+    interrupts = Interrupts()
+    line = json.dumps({"id": "1", "name": "read_file", "args": {"path": "a.txt"}}).encode()
+    with pytest.raises(KeyboardInterrupt), interrupts.call():
+        interrupts.on_sigint(signal.SIGINT, None)
+        assert b"hello" in handle_line(line, str(root), EXEC_TIMEOUT_S)
+    with pytest.raises(KeyboardInterrupt):
+        interrupts.on_sigint(signal.SIGINT, None)  # between calls: at once
