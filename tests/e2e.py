@@ -98,7 +98,7 @@ def _name(process: psutil.Process) -> str:
         return ""
 
 
-def wait_for(predicate: Callable[[], bool], timeout_s: float = 15.0) -> bool:
+def wait_for(predicate: Callable[[], bool], timeout_s: float = 30.0) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if predicate():

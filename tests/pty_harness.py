@@ -16,6 +16,10 @@ from collections.abc import Sequence
 
 import pyte
 
+# How long a wait may take before the test fails: generous, since a condition that holds ends the wait at once,
+# and a loaded two-core machine running eight test processes can take over 10 s to finish a turn.
+WAIT_S = 30.0
+
 
 class Terminal:
     """A program on the slave side of a pty; the screen (with scrollback) as a person would see it."""
@@ -69,7 +73,7 @@ class Terminal:
     def visible(self) -> str:
         return "\n".join(line.rstrip() for line in self.screen.display)
 
-    def wait_for(self, needle: str, timeout_s: float = 10.0, visible_only: bool = False) -> bool:
+    def wait_for(self, needle: str, timeout_s: float = WAIT_S, visible_only: bool = False) -> bool:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if needle in (self.visible() if visible_only else self.text()):
@@ -78,7 +82,7 @@ class Terminal:
                 break
         return needle in (self.visible() if visible_only else self.text())
 
-    def wait_for_change(self, line: str, timeout_s: float = 10.0) -> bool:
+    def wait_for_change(self, line: str, timeout_s: float = WAIT_S) -> bool:
         """Wait until the visible screen no longer holds ``line`` (a scroll position, a counter...)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -104,7 +108,7 @@ class Terminal:
     def send(self, keys: str | bytes) -> None:
         os.write(self.fd, keys.encode() if isinstance(keys, str) else keys)
 
-    def wait_exit(self, timeout_s: float = 5.0) -> int | None:
+    def wait_exit(self, timeout_s: float = WAIT_S) -> int | None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             self.pump(0.02)
