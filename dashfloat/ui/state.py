@@ -353,6 +353,14 @@ def sandbox_label(sandbox: SandboxState) -> str:
     return f"sandbox: {sandbox.mode}" + (" +net" if sandbox.network and sandbox.mode != "off" else "")
 
 
+def _ready_history(state: UiState, saved: list[str]) -> tuple[str, ...]:
+    """The saved history, then what was typed before the agent was first ready (it is not saved yet); after a
+    restart the UI's own history is already complete."""
+    if state.ready:
+        return state.history
+    return (*saved, *state.history)[-HISTORY_MAX_ENTRIES:]
+
+
 def reduce(state: UiState, event: Event) -> UiState:
     """The state after ``event`` (an agent message or a UI-internal event)."""
     match event:
@@ -367,7 +375,7 @@ def reduce(state: UiState, event: Event) -> UiState:
                 sandbox=sandbox_label(event.sandbox),
                 context_window=event.context_window,
                 window_source=event.window_source,
-                history=tuple(event.history[-HISTORY_MAX_ENTRIES:]),
+                history=_ready_history(state, event.history),
                 prompt_files=tuple(event.prompt_files),
                 ready=True,
             )

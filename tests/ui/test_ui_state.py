@@ -81,6 +81,15 @@ def test_history_from_the_agent_is_bounded() -> None:
     assert len(state.history) == HISTORY_MAX_ENTRIES and state.history[-1] == many[-1]
 
 
+def test_a_prompt_typed_before_the_agent_is_ready_stays_in_the_history() -> None:
+    # The status bar says Idle before AgentReady; a prompt sent then is not in the saved history it carries.
+    ready = AgentReady(model="m", provider="p", cwd="/", approval="ask", history=["saved"])
+    state = run(Submitted("typed early"), ready)
+    assert state.history == ("saved", "typed early")
+    state = run(Submitted("later"), AgentReady(model="m", provider="p", cwd="/", approval="ask"), state=state)
+    assert state.history == ("saved", "typed early", "later")  # a restarted agent does not reset it
+
+
 def test_session_started_first_is_silent_then_announced() -> None:
     state = run(SessionStarted(session_id="s1"))
     assert state.session_id == "s1" and state.outbox == ()
