@@ -31,3 +31,13 @@ class Figure:
             return None
         base = statistics.median(self.baseline_samples)
         return self.median() / base if base else None
+
+
+def distinct_token(i: int) -> str:
+    """Token ``i`` of a text that never repeats (the repetition guard stops a stream of one repeated word, so a
+    throughput figure over "tok tok …" would time a cut stream); all the same width (``TOKEN_CHARS``), so a text
+    of them splits into one token per event."""
+    return f"w{i:05d} "
+
+
+TOKEN_CHARS = len(distinct_token(0))

@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import requests
 
-from bench.common import Figure
+from bench.common import TOKEN_CHARS, Figure, distinct_token
 from dashfloat.channel import Channel
 from dashfloat.executor import run_tool
 from dashfloat.protocol import AgentToUi, Cancel, PhaseChanged, SubmitPrompt, TokenReceived, UiToAgent
@@ -248,7 +248,8 @@ def headless_figures(quick: bool) -> list[Figure]:
         stream: list[float] = []
         peak_rss: list[float] = []
         tokens = 20_000
-        big = "tok " * tokens  # 4 characters per delta: one token each
+        # one token per delta, never repeating (the repetition guard stops one repeated word)
+        big = "".join(distinct_token(i) for i in range(tokens))
         with ScriptedServer() as server:
             for _ in range(runs + 1):
                 server.enqueue(text_reply("hi"))
@@ -263,7 +264,7 @@ def headless_figures(quick: bool) -> list[Figure]:
                 started = time.perf_counter()
                 _headless(server, root, env, "-p", "read").wait(20)
                 tool.append((time.perf_counter() - started) * 1000)
-                server.enqueue(text_reply(big, chunk_size=4))
+                server.enqueue(text_reply(big, chunk_size=TOKEN_CHARS))
                 started = time.perf_counter()
                 main = _headless(server, root, env, "--json", "-p", "stream")
                 peak = 0.0
@@ -272,6 +273,8 @@ def headless_figures(quick: bool) -> list[Figure]:
                         peak = max(peak, _tree_memory(main.pid)[0])
                     time.sleep(0.05)
                 stream.append((time.perf_counter() - started) * 1000)
+                if main.returncode != 0:  # a stream the provider or a guard cut short is not a throughput figure
+                    raise RuntimeError(f"the 20k-token stream turn failed (exit {main.returncode})")
                 peak_rss.append(peak)
             server.enqueue(Reply(body=[sse_event({"choices": []}), Pause(3.0)]))
             idle = _headless(server, root, env, "-p", "wait")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 
-from bench.common import Figure
+from bench.common import TOKEN_CHARS, Figure, distinct_token
 from dashfloat.protocol import SubmitPrompt, ToolResultShown
 from dashfloat.testing.sse_server import BodyItem, Pause, Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
 from tests.e2e import agent_tree, collect, dashfloat_argv, isolated_environment, turn_over
@@ -28,12 +28,6 @@ PACED_TOKENS_PER_S = 5_000
 UI_TICK_MS = 1000 / 30  # dashfloat/ui/_app.py TICK_S
 PROMPT_GLYPH = "❯"
 END_MARK = "ENDMARK"
-
-
-def _token(i: int) -> str:
-    """A token of text that never repeats (the repetition guard stops a stream of one repeated word); all the
-    same width, so a text of them splits into one token per event."""
-    return f"w{i:05d} "
 
 
 def _chunk(text: str) -> bytes:
@@ -48,7 +42,7 @@ def _paced(tokens: int, rate: float, written: list[float]) -> Iterator[BodyItem]
         delay = started + i / rate - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
-        yield _chunk(_token(i))
+        yield _chunk(distinct_token(i))
     yield _chunk(END_MARK)
     written.append(time.perf_counter())
     yield sse_event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
@@ -116,7 +110,7 @@ def headless(quick: bool, root: Path, env: dict[str, str]) -> list[Figure]:
             _headless(server, root, env, "-p", "read").wait(30)
             tool.append(_ms_since(started))
 
-            server.enqueue(text_reply("".join(_token(i) for i in range(tokens)), chunk_size=len(_token(0))))
+            server.enqueue(text_reply("".join(distinct_token(i) for i in range(tokens)), chunk_size=TOKEN_CHARS))
             started = time.perf_counter()
             _headless(server, root, env, "--json", "-p", "stream").wait(60)
             stream.append(_ms_since(started))

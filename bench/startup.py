@@ -9,7 +9,7 @@ import sys
 import tempfile
 import time
 
-from bench.common import Figure
+from bench.common import TOKEN_CHARS, Figure, distinct_token
 from dashfloat.testing.sse_server import ScriptedServer, text_reply
 from tests.e2e import dashfloat_argv
 from tests.pty_harness import Terminal
@@ -32,7 +32,7 @@ def _first_paint(argv: list[str], env: dict[str, str]) -> float:
 
 def _paragraphs(tokens: int) -> str:
     """Prose of ``tokens`` one-token words in paragraphs of 60, ending in a marker to wait for."""
-    words = [f"w{i % 10}" for i in range(tokens - 1)]
+    words = [distinct_token(i).rstrip() for i in range(tokens - 1)]  # never repeating: see distinct_token
     paras = [" ".join(words[i : i + 60]) for i in range(0, len(words), 60)]
     return " ".join(["\n\n".join(paras), "ENDMARK"])
 
@@ -42,7 +42,7 @@ def tui_stream(quick: bool, env: dict[str, str], server: ScriptedServer, cwd: st
     tokens = 5_000 if quick else 20_000
     rates: list[float] = []
     for _ in range(2 if quick else 4):
-        server.enqueue(text_reply(_paragraphs(tokens), chunk_size=3))  # "wN " is one 3-character token
+        server.enqueue(text_reply(_paragraphs(tokens), chunk_size=TOKEN_CHARS))  # one token per chunk
         term = Terminal(dashfloat_argv(server, cwd), env)
         try:
             if not term.wait_for(PROMPT_GLYPH, visible_only=True):

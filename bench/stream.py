@@ -10,8 +10,9 @@ from typing import Any
 import psutil
 import requests
 
-from bench.common import Figure
+from bench.common import TOKEN_CHARS, Figure, distinct_token
 from dashfloat.channel import Channel
+from dashfloat.config import DEFAULT_IDLE_TIMEOUT_S
 from dashfloat.llm import serve
 from dashfloat.protocol import (
     ChatMessage,
@@ -25,17 +26,22 @@ from dashfloat.protocol import (
 )
 from dashfloat.testing.sse_server import Reply, ScriptedServer, sse_event
 
-TOKEN = "tok "
 EVENTS_PER_WRITE = 64
 TARGET_TOKENS_PER_S = 50_000
 
 
 def _body(tokens: int) -> list[bytes | Any]:
-    """The same bytes every run: one OpenAI chunk per token, written in groups like a busy server."""
-    event = sse_event({"id": "b", "choices": [{"index": 0, "delta": {"content": TOKEN}, "finish_reason": None}]})
+    """The same bytes every run: one OpenAI chunk per token (never repeating: the repetition guard would stop one
+    repeated word), written in groups like a busy server."""
+    events = [
+        sse_event(
+            {"id": "b", "choices": [{"index": 0, "delta": {"content": distinct_token(i)}, "finish_reason": None}]}
+        )
+        for i in range(tokens)
+    ]
     writes: list[bytes | Any] = []
     for start in range(0, tokens, EVENTS_PER_WRITE):
-        writes.append(event * min(EVENTS_PER_WRITE, tokens - start))
+        writes.append(b"".join(events[start : start + EVENTS_PER_WRITE]))
     writes.append(sse_event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
     writes.append(sse_event("[DONE]"))
     return writes
@@ -53,7 +59,11 @@ def _raw_read_s(base_url: str) -> float:
 def _through_serve_s(channel: Channel[Any], base_url: str, request_id: int, tokens: int) -> float:
     provider = ProviderConfig(name="bench", base_url=base_url, model="bench")
     started = time.perf_counter()
-    channel.send(StartStream(request_id, provider, [ChatMessage(role="user", content="go")]))
+    channel.send(
+        StartStream(
+            request_id, provider, [ChatMessage(role="user", content="go")], idle_timeout_s=DEFAULT_IDLE_TIMEOUT_S
+        )
+    )
     received = 0
     while True:
         message = channel.recv()
@@ -67,8 +77,8 @@ def _through_serve_s(channel: Channel[Any], base_url: str, request_id: int, toke
             case _:
                 pass
     elapsed = time.perf_counter() - started
-    if received != tokens * len(TOKEN):
-        raise RuntimeError(f"received {received} characters, expected {tokens * len(TOKEN)}")
+    if received != tokens * TOKEN_CHARS:
+        raise RuntimeError(f"received {received} characters, expected {tokens * TOKEN_CHARS}")
     return elapsed
 
 
