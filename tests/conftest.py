@@ -5,8 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests.e2e import isolated_environment
+
+# No timed assertions, hypothesis's included: its per-example deadline (200 ms) and its "too slow" health
+# check fail a correct property on a loaded machine, so a property fails only on a counterexample.
+settings.register_profile("dashfloat", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("dashfloat")
 
 
 @pytest.fixture
