@@ -73,6 +73,23 @@ class WholeEventClient(sseclient.SSEClient):
         yield from self._whole
 
 
+def event_datas(events: Iterator[bytes]) -> Iterator[str]:
+    """The data of each whole event, as sseclient-py's field parser gives it (events without data give nothing).
+
+    The common event, one ``data:`` line and its blank line (``data: {...}\n\n``), is read directly: sseclient
+    would split it into lines, decode each and build an Event object, several microseconds per token at a
+    paced provider's one event per token. Any other event (CR line endings, several lines, comments, other
+    fields) goes through sseclient's own parser.
+    """
+    for event in events:
+        if event.startswith(b"data:") and event.endswith(b"\n\n") and event.count(b"\n") == 2 and b"\r" not in event:
+            value = event[5:-2]
+            yield (value[1:] if value.startswith(b" ") else value).decode("utf-8")
+        else:
+            for parsed in WholeEventClient(iter((event,))).events():
+                yield parsed.data
+
+
 def decoded(chunks: Iterator[bytes], encoding: str) -> Iterator[bytes]:
     """``chunks`` decoded per ``Content-Encoding`` (gzip, deflate or none), at most one read's size at a time.
 

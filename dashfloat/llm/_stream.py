@@ -33,7 +33,7 @@ from dashfloat.llm._errors import (
     one_line,
     status_error,
 )
-from dashfloat.llm._framing import WholeEventClient, decoded, framed_events, looks_like_sse
+from dashfloat.llm._framing import decoded, event_datas, framed_events, looks_like_sse
 from dashfloat.llm._http import body_chunks, finish_body, process_session, read_bounded, shutdown
 from dashfloat.llm._limits import (
     BACKOFF_BASE_S,
@@ -445,11 +445,11 @@ class Stream:
         source = framed_events(itertools.chain([first], chunks), SSE_FRAME_MAX_BYTES, SSE_EVENT_MAX_LINES)
         episode = self._episode
         try:
-            for event in WholeEventClient(source).events():
+            for data in event_datas(source):
                 if self.cancelled.is_set():
                     raise Cancelled
                 self._progress()
-                for delta in episode.feed(event.data):
+                for delta in episode.feed(data):
                     self._emit(delta, wake=False)
                 if episode.done:
                     self._wake_loop()  # the last deltas go now, not after the body's end

@@ -9,7 +9,7 @@ in the framing or HTTP) is handled here, so each is tested in tests/llm/test_epi
 from __future__ import annotations
 
 import contextlib
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -25,8 +25,59 @@ DeltaKind = Literal["content", "reasoning", "status", "warning"]
 Delta = tuple[DeltaKind, str]
 
 
+# The common chunk, typed: text in ``choices[0].delta.content`` and nothing else that the general path reads.
+# Decoding into these Structs skips building dicts for the fields nobody reads (id, model, created…); every
+# field the general path does read is declared, so a chunk that carries anything more (reasoning, tool calls,
+# a finish reason, usage, an error) is seen here and left to the general path.
+class _FastDelta(msgspec.Struct, gc=False):
+    content: str | None = None
+    reasoning_content: Any = None
+    reasoning: Any = None
+    tool_calls: Any = None
+
+
+class _FastChoice(msgspec.Struct, gc=False):
+    delta: _FastDelta | None = None
+    finish_reason: Any = None
+
+
+class _FastChunk(msgspec.Struct, gc=False):
+    choices: list[_FastChoice] | None = None
+    error: Any = None
+    usage: Any = None
+    x_groq: Any = None
+
+
+_FAST_DECODER = msgspec.json.Decoder(_FastChunk)
+
+
+def _content_only(data: str) -> str | None:
+    """The text of a chunk that carries only content (``""``: a chunk that carries nothing the episode keeps);
+    None for any other chunk, which the general path then reads."""
+    try:
+        chunk = _FAST_DECODER.decode(data)
+    except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError: not the common shape
+        return None
+    if chunk.error is not None or chunk.usage is not None or chunk.x_groq is not None:
+        return None
+    if not chunk.choices:
+        return ""
+    choice = chunk.choices[0]
+    if choice.finish_reason:
+        return None
+    delta = choice.delta
+    if delta is None:
+        return ""
+    if delta.reasoning_content or delta.reasoning or delta.tool_calls:
+        return None
+    return delta.content or ""
+
+
 class Episode:
     """Accumulates one streamed completion: content, reasoning, calls, finish reason, usage, its bounds."""
+
+    content_only = staticmethod(_content_only)
+    """The fast path's reader (tests compare it with an Episode whose reader declines every chunk)."""
 
     def __init__(self) -> None:
         self._content: list[str] = []
@@ -59,6 +110,9 @@ class Episode:
         if data.strip() == "[DONE]":
             self.done = True
             return []
+        content = self.content_only(data)
+        if content is not None:
+            return self._take_content(content) if content else []
         try:
             chunk = msgspec.json.decode(data)
         except (msgspec.DecodeError, RecursionError):
@@ -88,6 +142,15 @@ class Episode:
                 raise StreamError("provider_error", f"the provider stopped with an error: {said}.")
             self.finish_reason = finish
         return deltas
+
+    def _take_content(self, content: str) -> list[Delta]:
+        """``_take_delta`` for a delta of non-empty content only (the fast path's chunk)."""
+        self._episode_bytes += len(content.encode())
+        self._check_bytes()
+        self._content.append(content)
+        self.emitted = True
+        self._guard("content", content)
+        return [("content", content)]
 
     def _take_delta(self, delta: JsonObject) -> list[Delta]:
         deltas: list[Delta] = []

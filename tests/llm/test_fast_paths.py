@@ -1,0 +1,188 @@
+"""The parsing fast paths give exactly what the general paths give: the typed content-only chunk reader of
+Episode.feed against the generic-dict walk, and the one-line SSE event reader against sseclient-py's parser."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dashfloat.llm import Episode
+from dashfloat.llm._errors import StreamError
+from dashfloat.llm._framing import WholeEventClient, event_datas, framed_events
+from dashfloat.llm._limits import EPISODE_MAX_BYTES, REPEAT_MIN_COUNT
+from dashfloat.protocol import StreamDone, StreamFailed
+
+
+def _declines(data: str) -> str | None:
+    return None
+
+
+class GeneralEpisode(Episode):
+    """The reference: every chunk goes through the generic-dict path."""
+
+    content_only = staticmethod(_declines)
+
+
+Outcome = tuple[str, Any]
+
+
+def _fed(episode: Episode, data: str) -> Outcome:
+    try:
+        return ("deltas", episode.feed(data))
+    except StreamError as exc:
+        return ("error", (exc.kind, exc.message))
+
+
+def _end(episode: Episode) -> tuple[Any, ...]:
+    try:
+        finished: StreamDone | str = episode.finished(7, text_calls=True)
+    except StreamError as exc:
+        finished = exc.kind
+    try:
+        failed: StreamFailed | str = episode.failed(7, "internal", "m")
+    except Exception as exc:  # compared, not hidden
+        failed = type(exc).__name__
+    return (episode.content, episode.emitted, episode.done, episode.finish_reason, episode.usage, finished, failed)
+
+
+def assert_same(events: list[str]) -> Episode:
+    """Feed both episodes the same events; each step and the end must agree. Returns the fast one."""
+    fast, general = Episode(), GeneralEpisode()
+    for data in events:
+        got, want = _fed(fast, data), _fed(general, data)
+        assert got == want, data
+        if got[0] == "error":
+            break
+    assert _end(fast) == _end(general)
+    return fast
+
+
+texts = st.sampled_from(["", "hi", "w00001 ", "é ☃", "\u2028", "0123456789abcdef0123456789abcdef01234567", "x" * 300])
+anything = st.none() | st.booleans() | st.integers(-2, 2) | texts | st.lists(st.integers(), max_size=2)
+fragment = st.fixed_dictionaries(
+    {"index": st.integers(0, 2)},
+    optional={"id": st.sampled_from(["c1", "c2", "", None]), "function": st.just({"name": "read_file"})},
+)
+delta_extras = {
+    "role": st.sampled_from(["assistant", None, 3]),
+    "reasoning_content": texts | st.none(),
+    "reasoning": texts | st.none(),
+    "tool_calls": st.none() | st.just([]) | st.lists(fragment, min_size=1, max_size=2) | st.just({"x": 1}),
+    "refusal": st.none(),
+}
+deltas = st.fixed_dictionaries({"content": texts}, optional=delta_extras) | st.fixed_dictionaries(
+    {}, optional={"content": texts | anything, **delta_extras}
+)
+choice_extras = {
+    "index": st.integers(0, 1),
+    "finish_reason": st.sampled_from([None, "", "stop", "length", "tool_calls", "error", 1]),
+    "logprobs": st.none(),
+    "error": st.sampled_from([None, "overloaded", {"message": "boom"}]),
+}
+choices = st.fixed_dictionaries({"delta": deltas}, optional=choice_extras) | st.fixed_dictionaries(
+    {}, optional={"delta": deltas | anything, **choice_extras}
+)
+chunk_extras = {
+    "id": st.just("chatcmpl-1"),
+    "object": st.just("chat.completion.chunk"),
+    "created": st.integers(0, 2**40),
+    "model": st.just("m"),
+    "usage": st.none() | st.just({"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}) | anything,
+    "x_groq": st.none() | st.just({"id": "g"}) | st.just({"usage": {"prompt_tokens": 1}}),
+    "error": st.sampled_from([None, "bad", {"message": "context length exceeded", "code": 400}]),
+}
+chunks = st.fixed_dictionaries(
+    {"choices": st.lists(choices, min_size=1, max_size=2)}, optional=chunk_extras
+) | st.fixed_dictionaries({}, optional={"choices": st.lists(choices | anything, max_size=2) | anything, **chunk_extras})
+event_data = (
+    chunks.map(lambda c: json.dumps(c, ensure_ascii=False))
+    | chunks.map(json.dumps)
+    | st.sampled_from(["[DONE]", " [DONE] ", "", "not json", "[1, 2]", "null", '{"choices": [', '"s"', "[" * 2000])
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(events=st.lists(event_data, max_size=12))
+def test_the_fast_chunk_reader_gives_what_the_general_path_gives(events: list[str]) -> None:
+    assert_same(events)
+
+
+def _content(text: str, **extra: Any) -> str:
+    return json.dumps(
+        {"id": "x", "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}], **extra}
+    )
+
+
+def test_the_common_chunk_takes_the_fast_path() -> None:
+    # Pins that the fast path is in use for the shapes real providers send on every token (with the null
+    # fields OpenAI, DeepSeek and Groq add), not only that it agrees when it is.
+    plain = _content("w1 ")
+    openai = _content("w1 ", usage=None, system_fingerprint="fp")
+    deepseek = json.dumps({"choices": [{"delta": {"content": "w1 ", "reasoning_content": None}}]})
+    groq = json.dumps({"choices": [{"delta": {"content": "w1 ", "tool_calls": []}}], "x_groq": None})
+    for data in (plain, openai, deepseek, groq):
+        assert Episode.content_only(data) == "w1 "
+    for data in (
+        _content("w1 ", usage={"prompt_tokens": 1}),
+        json.dumps({"choices": [{"delta": {"content": "a", "reasoning": "think"}}]}),
+        json.dumps({"choices": [{"delta": {"content": "a"}, "finish_reason": "stop"}]}),
+        json.dumps({"error": {"message": "boom"}}),
+        '{"choices": [',
+    ):
+        assert Episode.content_only(data) is None
+
+
+def test_a_loop_and_the_size_bound_end_both_paths_alike() -> None:
+    loop = [_content("0123456789abcdef0123456789abcdef ")] * (REPEAT_MIN_COUNT * 2)
+    episode = assert_same([_content("start "), *loop])
+    assert episode.failed(1, "repeating", "m").content.count("0123456789abcdef") == 2  # one copy of the span
+    # 1 MiB each (é is 2 bytes): the bound is reached exactly, then crossed by the last
+    big = [_content("y" * (1024 * 1024 - 2) + "é")] * (EPISODE_MAX_BYTES // (1024 * 1024) + 1)
+    assert_same(big)
+    episode = Episode()
+    outcomes = [_fed(episode, data)[0] for data in big]
+    assert outcomes == ["deltas"] * (len(big) - 1) + ["error"]
+    assert episode.failed(1, "episode_too_large", "m").content == "".join(
+        json.loads(d)["choices"][0]["delta"]["content"] for d in big[:-1]
+    )
+
+
+# -------------------------------------------------------------------- SSE events
+
+fields = st.sampled_from([b"data:", b"data: ", b"data:  ", b"event: ", b"id:", b"retry: 5", b":", b"", b"dat"])
+values = st.sampled_from(
+    [b"", b"{}", b"[DONE]", b" ", b"x:y", b"\xff", "é".encode(), "\u2028".encode(), b"\x85", b"\r"]
+)
+endings = st.sampled_from([b"\n", b"\r", b"\r\n"])
+lines = st.tuples(fields, values, endings).map(b"".join)
+events = st.tuples(st.lists(lines, min_size=1, max_size=3), endings).map(lambda e: b"".join(e[0]) + e[1])
+bodies = st.lists(events | lines | values, max_size=8).map(b"".join)
+
+
+def _datas(events: list[bytes], fast: bool) -> tuple[list[str], str | None]:
+    got: list[str] = []
+    try:
+        if fast:
+            got.extend(event_datas(iter(events)))
+        else:
+            got.extend(event.data for event in WholeEventClient(iter(events)).events())
+    except UnicodeDecodeError as exc:
+        return got, type(exc).__name__
+    return got, None
+
+
+@settings(max_examples=400, deadline=None)
+@given(body=bodies)
+def test_the_one_line_event_reader_gives_what_sseclient_gives(body: bytes) -> None:
+    events = list(framed_events(iter([body]), 1 << 20, 1 << 20))
+    assert _datas(events, fast=True) == _datas(events, fast=False)
+
+
+def test_one_line_events_with_and_without_the_space() -> None:
+    events = [b"data: {}\n\n", b"data:[DONE]\n\n", b"data:  two\n\n", b"data:\n\n", b"data: \xc3\xa9\n\n"]
+    assert list(event_datas(iter(events))) == ["{}", "[DONE]", " two", "", "é"]
+    assert [msgspec.json.decode(data) for data in event_datas(iter([b'data: {"a": 1}\n\n']))] == [{"a": 1}]
