@@ -23,7 +23,7 @@ typecheck: $(STAMP)
 
 # Coverage floors `make test` (so CI) holds, as `files=percent`: at what the suite reaches, never below 90
 # (docs/decisions/0020-coverage-floors.md). Which files are traced at all: [tool.coverage.run] in pyproject.toml.
-COVERAGE_FLOORS := dashfloat/protocol.py=99 dashfloat/llm/toolcalls.py=99 dashfloat/executor/*=92
+COVERAGE_FLOORS := dashfloat/protocol.py=99 dashfloat/llm/toolcalls.py=99 dashfloat/executor/*=90
 
 pytest: $(STAMP)
 	rm -f .coverage .coverage.*
@@ -35,7 +35,7 @@ pytest: $(STAMP)
 	@for floor in $(COVERAGE_FLOORS); do \
 		files=$${floor%=*}; min=$${floor##*=}; \
 		echo "coverage of $$files: $$($(BIN)/coverage report --include="$$files" --format=total --precision=1) % (floor $$min %)"; \
-		$(BIN)/coverage report --include="$$files" --fail-under=$$min --format=total >/dev/null || { \
+		$(BIN)/coverage report --include="$$files" --fail-under=$$min --format=total --precision=1 >/dev/null || { \
 			$(BIN)/coverage report --include="$$files" --show-missing --skip-covered; \
 			echo "coverage of $$files is below its floor of $$min %"; exit 1; }; \
 	done
