@@ -18,6 +18,10 @@ def server() -> Iterator[ScriptedServer]:
         yield scripted
 
 
+def _input_row(term: Terminal) -> str:
+    return [line for line in term.visible().splitlines() if line.startswith("❯")][-1]
+
+
 def test_search_keys_during_a_confirmation_search_and_decide_nothing(
     tree: Path, isolated_env: dict[str, str], server: ScriptedServer
 ) -> None:
@@ -38,7 +42,8 @@ def test_search_keys_during_a_confirmation_search_and_decide_nothing(
         assert term.wait_for("reverse-i-search", visible_only=True), term.text()
         term.send("y")
         assert term.wait_for("(reverse-i-search)`y'", visible_only=True), term.text()
-        assert term.wait_for("❯ yes ship it", visible_only=True), term.text()
+        # The input row (the last prompt mark), not the transcript's row of the same prompt above it.
+        assert wait_for(lambda: term.pump() and _input_row(term) == "❯ yes ship it"), term.text()
         term.send("\x1b")  # Esc ends the search (the draft, empty, comes back); it does not answer
         assert wait_for(lambda: term.pump() and "reverse-i-search" not in term.visible(), timeout_s=10)
         term.send("\x12")

@@ -162,6 +162,11 @@ def test_prompt_files_of_the_project_and_the_user_are_slash_commands(
         term.close()
 
 
+def input_row(term: Terminal) -> str:
+    """The input: the last visible row with the prompt mark."""
+    return [line for line in term.visible().splitlines() if line.startswith("❯")][-1]
+
+
 def test_ctrl_r_finds_an_older_prompt(tree: Path, isolated_env: dict[str, str], server: ScriptedServer) -> None:
     server.enqueue(text_reply("one"), text_reply("two"), text_reply("three"), text_reply("again"))
     term = launch(server, tree, isolated_env)
@@ -173,12 +178,13 @@ def test_ctrl_r_finds_an_older_prompt(tree: Path, isolated_env: dict[str, str], 
         term.send("\x12")  # Ctrl-R
         assert term.wait_for("reverse-i-search", visible_only=True), term.text()
         term.send("deploy")
-        assert term.wait_for("❯ deploy prod", visible_only=True), term.text()
+        # The input row (the last prompt mark), not the transcript's rows of the same prompts above it.
+        assert wait_for(lambda: term.pump() and input_row(term) == "❯ deploy prod"), term.text()
         term.send("\x12")  # again: the next older match
-        assert term.wait_for("❯ deploy the staging site", visible_only=True), term.text()
+        assert wait_for(lambda: term.pump() and input_row(term) == "❯ deploy the staging site"), term.text()
         term.send("\r")  # keeps the match in the input; the next Enter sends it
         assert wait_for(lambda: term.pump() and "reverse-i-search" not in term.visible(), timeout_s=10)
-        assert "❯ deploy the staging site" in term.visible()  # kept, not sent yet
+        assert input_row(term) == "❯ deploy the staging site"  # kept, not sent yet
         assert len(server.requests) == 3
         term.send("\r")
         assert term.wait_for("again"), term.text()
