@@ -115,6 +115,7 @@ class Terminal:
             pid, status = os.waitpid(self.pid, os.WNOHANG)
             if pid:
                 self.exit_status = os.waitstatus_to_exitcode(status)
+                self.settle(quiet_s=0.2)  # what it wrote just before it exited may still be unread
                 return self.exit_status
         return None
 
