@@ -8,6 +8,7 @@ abort still cuts it.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import socket
 import threading
@@ -98,13 +99,31 @@ def shutdown(sock: socket.socket) -> None:
 
 
 def body_chunks(response: requests.Response) -> Iterator[bytes]:
-    """Whatever bytes are available, as soon as they are (read1: no waiting for a full buffer)."""
+    """Whatever bytes are available, as soon as they are (read1: no waiting for a full buffer).
+
+    A chunked body (every SSE stream) is read from http.client's response directly: urllib3's ``read1`` adds a
+    few microseconds of bookkeeping per call, and a paced provider sends one HTTP chunk per token, each its own
+    call. A failure still goes through urllib3's own error handling (same exceptions, the connection closed),
+    and the body's end is read through urllib3 too, so it returns the connection to the pool as before.
+    """
     raw = response.raw
+    fp = getattr(raw, "_fp", None)
+    catcher = getattr(raw, "_error_catcher", None)
+    if not (getattr(raw, "chunked", False) and isinstance(fp, http.client.HTTPResponse) and catcher is not None):
+        while chunk := raw.read1(READ_CHUNK_BYTES):
+            yield chunk
+        return
+    read1 = fp.read1
     while True:
-        chunk = raw.read1(READ_CHUNK_BYTES)
+        try:
+            chunk = read1(READ_CHUNK_BYTES)
+        except Exception:
+            with catcher():
+                raise
         if not chunk:
-            return
+            break
         yield chunk
+    raw.read1(READ_CHUNK_BYTES)  # b"": urllib3 sees the end and releases the connection
 
 
 def finish_body(response: requests.Response, limit: int) -> None:
