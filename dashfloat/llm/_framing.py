@@ -47,6 +47,14 @@ def framed_events(chunks: Iterator[bytes], max_bytes: int, max_lines: int) -> It
     pending = 0  # bytes of the current event
     tail = b""  # its last bytes: all that ``endswith`` looks at
     for chunk in chunks:
+        if not pieces and chunk.endswith(b"\n\n") and b"\r" not in chunk and b"\n\n\n" not in chunk:
+            # The common read: whole LF-framed events (a paced provider's one event). Each ends at its first
+            # blank line, as the loop below would find, and within both caps as the loop checks them.
+            events = chunk.split(b"\n\n")[:-1]
+            if all(len(event) + 1 <= max_bytes and event.count(b"\n") + 1 <= max_lines for event in events):
+                for event in events:
+                    yield event + b"\n\n"
+                continue
         for piece in chunk.splitlines(True):
             pieces.append(piece)
             pending += len(piece)

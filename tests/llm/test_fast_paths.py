@@ -4,6 +4,7 @@ Episode.feed against the generic-dict walk, and the one-line SSE event reader ag
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -12,7 +13,15 @@ from hypothesis import strategies as st
 
 from dashfloat.llm import Episode
 from dashfloat.llm._errors import StreamError
-from dashfloat.llm._framing import WholeEventClient, event_datas, framed_events
+from dashfloat.llm._framing import (
+    _BOUNDARIES,
+    _TAIL_BYTES,
+    WholeEventClient,
+    _too_large,
+    _too_many_lines,
+    event_datas,
+    framed_events,
+)
 from dashfloat.llm._limits import EPISODE_MAX_BYTES, REPEAT_MIN_COUNT
 from dashfloat.protocol import StreamDone, StreamFailed
 
@@ -186,3 +195,71 @@ def test_one_line_events_with_and_without_the_space() -> None:
     events = [b"data: {}\n\n", b"data:[DONE]\n\n", b"data:  two\n\n", b"data:\n\n", b"data: \xc3\xa9\n\n"]
     assert list(event_datas(iter(events))) == ["{}", "[DONE]", " two", "", "é"]
     assert [msgspec.json.decode(data) for data in event_datas(iter([b'data: {"a": 1}\n\n']))] == [{"a": 1}]
+
+
+def reference_framed_events(chunks: list[bytes], max_bytes: int, max_lines: int) -> Iterator[bytes]:
+    """framed_events as it was before its fast path for whole LF-framed reads: every piece through the loop."""
+    pieces: list[bytes] = []
+    pending = 0
+    tail = b""
+    for chunk in chunks:
+        for piece in chunk.splitlines(True):
+            pieces.append(piece)
+            pending += len(piece)
+            tail = (tail + piece)[-_TAIL_BYTES:]
+            if tail.endswith(_BOUNDARIES):
+                yield b"".join(pieces)
+                pieces, pending, tail = [], 0, b""
+            elif pending > max_bytes:
+                raise _too_large(max_bytes)
+            elif len(pieces) > max_lines:
+                raise _too_many_lines(max_lines)
+    if pieces:
+        yield b"".join(pieces)
+
+
+def _framed(chunks: list[bytes], max_bytes: int, max_lines: int, fast: bool) -> tuple[list[bytes], str | None]:
+    got: list[bytes] = []
+    try:
+        if fast:
+            got.extend(framed_events(iter(chunks), max_bytes, max_lines))
+        else:
+            got.extend(reference_framed_events(chunks, max_bytes, max_lines))
+    except StreamError as exc:
+        return got, exc.message
+    return got, None
+
+
+lf_values = st.sampled_from([b"", b"{}", b"x", b"[DONE]", "é".encode()])
+lf_lines = st.tuples(fields, lf_values).map(lambda line: b"".join(line) + b"\n")
+lf_events = st.lists(lf_lines, min_size=1, max_size=4).map(lambda event: b"".join(event) + b"\n")
+lf_reads = st.lists(lf_events | lf_lines | st.just(b"\n"), min_size=1, max_size=4).map(
+    b"".join
+)  # the fast path's reads
+reads = st.lists(lines | events | values, max_size=4).map(b"".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    chunks=st.lists(lf_reads | reads, max_size=6),
+    max_bytes=st.integers(1, 40),
+    max_lines=st.integers(1, 5),
+)
+def test_whole_event_reads_are_framed_as_the_piece_loop_frames_them(
+    chunks: list[bytes], max_bytes: int, max_lines: int
+) -> None:
+    assert _framed(chunks, max_bytes, max_lines, fast=True) == _framed(chunks, max_bytes, max_lines, fast=False)
+
+
+def test_a_read_of_whole_events_takes_the_fast_path_within_the_caps() -> None:
+    read = b'data: {"a": 1}\n\ndata: two\ndata: lines\n\n\n\n'
+    assert list(framed_events(iter([read]), 1 << 20, 256)) == [
+        b'data: {"a": 1}\n\n',
+        b"data: two\ndata: lines\n\n",
+        b"\n\n",
+    ]
+    assert _framed([read], 20, 256, fast=True) == ([b'data: {"a": 1}\n\n'], _too_large(20).message)
+    assert _framed([read], 1 << 20, 1, fast=True) == ([b'data: {"a": 1}\n\n'], _too_many_lines(1).message)
+    # a third line end is the next event's first line: the read is not split at it
+    odd = [b"data: x\n\n\n", b"data: y\n\n"]
+    assert _framed(odd, 1 << 20, 256, fast=True) == ([b"data: x\n\n", b"\ndata: y\n\n"], None)
