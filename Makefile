@@ -19,7 +19,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy dashfloat/ tests/
+	$(BIN)/mypy dashfloat/ tests/ bench/
 
 # Coverage floors `make test` (so CI) holds, as `files=percent`: at what the suite reaches, never below 90
 # (docs/decisions/0020-coverage-floors.md). Which files are traced at all: [tool.coverage.run] in pyproject.toml.

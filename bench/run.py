@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import json
 import platform
@@ -50,7 +51,14 @@ def render(figures: list[Figure], quick: bool, failures: list[str]) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for f in figures:
-        f = Figure(**{k: v.replace("|", "\\|") if isinstance(v, str) else v for k, v in vars(f).items()})
+        f = dataclasses.replace(
+            f,
+            name=f.name.replace("|", "\\|"),
+            unit=f.unit.replace("|", "\\|"),
+            baseline_name=f.baseline_name.replace("|", "\\|") if f.baseline_name else f.baseline_name,
+            target=f.target.replace("|", "\\|"),
+            note=f.note.replace("|", "\\|"),
+        )
         ratio = f.ratio()
         met = {True: "yes", False: "**no**", None: "—"}[f.met]
         lines.append(

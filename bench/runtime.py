@@ -105,7 +105,7 @@ def pipe_figures(quick: bool) -> list[Figure]:
     ]
 
 
-def _timed(samples: int, step: Callable[[], None]) -> list[float]:
+def _timed(samples: int, step: Callable[[], object]) -> list[float]:
     step()  # warm-up
     out = []
     for _ in range(samples):
