@@ -56,7 +56,7 @@ class _Loop:
                 ready = wait([self.channel.conn, self._wake_r])
                 if self._wake_r in ready:
                     hold = self._last_sent + DELTA_BATCH_S - time.monotonic()
-                    if hold > 0 and self.channel.conn not in ready:
+                    if hold > 0 and self.channel.conn not in ready and not self._ending():
                         ready = wait([self.channel.conn], hold)  # deltas arriving meanwhile join this message
                     with contextlib.suppress(BlockingIOError):
                         os.read(self._wake_r, 4096)
@@ -117,6 +117,10 @@ class _Loop:
         partial = "".join(stream.sent_content)
         self.channel.send(StreamFailed(request_id, "cancelled", why, content=partial))
         stream.join(_ABORT_JOIN_S)
+
+    def _ending(self) -> bool:
+        """A stream's terminal message is queued: it goes at once (holding it to batch would only delay the turn)."""
+        return any(stream.outbox and not isinstance(stream.outbox[-1], tuple) for stream in self.streams.values())
 
     def _drain(self, stream: Stream) -> bool:
         """Send what the worker produced, coalesced; True when its terminal message went out."""

@@ -413,7 +413,9 @@ class Stream:
         live_edge_at: float | None = None
         while True:
             self._wake_loop()
-            if live_edge_at is not None:
+            # Once the answer has its finish reason, what is left (usage, [DONE]) is read at once: waiting would
+            # only delay the end of the episode, and with it the turn.
+            if live_edge_at is not None and self._episode.finish_reason is None:
                 rest = live_edge_at + DELTA_BATCH_S - time.monotonic()
                 if rest > 0:
                     self.cancelled.wait(rest)  # an abort ends the wait at once (and shuts the socket)
