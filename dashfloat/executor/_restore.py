@@ -38,6 +38,16 @@ def _current_bytes(root: Root, located: bytes) -> tuple[bytes | None, int | None
         return f.read(EDIT_MAX_FILE_BYTES + 1), st.st_size
 
 
+_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a named pipe", stat.S_IFSOCK: "a socket"}
+
+
+def _not_a_file(st: os.stat_result | None) -> str:
+    """What the path is when it is there but not a regular file (``a directory``), else ``""``."""
+    if st is None or stat.S_ISREG(st.st_mode):
+        return ""
+    return _KINDS.get(stat.S_IFMT(st.st_mode), "a device or special file")
+
+
 def _conflict_reason(file: RestoreFile, current: str) -> str:
     if file.interleaved:
         return "changed by something other than DashFloat between its writes in these turns"
@@ -64,6 +74,10 @@ def preview_one(root: Root, store: CheckpointStore, file: RestoreFile) -> Restor
         current = _digest_at(root, located)
         if current == target:
             return RestorePreview(file.path, "unchanged", digest=current, reason="already as it was before")
+        kind = _not_a_file(_stat_at(root, located))
+        if kind:
+            # undo writes or deletes files only: it never replaces what the path became
+            return RestorePreview(file.path, "error", digest=current, reason=f"now {kind}, not a file: not restored")
         old, old_size = _current_bytes(root, located)
     except (PathError, OSError) as exc:
         return RestorePreview(file.path, "error", reason=_error(exc, file.path))

@@ -334,3 +334,31 @@ def test_undoing_a_created_file_already_deleted_still_removes_its_new_dirs(root:
     assert (preview.status, preview.digest) == ("unchanged", ABSENT_DIGEST)
     (outcome,) = apply_restore(str(root), store_dir, [file], [preview.digest])
     assert outcome.ok and not (root / "n").exists()
+
+
+@pytest.mark.parametrize("existed", [True, False])
+def test_a_file_replaced_by_a_directory_is_named_and_left_alone(root: Path, store_dir: str, existed: bool) -> None:
+    if existed:
+        (root / "f.txt").write_text("v1\n")
+    done = run_checkpointed(WriteFileArgs(path="f.txt", content="v2\n"), str(root), store_dir)
+    assert done.checkpoint is not None
+    (root / "f.txt").unlink()
+    (root / "f.txt").mkdir()
+    (root / "f.txt" / "inside").write_text("kept\n")
+    file = as_restore(done.checkpoint)
+    (preview,) = preview_restore(str(root), store_dir, [file])
+    assert (preview.status, preview.reason) == ("error", "now a directory, not a file: not restored")
+    assert preview.lines == []
+    (outcome,) = apply_restore(str(root), store_dir, [file], [preview.digest])
+    assert not outcome.ok
+    assert (root / "f.txt" / "inside").read_text() == "kept\n"
+
+
+def test_a_file_replaced_by_a_named_pipe_is_named(root: Path, store_dir: str) -> None:
+    (root / "f.txt").write_text("v1\n")
+    done = run_checkpointed(WriteFileArgs(path="f.txt", content="v2\n"), str(root), store_dir)
+    assert done.checkpoint is not None
+    (root / "f.txt").unlink()
+    os.mkfifo(root / "f.txt")
+    (preview,) = preview_restore(str(root), store_dir, [as_restore(done.checkpoint)])
+    assert (preview.status, preview.reason) == ("error", "now a named pipe, not a file: not restored")
