@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from prompt_toolkit.utils import get_cwidth
 
 from dashfloat.textsafe import defuse
@@ -110,6 +112,41 @@ def wrap(fragments: list[Fragment], width: int) -> list[Row]:
                     used += row_width(piece)
     finish()
     return rows
+
+
+_COLUMNS = re.compile(r"^(\S.*?\s{2,})(\S.*)$")
+"""A line laid out in two columns (``/help  list these commands``): its head and the text after the gap."""
+
+
+def hanging_wrap(text: str, style: str, width: int, mark: Fragment) -> list[Row]:
+    """Each line of ``text`` after ``mark``, wrapped to ``width``; a wrapped line continues indented under its text.
+
+    A two-column line (``/undo   revert the files...``) continues under its second column when that column
+    starts in the left half; any other line continues two columns in. Only a line's first row has the mark,
+    so no continuation looks like a line of its own.
+    """
+    pad = (mark[0], " " * get_cwidth(mark[1]))
+    room = max(1, width - get_cwidth(mark[1]))
+    rows: list[Row] = []
+    for line in text.split("\n"):
+        columns = _COLUMNS.match(line)
+        indent = get_cwidth(columns.group(1)) if columns else 0
+        if columns and 0 < indent <= room // 2:
+            head, body = (style, columns.group(1)), wrap([(style, columns.group(2))], room - indent)
+            rows.append((mark, head, *body[0]))
+            rows.extend((pad, (style, " " * indent), *r) for r in body[1:])
+            continue
+        line = line.lstrip(" ")  # wrap drops a row's leading spaces too
+        first = wrap([(style, line)], room)[0]
+        rows.append((mark, *first))
+        rest = line[_first_row_chars(first) :].lstrip(" ")
+        if rest:
+            rows.extend((pad, (style, "  "), *r) for r in wrap([(style, rest)], room - 2))
+    return rows
+
+
+def _first_row_chars(row: Row) -> int:
+    return sum(len(text) for _, text in row)
 
 
 def _words(text: str) -> list[str]:

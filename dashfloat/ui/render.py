@@ -9,7 +9,7 @@ from prompt_toolkit.formatted_text import FormattedText
 from dashfloat.catalogue import call_name, describe_change, summarize_call
 from dashfloat.protocol import ChangeRecorded, ConfirmRequested, ConfirmSubject, MalformedCall
 from dashfloat.ui._markdown import render_markdown
-from dashfloat.ui._text import Fragment, Row, clip, hard_break, row_width, sanitize, width_of, wrap
+from dashfloat.ui._text import Fragment, Row, clip, hanging_wrap, hard_break, row_width, sanitize, width_of, wrap
 from dashfloat.ui.state import (
     ChangeRecord,
     ChangesTable,
@@ -113,7 +113,7 @@ def _entry_rows(entry: Entry, width: int) -> list[Row]:
             return [((style, clip(sanitize(text), width)),)]
         case Notice():
             style = {"info": "class:dim", "warning": "class:warning", "error": "class:error"}[entry.level]
-            return [(("class:dim", "· "), *r) for r in wrap([(style, sanitize(entry.text))], width - 2)]
+            return hanging_wrap(sanitize(entry.text), style, width, ("class:dim", "· "))
         case SessionTable():
             return _sessions_rows(entry, width)
         case ChangeRecord():
