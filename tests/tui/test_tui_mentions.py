@@ -105,7 +105,11 @@ def test_gitignored_files_are_not_offered_and_a_directory_opens_onto_its_files(
         term.send("\t\r")  # choose and accept the directory: the menu goes on inside it
 
         def menu() -> list[str]:
-            return [line.strip() for line in term.visible().splitlines() if line.startswith(" ")]
+            """The rows under the input line, down to the status bar."""
+            lines = term.visible().splitlines()
+            start = next((i for i, line in enumerate(lines) if line.startswith("❯")), len(lines))
+            rows = [line.strip() for line in lines[start + 1 :]]
+            return [row for row in rows[: next((i for i, r in enumerate(rows) if r.startswith("●")), len(rows))] if row]
 
         # the new menu: what is in keystore/, without keystore/ itself (the old one offered both)
         assert wait_for(lambda: term.pump() and menu()[:1] == ["keystore/notes.md"], timeout_s=10), term.visible()
