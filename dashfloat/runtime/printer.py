@@ -101,9 +101,10 @@ class Printer:
         self.interrupts = 0
         self.wrote_prose = False
         self.paragraph_break = False
-        # Prose and tool rows share one screen when both streams are that terminal: a row must then start on
-        # a line of its own, so an unfinished prose line is ended first (on stdout, where it belongs).
-        self.shared_terminal = _isatty(out) and _isatty(err)
+        # Prose and tool rows share one screen when both streams are that terminal, or one log when both are the
+        # same pipe or file (`2>&1`): a row must then start on a line of its own, so an unfinished prose line is
+        # ended first (on stdout, where it belongs).
+        self.shared_terminal = (_isatty(out) and _isatty(err)) or _same_file(out, err)
         self.prose_line_open = False
         self.verbose = verbose  # a running command's output on stderr as it comes (--verbose)
         self.live_partial = ""
@@ -253,6 +254,15 @@ class Printer:
             self.out.flush()  # what was printed before the row shows before it
         self.err.write(text + "\n")
         self.err.flush()
+
+
+def _same_file(a: TextIO, b: TextIO) -> bool:
+    """Whether two streams write to one pipe or file (``2>&1``)."""
+    try:
+        sa, sb = os.fstat(a.fileno()), os.fstat(b.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
 
 
 def _isatty(stream: TextIO) -> bool:

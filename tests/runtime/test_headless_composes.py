@@ -68,6 +68,29 @@ def test_prose_piped_away_from_the_terminal_gets_no_extra_newline(tree: Path, tm
         assert "⚙ list_directory ." in result.stderr.splitlines()
 
 
+def test_prose_and_rows_into_one_pipe_never_share_a_line(tree: Path, tmp_path: Path) -> None:
+    """`dashfloat -p … 2>&1 | tee log`, as CI jobs run it: one pipe for both streams."""
+    with ScriptedServer() as server:
+        server.enqueue(
+            tool_calls_reply([("c1", "list_directory", {"path": "."})], content="Let me look at what to fix."),
+            text_reply("Found a.txt."),
+        )
+        result = subprocess.run(
+            dashfloat_argv(server, tree, "-p", "look"),
+            env=isolated_environment(tmp_path),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        assert result.returncode == 0, result.stdout
+        lines = result.stdout.splitlines()
+        at = lines.index("Let me look at what to fix.")
+        assert lines[at + 1] == "⚙ list_directory .", lines
+        assert lines[-2:] == ["", "Found a.txt."], lines
+
+
 def test_piping_into_head_exits_quietly_and_leaves_no_process(tree: Path, tmp_path: Path) -> None:
     marker = uuid.uuid4().hex
     env = {**isolated_environment(tmp_path), "DASHFLOAT_TEST_MARKER": marker}
