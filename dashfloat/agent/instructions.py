@@ -43,14 +43,22 @@ def project_root(cwd: Path) -> Path:
     return cwd
 
 
-def read_bounded(path: Path, limit: int) -> str | None:
-    """At most ``limit`` bytes (plus a partial character) of a regular UTF-8 file; None if absent."""
+def read_bounded(path: Path, limit: int, beneath: Path | None = None) -> str | None:
+    """At most ``limit`` bytes (plus a partial character) of a regular UTF-8 file; None if absent.
+
+    With ``beneath``, a file that is really elsewhere (a link out of that directory) is refused: a cloned
+    repository's ``AGENTS.md -> ~/.ssh/id_rsa`` would otherwise go to the provider with every request.
+    """
     try:
         # O_NONBLOCK: an AGENTS.md that is a FIFO must not hang the agent's start.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
     try:
+        if beneath is not None:
+            real = os.readlink(f"/proc/self/fd/{fd}")  # what was opened, after every link
+            if os.path.commonpath([real, str(beneath.resolve())]) != str(beneath.resolve()):
+                raise ValueError(f"links out of {beneath} (to {real})")
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise ValueError("not a regular file")
         with os.fdopen(fd, "rb", closefd=False) as f:
@@ -74,7 +82,7 @@ def load_project_instructions(cwd: Path) -> ProjectInstructions:
     for directory in chain:
         path = directory / INSTRUCTIONS_FILENAME
         try:
-            content = read_bounded(path, INSTRUCTIONS_MAX_BYTES)
+            content = read_bounded(path, INSTRUCTIONS_MAX_BYTES, beneath=root)
         except UnicodeDecodeError:
             problems.append(f"{path}: not UTF-8 text, skipped")
             continue

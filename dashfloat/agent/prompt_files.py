@@ -33,7 +33,9 @@ def load_prompt_files(cwd: Path, env: Mapping[str, str]) -> tuple[list[PromptFil
     """The usable prompt files and the problems to tell the user (a built-in command wins over a file)."""
     found: dict[str, PromptFile] = {}
     problems: list[str] = []
-    for directory in (project_root(cwd.resolve()) / PROMPTS_DIR, user_prompts_dir(env)):
+    project = project_root(cwd.resolve())
+    # A project's files stay beneath the project (a repository is not trusted); the user's own may link anywhere.
+    for directory, beneath in ((project / PROMPTS_DIR, project), (user_prompts_dir(env), None)):
         try:
             names = sorted(p for p in os.listdir(directory) if p.endswith(".md"))
         except OSError:
@@ -50,7 +52,7 @@ def load_prompt_files(cwd: Path, env: Mapping[str, str]) -> tuple[list[PromptFil
                 problems.append(f"more than {PROMPT_FILES_MAX} prompt files: {path} and later ones not offered")
                 return list(found.values()), problems
             try:
-                text = read_bounded(path, PROMPT_FILE_MAX_BYTES + 1)
+                text = read_bounded(path, PROMPT_FILE_MAX_BYTES + 1, beneath=beneath)
             except (OSError, ValueError) as exc:
                 problems.append(f"{path}: cannot be used: {exc}")
                 continue

@@ -139,3 +139,25 @@ def test_a_huge_file_is_read_only_up_to_the_bound(tmp_path: Path) -> None:
         f.truncate(1 << 30)  # a sparse gigabyte: reading it whole would be the bug
     got = load_project_instructions(tmp_path)
     assert got.truncated and len(got.text.encode()) <= INSTRUCTIONS_MAX_BYTES
+
+
+def test_a_link_out_of_the_repository_is_not_read(tmp_path: Path) -> None:
+    """A hostile clone's ``AGENTS.md -> ~/.ssh/id_rsa`` must not reach the provider with every request."""
+    make_tree(
+        tmp_path,
+        {
+            "home/.ssh/id_rsa": "PRIVATE KEY\n",
+            "repo/.git/HEAD": "ref\n",
+            "repo/docs/rules.md": "linked inside the repository: read\n",
+            "repo/pkg/placeholder": "",
+        },
+    )
+    (tmp_path / "repo" / "AGENTS.md").symlink_to("docs/rules.md")
+    (tmp_path / "repo" / "pkg" / "AGENTS.md").symlink_to(tmp_path / "home" / ".ssh" / "id_rsa")
+    got = load_project_instructions(tmp_path / "repo" / "pkg")
+    assert "linked inside the repository: read" in got.text
+    assert "PRIVATE KEY" not in got.text
+    assert got.files == [tmp_path / "repo" / "AGENTS.md"]
+    [problem] = got.problems
+    assert problem.startswith(f"{tmp_path / 'repo' / 'pkg' / 'AGENTS.md'}: links out of {tmp_path / 'repo'}")
+    assert problem.endswith(f"(to {tmp_path / 'home' / '.ssh' / 'id_rsa'}), skipped")

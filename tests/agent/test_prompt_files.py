@@ -48,3 +48,26 @@ def test_expansion_and_parsing() -> None:
     assert parse("/help", files) != Prompt("Review ")  # a built-in command keeps its meaning
     unknown = parse("/reveiw a.py", files)
     assert isinstance(unknown, Invalid) and "/review" in unknown.error
+
+
+def test_a_project_prompt_linking_out_of_the_project_is_refused_and_a_users_own_link_is_kept(tmp_path: Path) -> None:
+    secret = tmp_path / "home" / ".aws" / "credentials"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("aws_secret_access_key = x\n")
+    project = tmp_path / "p"
+    prompts = project / ".dashfloat" / "prompts"
+    prompts.mkdir(parents=True)
+    (project / ".git").mkdir()
+    (prompts / "review.md").symlink_to(secret)
+    (project / "REVIEW.md").write_text("review the diff\n")
+    (prompts / "inside.md").symlink_to(project / "REVIEW.md")
+    user = tmp_path / "cfg" / "dashfloat" / "prompts"
+    user.mkdir(parents=True)
+    (tmp_path / "mine.md").write_text("my own prompt, kept elsewhere\n")
+    (user / "mine.md").symlink_to(tmp_path / "mine.md")
+    found, problems = load_prompt_files(project, {"XDG_CONFIG_HOME": str(tmp_path / "cfg")})
+    assert {f.name: f.text for f in found} == {
+        "inside": "review the diff\n",
+        "mine": "my own prompt, kept elsewhere\n",
+    }
+    assert problems == [f"{prompts / 'review.md'}: cannot be used: links out of {project} (to {secret})"]
