@@ -13,6 +13,14 @@ from typing import Final, NoReturn
 
 from dashfloat import __version__
 from dashfloat.catalogue import EXEC_TIMEOUT_DEFAULT_S, EXEC_TIMEOUT_MAX_S
+from dashfloat.piped_input import (
+    STDIN_FIRST_BYTE_WAIT_S,
+    STDIN_PROMPT_MAX_BYTES,
+    is_piped,
+    read_piped,
+    read_prompt,
+    with_piped,
+)
 from dashfloat.terminal import hold_terminal
 
 EXIT_USAGE: Final = 2
@@ -95,6 +103,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminal_both() -> bool:
+    try:
+        return sys.stdin.isatty() and sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def _fail(message: str) -> int:
     sys.stderr.write(f"dashfloat: {message}\n")
     return EXIT_USAGE
@@ -139,9 +154,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"--cwd {cwd}: not a directory")
     prompt: str | None = args.prompt
     if prompt == "-":
-        prompt = sys.stdin.read()
+        whole = read_prompt(0)
+        if whole is None:
+            return _fail(f"the prompt on stdin is over {STDIN_PROMPT_MAX_BYTES} bytes")
+        prompt = whole.decode("utf-8", errors="replace")
+    elif prompt is not None and is_piped(0):
+        piped = read_piped(0)
+        if piped is None:
+            sys.stderr.write(f"dashfloat: nothing on stdin within {STDIN_FIRST_BYTE_WAIT_S:g} s: not read\n")
+        else:
+            prompt = with_piped(prompt, piped)
     if prompt is not None and not prompt.strip():
         return _fail("the prompt is empty")
+    if prompt is None and args.undo is False and args.rewind is None and not _terminal_both():
+        return _fail("the TUI needs a terminal on stdin and stdout; in a script use -p PROMPT (or -p - for stdin)")
     if args.json and prompt is None:
         return _fail("--json needs -p PROMPT")
     restore: tuple[int | None, bool] | None = None
