@@ -204,7 +204,10 @@ def cancel_latency(quick: bool) -> list[Figure]:
 
 def _headless(server: ScriptedServer, cwd: Path, env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
     argv = dashfloat_argv(server, cwd, *args)
-    return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # stdin /dev/null: a piped stdin would be read (and an open, silent one waited for) as the prompt's input
+    return subprocess.Popen(
+        argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
 
 
 def _tree_memory(pid: int) -> tuple[float, float]:

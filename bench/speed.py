@@ -59,8 +59,13 @@ def _children_cpu_s() -> float:
 
 
 def _headless(server: ScriptedServer, cwd: Path, env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
+    # stdin /dev/null: a piped stdin would be read (and an open, silent one waited for) as the prompt's input
     return subprocess.Popen(
-        dashfloat_argv(server, cwd, *args), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        dashfloat_argv(server, cwd, *args),
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
 
 
