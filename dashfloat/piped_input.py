@@ -51,7 +51,7 @@ def read_piped(
     """``fd`` to its end (at most ``read_max`` bytes), head and tail kept; None when it stayed silent ``wait_s``."""
     if not _first_byte(fd, wait_s):
         return None
-    from dashfloat.executor._capture import HeadTail  # the same split as a command's output
+    from dashfloat.executor import HeadTail  # the same split as a command's output (only when piped)
 
     kept = HeadTail()
     while kept.total < read_max:

@@ -1,5 +1,6 @@
 """The Subprocess Executor: the only process that touches the user's files and runs commands."""
 
+from dashfloat.executor._capture import HeadTail
 from dashfloat.executor._errors import ToolError
 from dashfloat.executor._exec import Command, run_command
 from dashfloat.executor._files import ABSENT_DIGEST, digest_of, locate
@@ -35,6 +36,7 @@ __all__ = [
     "READ_STREAM_THRESHOLD_BYTES",
     "BadPath",
     "Command",
+    "HeadTail",
     "PathError",
     "PathEscape",
     "Preview",

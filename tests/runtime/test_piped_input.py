@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dashfloat.catalogue import EXEC_OUTPUT_MAX_BYTES
-from dashfloat.executor._capture import HeadTail
+from dashfloat.executor import HeadTail
 from dashfloat.piped_input import (
     STDIN_FIRST_BYTE_WAIT_S,
     STDIN_PROMPT_MAX_BYTES,
