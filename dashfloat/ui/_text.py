@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from prompt_toolkit.utils import get_cwidth
 
@@ -68,12 +69,118 @@ def hard_break(fragments: list[Fragment], width: int, room: int | None = None) -
     return [tuple(f for f in row if f[1]) for row in rows]
 
 
+WRAP_RESUME_MIN_CHARS = 2048
+"""Text at least this long is wrapped resumably: a streamed paragraph grows by a few words per frame, and
+wrapping it whole every frame cost O(n) per frame, O(n²) per paragraph (issue 19: most of the TUI's CPU)."""
+WRAP_RESUME_ENTRIES = 4
+"""Recent long wraps kept to resume from (the open paragraph, plus slack for a second width or block)."""
+
+
+@dataclass(frozen=True)
+class _Mark:
+    """The wrap's whole state once everything before fragment ``index``, character ``offset`` is placed: ``rows``
+    rows done, ``line`` (used columns ``used``) started. Noted where a row starts: after a line break (nothing on
+    it yet) and after the word that opened it."""
+
+    index: int
+    offset: int
+    rows: int
+    line: Row = ()
+    used: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class WrapMemo:
+    """One finished wrap and where its rows start, so a longer version of the same text resumes from there."""
+
+    fragments: tuple[Fragment, ...]
+    width: int
+    rows: tuple[Row, ...]
+    marks: tuple[_Mark, ...]
+
+
+_RECENT: list[WrapMemo] = []
+_RUNS = re.compile(r" +|[^ ]+")
+
+
 def wrap(fragments: list[Fragment], width: int) -> list[Row]:
-    """Greedy word wrap of styled text into rows of at most ``width`` columns; ``\\n`` forces a break."""
+    """Greedy word wrap of styled text into rows of at most ``width`` columns; ``\\n`` forces a break.
+
+    Long text resumes from a recent wrap of the same text's beginning (what a streamed paragraph is); the rows
+    are exactly those of a fresh wrap (tests/ui/test_wrap_resume.py).
+    """
     width = max(1, width)
-    rows: list[Row] = []
-    line: list[Fragment] = []
-    used = 0
+    if sum(len(text) for _, text in fragments) < WRAP_RESUME_MIN_CHARS:
+        return _wrap(fragments, width, [], _Mark(0, 0, 0), None)
+    memo = wrap_resuming(tuple(fragments), width, _RECENT)
+    _RECENT[:] = [memo, *(m for m in _RECENT if m is not memo)][:WRAP_RESUME_ENTRIES]
+    return list(memo.rows)
+
+
+def wrap_resuming(fragments: tuple[Fragment, ...], width: int, recent: list[WrapMemo]) -> WrapMemo:
+    """``fragments`` wrapped at ``width`` (≥ 1), resumed from the memo in ``recent`` that saves the most rows."""
+    best: tuple[int, WrapMemo, _Mark] | None = None
+    for memo in recent:
+        if memo.width != width:
+            continue
+        if memo.fragments == fragments:
+            return memo
+        k = _resume_at(memo, fragments)
+        if k >= 0 and (best is None or memo.marks[k].rows > best[2].rows):
+            best = (k, memo, memo.marks[k])
+    if best is None:
+        marks: list[_Mark] = [_Mark(0, 0, 0)]
+        rows = _wrap(list(fragments), width, [], marks[0], marks)
+    else:
+        k, memo, mark = best
+        marks = list(memo.marks[: k + 1])
+        rows = _wrap(list(fragments), width, list(memo.rows[: mark.rows]), mark, marks)
+    return WrapMemo(fragments, width, tuple(rows), tuple(marks))
+
+
+def _resume_at(memo: WrapMemo, fragments: tuple[Fragment, ...]) -> int:
+    """The last of ``memo``'s marks that ``fragments`` share everything before, and the word starting there
+    (word boundaries depend on the characters either side); -1 when there is none."""
+    old = memo.fragments
+    same = 0
+    while same < len(old) and same < len(fragments) and old[same] == fragments[same]:
+        same += 1
+    # Every mark inside the fragments both share is good. In the first that differs, a mark after a word needs
+    # the next character shared too (the word must end there in both); one after a line break does not.
+    common = 0
+    if same < len(old) and same < len(fragments) and old[same][0] == fragments[same][0]:
+        common = _common_prefix(old[same][1], fragments[same][1])
+    marks = memo.marks
+    for k in range(len(marks) - 1, -1, -1):
+        mark = marks[k]
+        if mark.index < same or (
+            mark.index == same and (mark.offset < common or (not mark.line and mark.offset <= common))
+        ):
+            return k
+    return -1
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """How many leading characters ``a`` and ``b`` share (slices compared in C: a streamed text only grows)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n - 1  # a[:lo] == b[:lo] and a[:hi + 1] != b[:hi + 1]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _wrap(fragments: list[Fragment], width: int, rows: list[Row], start: _Mark, marks: list[_Mark] | None) -> list[Row]:
+    """Wrap ``fragments`` from the state ``start`` (``rows`` are its rows); where a later row starts, note the
+    state in ``marks``."""
+    line: list[Fragment] = list(start.line)
+    used = start.used
+    index, offset = start.index, start.offset
 
     def finish() -> None:
         nonlocal line, used
@@ -85,31 +192,39 @@ def wrap(fragments: list[Fragment], width: int) -> list[Row]:
         rows.append(tuple(line))
         line, used = [], 0
 
-    for style, text in fragments:
-        for n, part in enumerate(text.split("\n")):
+    for i in range(index, len(fragments)):
+        style, text = fragments[i]
+        pos = offset if i == index else 0
+        for n, part in enumerate(text[pos:].split("\n")):
             if n:
                 finish()
+                if marks is not None:
+                    marks.append(_Mark(i, pos, len(rows)))
             for word in _words(part):
-                w = get_cwidth(word)
+                w = len(word) if word.isascii() and word.isprintable() else get_cwidth(word)
                 if word == " " * len(word):
                     if line and used + w <= width:
                         line.append((style, word))
                         used += w
+                    pos += len(word)
                     continue
                 if used + w <= width:
                     line.append((style, word))
                     used += w
-                    continue
-                if line and w <= width:
+                elif line and w <= width:
                     finish()
                     line.append((style, word))
                     used = w
-                    continue
-                for i, piece in enumerate(hard_break([(style, word)], width, room=width - used)):
-                    if i:
-                        finish()
-                    line.extend(piece)
-                    used += row_width(piece)
+                    if marks is not None:
+                        marks.append(_Mark(i, pos + len(word), len(rows), tuple(line), used))
+                else:
+                    for k, piece in enumerate(hard_break([(style, word)], width, room=width - used)):
+                        if k:
+                            finish()
+                        line.extend(piece)
+                        used += row_width(piece)
+                pos += len(word)
+            pos += 1  # the line break
     finish()
     return rows
 
@@ -151,6 +266,8 @@ def _first_row_chars(row: Row) -> int:
 
 def _words(text: str) -> list[str]:
     """Alternating runs of spaces and non-spaces; CJK text breaks between any two characters."""
+    if text.isascii():  # no wide character: the runs alone (a regular expression, not a loop per character)
+        return _RUNS.findall(text)
     out: list[str] = []
     current: list[str] = []
     space = False

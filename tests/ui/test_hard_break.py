@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 from hypothesis import given
 from hypothesis import strategies as st
 from prompt_toolkit.utils import get_cwidth
@@ -39,3 +41,20 @@ def test_defuse_one_rule_for_both_terminals() -> None:
     assert defuse(hostile, keep_newlines=True) == "    x ok^[[2J\ny"
     assert defuse(hostile, keep_newlines=True, keep_invisible=lambda ch: True) == "    x ok^[[2J\ny\u200b"
     assert defuse("plain", keep_newlines=False) == "plain"
+
+
+@given(
+    st.text(alphabet=st.sampled_from(["a", " ", "\n", "\t", "\x1b", "\u200b", "界", "\x85"]), max_size=30),
+    st.booleans(),
+)
+def test_defuse_of_printable_lines_keeps_them_as_they_are(text: str, keep_newlines: bool) -> None:
+    """The C fast path (printable apart from line breaks) agrees with the rule applied one character at a time."""
+    expected = "".join(
+        ch
+        if ch.isprintable() or (keep_newlines and ch == "\n")
+        else "^" + chr((ord(ch) + 64) % 128)
+        if unicodedata.category(ch) == "Cc"
+        else ""
+        for ch in text.expandtabs(4)
+    )
+    assert defuse(text, keep_newlines=keep_newlines) == expected
