@@ -1,6 +1,7 @@
 """The terminal UI: a pure core (``state``, ``render``) inside a thin prompt_toolkit shell."""
 
 from dashfloat.ui._app import TICK_S, AgentLink, TuiShell, UiOptions, run_tui
+from dashfloat.ui._frames import FRAME_MARKS_ENV, read_frame_marks
 from dashfloat.ui._theme import Theme
 
-__all__ = ["TICK_S", "AgentLink", "Theme", "TuiShell", "UiOptions", "run_tui"]
+__all__ = ["FRAME_MARKS_ENV", "TICK_S", "AgentLink", "Theme", "TuiShell", "UiOptions", "read_frame_marks", "run_tui"]

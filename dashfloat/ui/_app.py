@@ -35,10 +35,12 @@ from dashfloat.protocol import (
     PathsFound,
     RewindTo,
     SubmitPrompt,
+    TokenReceived,
     TurnEnded,
     UiToAgent,
 )
 from dashfloat.ui import _commands as commands
+from dashfloat.ui._frames import frame_mark, frame_marks_on
 from dashfloat.ui._history import HistoryCursor, ReverseSearch
 from dashfloat.ui._mentions import MentionCompleter, PathCompletion, partial_in
 from dashfloat.ui._notify import NOTIFY_LONG_TURN_S, notification
@@ -112,7 +114,8 @@ class UiOptions:
     notify: bool = True
     """The bell (and OSC 9/777) when a confirmation waits or a long turn ends (--no-notify: off)."""
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    """Which notification escapes the terminal understands is read from here."""
+    """Which notification escapes the terminal understands is read from here, and whether to mark frames
+    (``DASHFLOAT_FRAME_MARKS``, for benchmarks: ui/_frames.py)."""
 
 
 class TuiShell:
@@ -166,6 +169,10 @@ class TuiShell:
         # them into (ADR 0033); a key or the tick may also draw before SIGWINCH is handled.
         self.app._on_resize = self._on_resize  # type: ignore[method-assign]
         self.app.before_render += lambda _: self._erase_if_resized()
+        self._shown_chars: int | None = 0 if frame_marks_on(options.env) else None
+        """Answer text received so far, when frames are marked (None: not marked)."""
+        if self._shown_chars is not None:
+            self.app.after_render += lambda _: self._mark_frame()
 
     # ------------------------------------------------------------ running
 
@@ -206,6 +213,8 @@ class TuiShell:
         """The pipe reader: update state, mark dirty; the tick draws."""
         messages = self.link.receive()
         for message in messages:
+            if self._shown_chars is not None and isinstance(message, TokenReceived):
+                self._shown_chars += len(message.text)
             self._apply(message)
             self._notify(message)
             if isinstance(message, PathsFound) and self.paths.answer(message):
@@ -317,6 +326,12 @@ class TuiShell:
         renderer.reset()
         renderer.request_absolute_cursor_position()
         self._dirty = True
+
+    def _mark_frame(self) -> None:
+        """After a frame: how much answer text it shows (the renderer has flushed the frame itself)."""
+        assert self._shown_chars is not None
+        self.app.output.write_raw(frame_mark(self._shown_chars))
+        self.app.output.flush()
 
     # ------------------------------------------------------------ resizing
 
