@@ -206,6 +206,8 @@ def _wrap(fragments: list[Fragment], width: int, rows: list[Row], start: _Mark, 
                     if line and used + w <= width:
                         line.append((style, word))
                         used += w
+                    elif line:
+                        used = width  # a gap that does not fit ends the row: the next word must not join this one
                     pos += len(word)
                     continue
                 if used + w <= width:

@@ -19,7 +19,7 @@ STYLE = st.sampled_from(["", "s1", "s2"])
 
 
 def reference_wrap(fragments: list[Fragment], width: int) -> list[Row]:
-    """The greedy wrap as it was written before it could resume (kept here as the reference)."""
+    """The greedy wrap as it was written before it could resume (kept here as the reference), with one fix."""
     width = max(1, width)
     rows: list[Row] = []
     line: list[Fragment] = []
@@ -45,6 +45,8 @@ def reference_wrap(fragments: list[Fragment], width: int) -> list[Row]:
                     if line and used + w <= width:
                         line.append((style, word))
                         used += w
+                    elif line:
+                        used = width  # (fixed since: "aaa  a" at 4 columns was the one row "aaaa")
                     continue
                 if used + w <= width:
                     line.append((style, word))
@@ -190,3 +192,9 @@ def test_a_growing_paragraph_resumes_instead_of_wrapping_again() -> None:
     assert second == reference_wrap([("", text + " more words")], 40)
     assert second[len(first) // 2] is first[len(first) // 2]
     _text._RECENT.clear()
+
+
+def test_a_gap_too_wide_for_the_row_still_separates_two_words() -> None:
+    assert wrap([("s", "aaa  a")], 4) == [(("s", "aaa"),), (("s", "a"),)]
+    assert wrap([("s", "aaa  \nb")], 4) == [(("s", "aaa"),), (("s", "b"),)]
+    assert wrap([("s", "aaa  bbbbbb")], 4) == [(("s", "aaa"),), (("s", "bbbb"),), (("s", "bb"),)]
