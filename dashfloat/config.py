@@ -5,6 +5,7 @@ The file names providers; the key itself never appears in it, only the variable 
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import math
 import os
@@ -105,6 +106,16 @@ def config_path(env: Mapping[str, str]) -> Path:
 _AT = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$")
 
 
+def _fields_at(prefix: str, where: str) -> list[str]:
+    """The field names the table at ``prefix`` + ``where`` takes (for a suggestion when one is misspelt)."""
+    if prefix:
+        return [f.name for f in msgspec.structs.fields(ProviderEntry)]
+    table = {"": ConfigFile, ".settings": Settings, ".sandbox": SandboxSettings}.get(where)
+    if table is None:
+        return []
+    return [f.name for f in msgspec.structs.fields(table)]
+
+
 def _field_error(path: Path, prefix: str, exc: msgspec.ValidationError) -> ConfigError:
     """``Expected `str`, got `int` - at `$.model``` as ``file: providers.x.model: expected str, got int``."""
     match = _AT.match(str(exc))
@@ -112,8 +123,9 @@ def _field_error(path: Path, prefix: str, exc: msgspec.ValidationError) -> Confi
     where = (match.group("path") or "") if match else ""
     unknown = re.match(r"Object contains unknown field `([^`]*)`", what)
     if unknown:
+        close = difflib.get_close_matches(unknown.group(1), _fields_at(prefix, where), n=2, cutoff=0.6)
         where += "." + unknown.group(1)
-        what = "unknown field"
+        what = f"unknown field (did you mean {' or '.join(close)}?)" if close else "unknown field"
         if unknown.group(1) == "api_key":
             what = "keys are never stored in the file: export the key and name its variable in api_key_env"
     missing = re.match(r"Object missing required field `([^`]*)`", what)

@@ -118,7 +118,21 @@ def test_missing_field_and_unknown_field(tmp_path: Path) -> None:
     missing = error_of(tmp_path, '[providers.local]\nmodel = "m"\n')
     assert missing.endswith("providers.local.base_url: required field is missing")
     unknown = error_of(tmp_path, '[providers.local]\nbase_url = "http://x/v1"\nmodle = "m"\n')
-    assert unknown.endswith("providers.local.modle: unknown field")
+    assert unknown.endswith("providers.local.modle: unknown field (did you mean model?)")
+    unknown = error_of(tmp_path, '[providers.local]\nbase_url = "http://x/v1"\nzzz = "m"\n')
+    assert unknown.endswith("providers.local.zzz: unknown field")
+
+
+def test_a_misspelt_field_suggests_the_names_that_table_takes(tmp_path: Path) -> None:
+    assert error_of(tmp_path, 'provider = "x"\n').endswith(
+        "provider: unknown field (did you mean providers or default_provider?)"
+    )
+    assert error_of(tmp_path, "[settings]\nidle_timeout = 5\n").endswith(
+        "settings.idle_timeout: unknown field (did you mean idle_timeout_s?)"
+    )
+    assert error_of(tmp_path, "[sandbox]\nnetwrk = true\n").endswith(
+        "sandbox.netwrk: unknown field (did you mean network?)"
+    )
 
 
 def test_a_key_in_the_file_is_refused_without_echoing_it(tmp_path: Path) -> None:
