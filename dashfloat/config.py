@@ -110,10 +110,9 @@ def _fields_at(prefix: str, where: str) -> list[str]:
     """The field names the table at ``prefix`` + ``where`` takes (for a suggestion when one is misspelt)."""
     if prefix:
         return [f.name for f in msgspec.structs.fields(ProviderEntry)]
-    table = {"": ConfigFile, ".settings": Settings, ".sandbox": SandboxSettings}.get(where)
-    if table is None:
-        return []
-    return [f.name for f in msgspec.structs.fields(table)]
+    tables: dict[str, type[msgspec.Struct]] = {"": ConfigFile, ".settings": Settings, ".sandbox": SandboxSettings}
+    table = tables.get(where)
+    return [] if table is None else [f.name for f in msgspec.structs.fields(table)]
 
 
 def _field_error(path: Path, prefix: str, exc: msgspec.ValidationError) -> ConfigError:

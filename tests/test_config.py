@@ -128,7 +128,7 @@ def test_a_misspelt_field_suggests_the_names_that_table_takes(tmp_path: Path) ->
         "provider: unknown field (did you mean providers or default_provider?)"
     )
     assert error_of(tmp_path, "[settings]\nidle_timeout = 5\n").endswith(
-        "settings.idle_timeout: unknown field (did you mean idle_timeout_s?)"
+        "settings.idle_timeout: unknown field (did you mean idle_timeout_s or first_byte_timeout_s?)"
     )
     assert error_of(tmp_path, "[sandbox]\nnetwrk = true\n").endswith(
         "sandbox.netwrk: unknown field (did you mean network?)"
