@@ -11,14 +11,16 @@ from collections.abc import Callable, Mapping
 
 
 def lazy_exports(package: str, homes: Mapping[str, str]) -> Callable[[str], object]:
-    """A module ``__getattr__`` for ``package``: ``homes`` maps each exported name to its submodule."""
+    """A module ``__getattr__`` for ``package``: ``homes`` maps each exported name to its submodule, or to
+    ``submodule:name`` when the package exports it under another name."""
     namespace = importlib.import_module(package).__dict__
 
     def __getattr__(name: str) -> object:
         home = homes.get(name)
         if home is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{home}"), name)
+        module, _, attribute = home.partition(":")
+        value = getattr(importlib.import_module(f"{package}.{module}"), attribute or name)
         namespace[name] = value  # later lookups are plain attribute reads
         return value
 

@@ -6,7 +6,17 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("dashfloat.agent._core", "dashfloat.agent._process", "requests", "prompt_toolkit", "dashfloat.llm")
+import pytest
+
+HEAVY = (
+    "dashfloat.agent._core",
+    "dashfloat.agent._process",
+    "requests",
+    "prompt_toolkit",
+    "dashfloat.llm",
+    "dashfloat.executor._serve",
+    "pathspec",
+)
 
 
 def test_what_the_main_process_imports_before_it_forks_the_agent() -> None:
@@ -22,7 +32,17 @@ def test_what_the_main_process_imports_before_it_forks_the_agent() -> None:
 
 
 def test_the_lazy_exports_still_give_every_name() -> None:
-    from dashfloat import agent, runtime
+    from dashfloat import agent, executor, runtime
 
     assert agent.AgentCore.__name__ == "AgentCore"
     assert runtime.Printer.__name__ == "Printer"
+    assert executor.detect_sandbox.__name__ == "detect"  # exported under another name
+    for name in executor.__all__:
+        getattr(executor, name)
+
+
+def test_a_name_the_package_does_not_export_is_an_attribute_error() -> None:
+    from dashfloat import executor
+
+    with pytest.raises(AttributeError, match="no attribute 'nonesuch'"):
+        _ = executor.nonesuch
