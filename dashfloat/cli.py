@@ -194,17 +194,33 @@ def _launch(
     restore: tuple[int | None, bool] | None,
     restore_terminal: Callable[[], None],
 ) -> int:
-    from dashfloat.launch import Launch, LaunchError, prepare
+    from dashfloat.runtime import run, start_agent
+    from dashfloat.sessions.state import LOG_FILENAME, ensure_private_dir, state_dir
 
+    state = state_dir(os.environ)
     try:
-        launch: Launch = prepare(args, str(cwd.resolve()), os.environ)
-    except LaunchError as exc:
-        return _fail(str(exc))
-    from dashfloat.runtime import run
+        ensure_private_dir(state)  # the agent's log lives there
+    except OSError as exc:
+        return _fail(f"cannot create the state directory {state}: {exc}")
+    log_path = str(state / LOG_FILENAME)
+    # The agent first, then the configuration: its LLM worker imports the HTTP stack meanwhile (issue 19).
+    link = start_agent(log_path)
+    try:
+        from dashfloat.launch import Launch, LaunchError, prepare
 
+        try:
+            launch: Launch = prepare(args, str(cwd.resolve()), os.environ, link.held_fds())
+        except LaunchError as exc:
+            code = _fail(str(exc))  # said first: stopping the agent that waited for its options takes a moment
+            link.shutdown()
+            return code
+    except BaseException:
+        link.shutdown()  # Ctrl-C while reading the configuration: the agent and its worker go too
+        raise
     return run(
         launch.options,
-        log_path=launch.log_path,
+        log_path=log_path,
+        link=link,
         prompt=prompt,
         json_mode=args.json,
         undo_request=restore,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -26,7 +26,7 @@ from dashfloat.executor import detect_sandbox
 from dashfloat.permission_files import load_rules, user_permissions_path
 from dashfloat.protocol import ApprovalMode
 from dashfloat.sessions.log import SessionError, find_session, list_sessions
-from dashfloat.sessions.state import SESSIONS_DIRNAME, ensure_private_dir, state_dir
+from dashfloat.sessions.state import LOG_FILENAME, SESSIONS_DIRNAME, ensure_private_dir, state_dir
 
 # Sessions named when --resume finds none or several (`dashfloat sessions` lists them all).
 RESUME_CANDIDATES_MAX: Final = 10
@@ -45,8 +45,9 @@ class Launch:
     stop: Callable[[], None] = field(default=lambda: None)
 
 
-def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> Launch:
-    """Resolve the provider (flag > environment > file; the demo when nothing is configured)."""
+def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str], held_fds: Sequence[int] = ()) -> Launch:
+    """Resolve the provider (flag > environment > file; the demo when nothing is configured). ``held_fds``: pipe
+    ends of processes already started, which the demo server must not hold."""
     flags = ProviderFlags(provider=args.provider, base_url=args.base_url, model=args.model)
     try:
         provider = None if args.demo else resolve_provider(flags, env)
@@ -70,7 +71,7 @@ def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> Launc
     if provider is None:
         from dashfloat.demo import start_demo
 
-        demo = start_demo(env)
+        demo = start_demo(env, held_fds)
         provider, stop, notice = demo.provider, demo.stop, demo.notice if not args.demo else ""
     try:
         first_byte = first_byte_timeout_s(env, provider.base_url)
@@ -115,7 +116,7 @@ def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> Launc
         read_only_commands=read_only,
         notice="" if restoring else notice,
     )
-    return Launch(options=options, log_path=os.path.join(state, "dashfloat.log"), stop=stop)
+    return Launch(options=options, log_path=os.path.join(state, LOG_FILENAME), stop=stop)
 
 
 def check_resume(sessions: Path, wanted: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import multiprocessing
 import os
 import signal
@@ -14,6 +15,21 @@ from typing import Final
 # Fork: a child starts in milliseconds and shares the parent's imported pages; every fork happens from a
 # single-threaded process (the agent) or before the UI starts (docs/decisions/0001-runtime.md).
 FORK: Final = multiprocessing.get_context("fork")
+
+
+def start_sharing(process: BaseProcess) -> None:
+    """Start a forked child with our objects frozen for its garbage collector (``gc.freeze``).
+
+    A child's full collection would otherwise write to every inherited object's header, copying the pages it
+    shares with us (and with its siblings) into private ones. We unfreeze at once: our own collections go on as
+    before; the child's never visit what it inherited (issue 19: less memory across the four processes).
+    """
+    gc.freeze()
+    try:
+        process.start()
+    finally:
+        gc.unfreeze()
+
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NAME = 15

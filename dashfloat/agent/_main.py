@@ -11,14 +11,27 @@ from dashfloat.agent._workers import AGENT_PROCESS_NAME, ForkWorkers
 from dashfloat.procutil import become_child, die_with_parent, set_name
 
 
-def agent_process_main(conn: Connection, options_json: bytes, log_path: str, close_fds: list[int]) -> None:
-    """Run one agent process on ``conn`` (its end of the UI's pipe) until Shutdown or the UI's death."""
+def agent_process_main(conn: Connection, log_path: str, close_fds: list[int]) -> None:
+    """Run one agent process on ``conn`` (its end of the UI's pipe) until Shutdown or the UI's death.
+
+    The options are the pipe's first frame (``AgentOptions`` as JSON), not a fork argument: the main process forks
+    us before it reads the configuration, so the LLM worker's imports (its HTTP stack, the longest of all) overlap
+    that work and ours (issue 19). The executor needs the options (root, sandbox), so it is forked once they came.
+    """
     become_child(log_path, close_fds)
     die_with_parent()
     set_name(AGENT_PROCESS_NAME)
-    options = msgspec.json.decode(options_json, type=AgentOptions)
-    workers = ForkWorkers(options.cwd, options.exec_timeout_s, log_path, [conn.fileno()], options.sandbox)
-    workers.prefork()  # first: the workers import requests and the tools while we import the core
-    from dashfloat.agent._process import serve
+    workers = ForkWorkers("", 0.0, log_path, [conn.fileno()])
+    workers.prefork_llm()
+    from dashfloat.agent._process import serve  # the core, while the LLM worker imports requests
 
+    try:
+        options_json = conn.recv_bytes()
+    except (EOFError, OSError):
+        # The main process gave up before it had options (a bad config, Ctrl-C): nothing was started yet.
+        workers.abandon()
+        return
+    options = msgspec.json.decode(options_json, type=AgentOptions)
+    workers.configure(options.cwd, options.exec_timeout_s, options.sandbox)
+    workers.prefork_executor()
     serve(conn, options, workers)

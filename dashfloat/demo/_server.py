@@ -6,7 +6,7 @@ import contextlib
 import json
 import multiprocessing
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Final
@@ -101,8 +101,8 @@ class Demo:
     notice: str
 
 
-def start_demo(env: Mapping[str, str]) -> Demo:
-    """Start the offline demo provider on an ephemeral loopback port."""
+def start_demo(env: Mapping[str, str], close_fds: Sequence[int] = ()) -> Demo:
+    """Start the offline demo provider on an ephemeral loopback port; it closes ``close_fds`` (our other pipes)."""
     try:
         delay_s = float(env.get(DEMO_DELAY_ENV, DEMO_DEFAULT_DELAY_MS)) / 1000
     except ValueError:
@@ -110,7 +110,7 @@ def start_demo(env: Mapping[str, str]) -> Demo:
     context = multiprocessing.get_context("fork")
     ours, theirs = context.Pipe()
     process = context.Process(
-        target=_serve, args=(theirs, delay_s, [ours.fileno()]), name="dashfloat-demo", daemon=True
+        target=_serve, args=(theirs, delay_s, [ours.fileno(), *close_fds]), name="dashfloat-demo", daemon=True
     )
     process.start()
     theirs.close()

@@ -6,10 +6,10 @@ from dashfloat._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dashfloat.runtime._agent_link import MAX_RESTARTS, AgentProcess
-    from dashfloat.runtime._run import run
+    from dashfloat.runtime._run import run, start_agent
     from dashfloat.runtime.printer import Printer
 
-__all__ = ["MAX_RESTARTS", "AgentProcess", "Printer", "run"]
+__all__ = ["MAX_RESTARTS", "AgentProcess", "Printer", "run", "start_agent"]
 
 __getattr__ = lazy_exports(
     __name__,
@@ -17,6 +17,7 @@ __getattr__ = lazy_exports(
         "MAX_RESTARTS": "_agent_link",
         "AgentProcess": "_agent_link",
         "run": "_run",
+        "start_agent": "_run",
         "Printer": "printer",
     },
 )

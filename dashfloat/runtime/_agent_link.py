@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+
+# hashlib, secrets and ssl are not used here. They are loaded before the agent's fork because every process under
+# it loads OpenSSL (hashlib and secrets in the agent and the executor, ssl in the LLM worker): initialised once here,
+# its pages are shared by all four instead of copied into each (~1-1.5 MB a process), and ssl leaves the LLM
+# worker's critical path.
+import hashlib  # noqa: F401
 import os
+import secrets  # noqa: F401
+import ssl  # noqa: F401
 import time
 from collections import deque
 from multiprocessing.connection import Connection
@@ -14,7 +22,7 @@ import msgspec
 
 from dashfloat.agent import AGENT_PROCESS_NAME, AgentOptions
 from dashfloat.channel import Channel, PeerDied, ProtocolError
-from dashfloat.procutil import FORK, stop_process
+from dashfloat.procutil import FORK, start_sharing, stop_process
 from dashfloat.protocol import (
     AgentToUi,
     PhaseChanged,
@@ -32,16 +40,20 @@ SHUTDOWN_WAIT_S: Final = 0.6
 """The agent's own shutdown (cancel, stop workers) must fit in this; then it is SIGKILLed."""
 
 
-def _agent_main(conn: Connection, options_json: bytes, log_path: str, close_fds: list[int]) -> None:
+def _agent_main(conn: Connection, log_path: str, close_fds: list[int]) -> None:
     from dashfloat.agent import agent_process_main  # in the forked child: the main process never loads it
 
-    agent_process_main(conn, options_json, log_path, close_fds)
+    agent_process_main(conn, log_path, close_fds)
 
 
 class AgentProcess:
-    """The UI's AgentLink: a channel to the agent that survives the agent's death."""
+    """The UI's AgentLink: a channel to the agent that survives the agent's death.
 
-    def __init__(self, options: AgentOptions, log_path: str = "") -> None:
+    ``options`` None forks the agent before the options are known (the main process reads the configuration
+    meanwhile); ``configure`` sends them. The agent reads them as its pipe's first frame.
+    """
+
+    def __init__(self, options: AgentOptions | None, log_path: str = "") -> None:
         self.options = options
         self.log_path = log_path
         self.session_id = ""
@@ -52,24 +64,37 @@ class AgentProcess:
 
     def _start(self) -> None:
         ours, theirs = FORK.Pipe()
-        options = self.options
-        if self.session_id:
+        self.process = FORK.Process(
+            target=_agent_main,
+            args=(theirs, self.log_path, [ours.fileno(), self._dead_r, self._dead_w]),
+            name=AGENT_PROCESS_NAME,
+        )
+        start_sharing(self.process)
+        theirs.close()
+        self.channel = Channel[AgentToUi](ours, AgentToUi, "agent->ui")
+        if self.options is not None:
+            self._send_options(self.options)
+
+    def configure(self, options: AgentOptions) -> None:
+        """Give an agent started without options (``AgentProcess(None, …)``) its options; once only."""
+        if self.options is not None:
+            raise ValueError("the agent process already has its options")
+        self.options = options
+        self._send_options(options)
+
+    def _send_options(self, options: AgentOptions) -> None:
+        if self.session_id:  # a restart continues the conversation
             options = msgspec.structs.replace(
                 options, resume_id=self.session_id, replay=False, continue_latest=False, notice=""
             )
-        self.process = FORK.Process(
-            target=_agent_main,
-            args=(
-                theirs,
-                msgspec.json.encode(options),
-                self.log_path,
-                [ours.fileno(), self._dead_r, self._dead_w],
-            ),
-            name=AGENT_PROCESS_NAME,
-        )
-        self.process.start()
-        theirs.close()
-        self.channel = Channel[AgentToUi](ours, AgentToUi, "agent->ui")
+        # An agent already dead cannot read them; receive() notices the death and restarts it with them.
+        with contextlib.suppress(OSError):
+            self.channel.conn.send_bytes(msgspec.json.encode(options))
+
+    def held_fds(self) -> list[int]:
+        """Our pipe ends: a process forked from ours later (the demo server) closes them, so that the agent still
+        sees our death as the end of its pipe."""
+        return [self.channel.fileno(), self._dead_r, self._dead_w]
 
     @property
     def pid(self) -> int | None:
@@ -127,10 +152,15 @@ class AgentProcess:
     def _ask_shutdown(self, process: BaseProcess) -> None:
         self.send(Shutdown())
 
+    def _close_pipe(self, process: BaseProcess) -> None:
+        self.channel.close()
+
     def shutdown(self) -> None:
         """Stop the agent and everything under it; bounded by SHUTDOWN_WAIT_S plus a SIGKILL."""
         # a SIGKILLed agent's workers die with it (PR_SET_PDEATHSIG)
-        stop_process(self.process, 0.0 if self.gave_up else SHUTDOWN_WAIT_S, ask=self._ask_shutdown)
+        # Without options the agent waits for them, not for messages: closing the pipe tells it to go.
+        ask = self._ask_shutdown if self.options is not None else self._close_pipe
+        stop_process(self.process, 0.0 if self.gave_up else SHUTDOWN_WAIT_S, ask=ask)
         self.channel.close()
         os.close(self._dead_r)
         os.close(self._dead_w)

@@ -12,10 +12,20 @@ from dashfloat.procutil import become_subreaper, reap_orphans
 from dashfloat.runtime._agent_link import AgentProcess
 
 
+def start_agent(log_path: str) -> AgentProcess:
+    """Fork the agent before the options are known; ``run(…, link=…)`` gives them to it.
+
+    The agent forks the LLM worker at once, so that worker imports its HTTP stack while this process reads the
+    configuration and probes the sandbox (issue 19). Stop it with ``shutdown()`` if the start goes no further.
+    """
+    return AgentProcess(None, log_path)
+
+
 def run(
     options: AgentOptions,
     *,
     log_path: str,
+    link: AgentProcess | None = None,
     prompt: str | None,
     json_mode: bool = False,
     undo_request: tuple[int | None, bool] | None = None,
@@ -26,14 +36,19 @@ def run(
     restore_terminal: Callable[[], None] = lambda: None,
 ) -> int:
     """Start the agent; one headless turn (``prompt``) or undo/rewind (``undo_request``: rewind turns or None for
-    an undo, and whether to apply it), else the TUI; always stop all."""
+    an undo, and whether to apply it), else the TUI; always stop all. ``link``: an agent from ``start_agent``."""
     restore = restore_terminal
+    # Here, not in start_agent: the sandbox probe's own orphan (bwrap's child) is not ours to reap.
     become_subreaper()
-    link = AgentProcess(options, log_path)
+    if link is None:
+        link = AgentProcess(options, log_path)
+    else:
+        link.configure(options)
+    agent = link
 
     def terminate(signum: int, frame: FrameType | None) -> None:
         # SIGTERM / SIGHUP: every child and every command's process group goes, then we do.
-        link.shutdown()
+        agent.shutdown()
         on_stop()
         reap_orphans()
         restore()

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 SESSIONS_DIRNAME = "sessions"
+LOG_FILENAME = "dashfloat.log"
+"""The log of the agent and its workers (their stderr), in the state directory."""
 
 
 def state_dir(env: Mapping[str, str]) -> Path:

@@ -1,0 +1,130 @@
+"""The agent forked before its options (issue 19): it serves once they come, and goes cleanly when they never do."""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+from pathlib import Path
+
+import psutil
+import pytest
+
+from dashfloat import cli
+from dashfloat.agent import LLM_PROCESS_NAME, AgentOptions
+from dashfloat.demo import start_demo
+from dashfloat.procutil import FORK, start_sharing
+from dashfloat.protocol import AgentReady, ProviderConfig, SubmitPrompt, SystemEntry, TokenReceived
+from dashfloat.runtime import start_agent
+from dashfloat.testing.sse_server import ScriptedServer, text_reply
+from tests.e2e import PROVIDER_VARIABLES, children_named, collect, outcome, turn_over, wait_for
+
+
+def _options(server: ScriptedServer, cwd: Path) -> AgentOptions:
+    provider = ProviderConfig(name="scripted", base_url=server.base_url, model="m", context_window=100_000)
+    return AgentOptions(provider=provider, cwd=str(cwd))
+
+
+def test_an_agent_started_before_its_options_serves_a_turn_once_configured(tree: Path) -> None:
+    link = start_agent(str(tree.parent / "dashfloat.log"))
+    try:
+        # its LLM worker is forked before the options exist
+        assert wait_for(lambda: len(children_named(link.pid or 0, LLM_PROCESS_NAME)) == 1)
+        with ScriptedServer() as server:
+            server.enqueue(text_reply("early"))
+            link.configure(_options(server, tree))
+            link.send(SubmitPrompt(text="hi"))
+            got = collect(link, turn_over)
+        assert any(isinstance(m, AgentReady) for m in got)
+        assert "".join(m.text for m in got if isinstance(m, TokenReceived)) == "early"
+        assert outcome(got) == "completed"
+    finally:
+        link.shutdown()
+
+
+def test_the_options_are_given_once(tree: Path) -> None:
+    link = start_agent("")
+    try:
+        with ScriptedServer() as server:
+            link.configure(_options(server, tree))
+            with pytest.raises(ValueError, match="already has its options"):
+                link.configure(_options(server, tree))
+    finally:
+        link.shutdown()
+
+
+def test_an_agent_stopped_before_its_options_goes_with_its_worker(tree: Path) -> None:
+    link = start_agent(str(tree.parent / "dashfloat.log"))
+    assert wait_for(lambda: len(children_named(link.pid or 0, LLM_PROCESS_NAME)) == 1)
+    [llm] = children_named(link.pid or 0, LLM_PROCESS_NAME)
+    link.shutdown()
+    # It left on its own when its pipe closed (exit 0, not the SIGKILL after the grace), and took its worker along.
+    assert link.process.exitcode == 0
+    assert not llm.is_running()
+
+
+def test_a_restarted_early_agent_gets_the_same_options(tree: Path) -> None:
+    link = start_agent(str(tree.parent / "dashfloat.log"))
+    try:
+        with ScriptedServer() as server:
+            link.configure(_options(server, tree))
+            collect(link, lambda m: isinstance(m, AgentReady))
+            os.kill(link.pid or 0, signal.SIGKILL)
+            got = collect(link, lambda m: isinstance(m, AgentReady))
+            assert any(isinstance(m, SystemEntry) and "restarted it" in m.text for m in got)
+            server.enqueue(text_reply("again"))
+            link.send(SubmitPrompt(text="hi"))
+            got = collect(link, turn_over)
+        assert "".join(m.text for m in got if isinstance(m, TokenReceived)) == "again"
+    finally:
+        link.shutdown()
+
+
+def test_a_bad_config_stops_the_agent_forked_for_it(
+    tmp_path: Path, isolated_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "cfg" / "dashfloat" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("[providers.local]\nbase_url = 5\n")
+    for name in ("XDG_STATE_HOME", "XDG_CONFIG_HOME"):
+        monkeypatch.setenv(name, isolated_env[name])
+    for name in PROVIDER_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    assert cli.main(["--cwd", str(tmp_path), "-p", "hi"]) == cli.EXIT_USAGE
+    assert capsys.readouterr().err.strip() == f"dashfloat: {config}: providers.local.base_url: expected str, got int"
+    left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+    assert left == []  # the agent and its LLM worker were stopped and reaped
+
+
+def _report_freeze(conn: object) -> None:
+    from multiprocessing.connection import Connection
+
+    assert isinstance(conn, Connection)
+    conn.send_bytes(str(gc.get_freeze_count()).encode())
+
+
+def test_a_child_started_sharing_inherits_our_objects_frozen_and_we_do_not() -> None:
+    ours, theirs = FORK.Pipe()
+    process = FORK.Process(target=_report_freeze, args=(theirs,))
+    start_sharing(process)
+    theirs.close()
+    frozen_in_child = int(ours.recv_bytes())
+    process.join(30)
+    assert frozen_in_child > 0  # its collector never visits what it inherited
+    assert gc.get_freeze_count() == 0  # ours still does
+
+
+def test_the_demo_server_forked_after_the_agent_holds_none_of_its_pipes() -> None:
+    read_end, write_end = os.pipe()
+    pipe = os.fstat(read_end).st_ino
+    before = {p.pid for p in psutil.Process().children()}
+    demo = start_demo({}, close_fds=[read_end, write_end])
+    try:
+        [server] = [p for p in psutil.Process().children() if p.pid not in before]
+        held = {os.stat(f"/proc/{server.pid}/fd/{fd}").st_ino for fd in os.listdir(f"/proc/{server.pid}/fd")}
+        assert pipe not in held  # our death still ends the agent's pipe
+    finally:
+        demo.stop()
+        os.close(read_end)
+        os.close(write_end)
