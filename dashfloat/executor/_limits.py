@@ -65,6 +65,9 @@ COMMAND_CHANGES_MAX_PATHS: Final = 50
 # candidates; a query longer than this is refused (nobody types it; compiling its pattern is not free).
 PATH_INDEX_MAX_ENTRIES: Final = 50_000
 PATH_INDEX_MAX_WALK_S: Final = 1.0
+# The walk (no git) runs in a child killed this long after that deadline: one .gitignore pattern can take
+# exponential time inside a single regex match, where no check between entries can stop it.
+PATH_INDEX_KILL_GRACE_S: Final = 0.25
 PATH_CANDIDATES_MAX: Final = 20
 PATH_QUERY_MAX_CHARS: Final = 512
 # The index is rebuilt when a new mention begins and it is older than this (files made outside DashFloat show

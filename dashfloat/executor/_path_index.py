@@ -10,9 +10,11 @@ Directories are entries too, with a trailing ``/``.
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import os
 import select
+import signal
 import stat
 import subprocess
 import time
@@ -21,7 +23,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dashfloat.executor._fuzzy import Corpus, rank
-from dashfloat.executor._limits import PATH_INDEX_MAX_ENTRIES, PATH_INDEX_MAX_WALK_S, PATH_INDEX_REFRESH_AGE_S
+from dashfloat.executor._limits import (
+    PATH_INDEX_KILL_GRACE_S,
+    PATH_INDEX_MAX_ENTRIES,
+    PATH_INDEX_MAX_WALK_S,
+    PATH_INDEX_REFRESH_AGE_S,
+)
 from dashfloat.executor.path_policy import PathError, Root
 
 if TYPE_CHECKING:
@@ -41,6 +48,7 @@ _GIT_LIST = [
     "--exclude-standard",
 ]
 _GIT_READ_BYTES = 256 * 1024
+_CHILD_FLUSH_S = 0.02
 
 
 @dataclass(frozen=True)
@@ -145,11 +153,14 @@ def _listing(directory: str, bounds: _Bounds) -> list[os.DirEntry[str]]:
     return sorted(entries, key=lambda e: e.name)
 
 
-def _walk_files(root: Root, bounds: _Bounds) -> tuple[list[str], str]:
-    """A breadth-first walk of the root honouring each directory's ``.gitignore``; entries include directories."""
+def _walk_files(root: Root, bounds: _Bounds, emit: Callable[[str], None]) -> str:
+    """A breadth-first walk of the root honouring each directory's ``.gitignore``; entries include directories.
+
+    Each entry goes to ``emit`` as it is accepted; the result is the notice (where the walk stopped early).
+    """
     import pathspec  # here, not at the top: ~35 ms the executor's start-up does not need (issue 19)
 
-    out: list[str] = []
+    count = 0
     # (relative directory with trailing "/" or "", the ignore specs in force with the directory each is relative to)
     queue: collections.deque[tuple[str, list[tuple[str, pathspec.GitIgnoreSpec]]]] = collections.deque([("", [])])
     while queue:
@@ -167,7 +178,7 @@ def _walk_files(root: Root, bounds: _Bounds) -> tuple[list[str], str]:
                 pass
         for entry in entries:
             if bounds.clock() >= bounds.deadline:
-                return out, bounds.out_of_time()
+                return bounds.out_of_time()
             if entry.name == ".git" or not _sayable(entry.name):
                 continue
             try:
@@ -177,12 +188,70 @@ def _walk_files(root: Root, bounds: _Bounds) -> tuple[list[str], str]:
             path = f"{rel}{entry.name}{'/' if is_dir else ''}"
             if any(spec.match_file(path[len(base) :]) for base, spec in specs):
                 continue
-            if len(out) == bounds.max_entries:  # one more than the bound holds
-                return out, bounds.out_of_entries()
-            out.append(path)
+            if count == bounds.max_entries:  # one more than the bound holds
+                return bounds.out_of_entries()
+            emit(path)
+            count += 1
             if is_dir:
                 queue.append((path, specs))
-    return out, ""
+    return ""
+
+
+def _walk_in_child(root: Root, bounds: _Bounds) -> tuple[list[str], str]:
+    """``_walk_files`` in a forked child that is killed when it overruns the deadline.
+
+    One ``.gitignore`` pattern can take exponential time in a single regex match (``*a*a*a*a*a*a*a*b`` against
+    a long name of a's, from a hostile tree), and no check between entries can stop a match; a kill can.
+    The child streams each entry (``path\\0``) and ends with an empty record and the notice; what a killed
+    child sent in whole records is kept.
+    """
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - measured through the _exit patch when coverage runs
+        try:
+            os.close(read_end)
+            pending = bytearray()
+            flushed = bounds.clock()
+
+            def emit(path: str) -> None:
+                nonlocal flushed
+                pending.extend(os.fsencode(path) + b"\0")
+                if bounds.clock() - flushed >= _CHILD_FLUSH_S:  # what a kill would lose stays small
+                    os.write(write_end, pending)
+                    pending.clear()
+                    flushed = bounds.clock()
+
+            notice = _walk_files(root, bounds, emit)
+            with os.fdopen(write_end, "wb") as out:
+                out.write(pending + b"\0" + notice.encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    data = bytearray()
+    finished = False
+    try:
+        while True:
+            left = bounds.deadline + PATH_INDEX_KILL_GRACE_S - bounds.clock()
+            if left <= 0:
+                break
+            ready, _, _ = select.select([read_end], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(read_end, _GIT_READ_BYTES)
+            if not chunk:
+                finished = True
+                break
+            data += chunk
+    finally:
+        os.close(read_end)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)  # gone already when it finished: then this is a no-op
+        os.waitpid(pid, 0)
+    records = bytes(data).split(b"\0")
+    if finished and b"" in records:
+        end = records.index(b"")
+        return [os.fsdecode(r) for r in records[:end]], b"\0".join(records[end + 1 :]).decode()
+    return [os.fsdecode(r) for r in records[:-1]], bounds.out_of_time()
 
 
 def build_index(
@@ -201,7 +270,7 @@ def build_index(
         if cut and not notice:
             notice = bounds.out_of_entries()
     except OSError:
-        paths, notice = _walk_files(root, bounds)
+        paths, notice = _walk_in_child(root, bounds)
     return PathIndex(sorted(paths), started, notice)
 
 

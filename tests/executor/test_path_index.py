@@ -184,3 +184,19 @@ def test_the_entry_bound_in_force_is_crossed_by_one_more_file() -> None:
     assert cut and len(over) == PATH_INDEX_MAX_ENTRIES
     nested, cut = _with_directories(["d/e/f.txt"], 2)  # the directories above a file count as entries too
     assert (nested, cut) == (["d/", "d/e/"], True)
+
+
+def test_a_gitignore_pattern_with_exponential_matching_is_cut_off_by_the_time_bound(root: Path, opened: Root) -> None:
+    """A hostile tree: one pattern whose regex backtracks for minutes against one long name."""
+    (root / ".gitignore").write_text("*a*a*a*a*a*a*a*a*a*a*a*a*b\n")
+    (root / ("a" * 200)).write_text("")  # a single match of the pattern against this name takes hours
+    index = build_index(opened, max_walk_s=0.2)
+    assert index.notice == "the file index stopped after 0.2 s"
+    assert ("a" * 200) not in index.paths
+
+
+def test_a_child_that_finishes_sends_every_entry_and_its_notice(root: Path, opened: Root) -> None:
+    for i in range(40):
+        (root / f"f{i:02}.txt").write_text("")
+    index = build_index(opened, max_entries=25)
+    assert len(index.paths) == 25 and index.notice == "the file index stopped at 25 entries"
