@@ -244,8 +244,9 @@ def _walk_in_child(root: Root, bounds: _Bounds) -> tuple[list[str], str]:
             data += chunk
     finally:
         os.close(read_end)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)  # gone already when it finished: then this is a no-op
+        if not finished:  # (a child that ended its output is leaving: it is waited for, not cut short)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
     records = bytes(data).split(b"\0")
     if finished and b"" in records:
