@@ -225,6 +225,8 @@ class TuiShell:
             self.state = dataclasses.replace(self.state, input_restore=None)
         if messages:
             self._watch(self.link.fileno())
+        if any(isinstance(message, TurnEnded) for message in messages):
+            self.tick()  # the end of an answer is drawn at once, not up to a tick later (issue 19)
 
     async def _tick_loop(self) -> None:
         while True:

@@ -21,6 +21,7 @@ from dashfloat.protocol import (
     TokenReceived,
     ToolCallShown,
     ToolResultShown,
+    TurnEnded,
     Usage,
     UsageShown,
     WriteFileArgs,
@@ -360,5 +361,19 @@ def test_an_answer_taller_than_the_screen_commits_as_it_goes_without_repeats() -
             await ui.until(lambda: "done" in ui.lines())
             lines = ui.lines()
             assert [lines.count(f"  code line {i}") for i in range(40)] == [1] * 40
+
+    asyncio.run(main())
+
+
+def test_the_end_of_an_answer_is_drawn_when_it_arrives_not_at_the_next_tick() -> None:
+    async def main() -> None:
+        async with running_ui() as ui:
+            ui.link.push(PhaseChanged(phase="streaming"), TokenReceived(text="the whole answer, first part"))
+            await ui.until(lambda: "first part" in ui.text())
+            ui.link.push(TokenReceived(text=" and LAST PART"), TurnEnded(outcome="completed"))
+            # the reader runs here, synchronously: no tick (nor any other task) can run in between
+            ui.shell._on_readable()
+            assert ui.shell.pending == () and ui.shell.state.outbox == ()
+            assert "the whole answer, first part and LAST PART" in ui.text()
 
     asyncio.run(main())
