@@ -13,6 +13,7 @@ from typing import Protocol
 from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.completion import CompleteEvent, merge_completers
+from prompt_toolkit.data_structures import Point
 from prompt_toolkit.filters import Condition, has_completions
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import Input
@@ -45,7 +46,7 @@ from dashfloat.ui._history import HistoryCursor, ReverseSearch
 from dashfloat.ui._mentions import MentionCompleter, PathCompletion, partial_in
 from dashfloat.ui._notify import NOTIFY_LONG_TURN_S, notification
 from dashfloat.ui._reflow import rows_above_cursor, terminal_reflows
-from dashfloat.ui._text import Row, sanitize
+from dashfloat.ui._text import Row, row_width, sanitize
 from dashfloat.ui._theme import Theme
 from dashfloat.ui.render import PROMPT_MARK, render_entry, render_live, render_status, to_formatted
 from dashfloat.ui.state import (
@@ -169,6 +170,9 @@ class TuiShell:
         # them into (ADR 0033); a key or the tick may also draw before SIGWINCH is handled.
         self.app._on_resize = self._on_resize  # type: ignore[method-assign]
         self.app.before_render += lambda _: self._erase_if_resized()
+        self._drawn: tuple[Screen, list[Row]] | None = None
+        """The renderer's screen after the last frame, and the live rows that frame drew at its top."""
+        self.app.after_render += lambda _: self._note_drawn()
         self._shown_chars: int | None = 0 if frame_marks_on(options.env) else None
         """Answer text received so far, when frames are marked (None: not marked)."""
         if self._shown_chars is not None:
@@ -229,8 +233,13 @@ class TuiShell:
             self.tick()  # the end of an answer is drawn at once, not up to a tick later (issue 19)
 
     async def _tick_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        due = loop.time()
         while True:
-            await asyncio.sleep(TICK_S)
+            # A fixed rate: the tick draws, and sleeping a whole tick after that would stretch it by the frame's
+            # time. A late tick is not made up with a burst.
+            due = max(due + TICK_S, loop.time())
+            await asyncio.sleep(due - loop.time())
             self.tick()
 
     def tick(self) -> None:
@@ -260,7 +269,9 @@ class TuiShell:
         if self._dirty or status != self._status_key:
             self._status_key = status
             self._dirty = False
-            self.app.invalidate()
+            # Drawn now, not scheduled: a message read in between would draw rows past the ones this tick kept,
+            # and the next tick's committed rows would no longer be the frame's top rows (_scroll_drawn).
+            self.app._redraw()
 
     def _on_text_changed(self, _: Buffer | None = None) -> None:
         # Also called by the tick and before a decision key: Buffer.reset() does not fire on_text_changed.
@@ -310,6 +321,9 @@ class TuiShell:
         batch, self.pending = self.pending, ()
         width = self.app.output.get_size().columns
         rows = [scrub(row) for entry in batch for row in render_entry(entry, width)]
+        if self._scroll_drawn(rows, width):
+            self._dirty = True
+            return
         renderer, output = self.app.renderer, self.app.output
         # Back to the top of the live region, then overwrite it (each row clears the rest of its line) and erase
         # only what is left below. renderer.erase() would erase downwards from the region's top, and when that
@@ -328,6 +342,39 @@ class TuiShell:
         renderer.reset()
         renderer.request_absolute_cursor_position()
         self._dirty = True
+
+    def _note_drawn(self) -> None:
+        self._drawn = (self.app.renderer._last_screen, self._live_rows()) if self.app.renderer._last_screen else None
+
+    def _scroll_drawn(self, rows: list[Row], width: int) -> bool:
+        """When the rows to print are exactly the top rows the last frame drew, leave them where they are: the
+        region's top moves below them and the renderer diffs the next frame against what stays on screen.
+
+        A stream that overflows the screen commits rows every tick; printing them again and redrawing the whole
+        region from an erased screen was the largest cost of a frame (issue 19, ADR 0036). Any doubt (another
+        frame drew since, a row that wraps, the live rows not at the region's top) prints them as before.
+        """
+        renderer, drawn, count = self.app.renderer, self._drawn, len(rows)
+        screen, info = renderer._last_screen, self._live_window.render_info
+        if drawn is None or screen is None or drawn[0] is not screen or drawn[1][:count] != rows or info is None:
+            return False
+        cursor = renderer._cursor_pos
+        if info._y_offset or info.vertical_scroll or info.window_height < count or cursor.y < count:
+            return False
+        if any(row_width(row) > width for row in rows):
+            return False
+        shifted = Screen(initial_width=screen.width, initial_height=screen.height - count)
+        for y, cells in screen.data_buffer.items():
+            if y >= count:
+                shifted.data_buffer[y - count] = cells
+        for y, escapes in screen.zero_width_escapes.items():
+            if y >= count:
+                shifted.zero_width_escapes[y - count] = escapes
+        renderer._last_screen = shifted
+        renderer._cursor_pos = Point(x=cursor.x, y=cursor.y - count)
+        renderer._min_available_height = max(0, renderer._min_available_height - count)
+        self._drawn = None
+        return True
 
     def _mark_frame(self) -> None:
         """After a frame: how much answer text it shows (the renderer has flushed the frame itself)."""
@@ -388,10 +435,8 @@ class TuiShell:
         return list(render_status(self.state, self.clock(), width, self.options.home))
 
     def _layout(self) -> Layout:
-        live = ConditionalContainer(
-            Window(FormattedTextControl(self._live_text), wrap_lines=True, dont_extend_height=True),
-            filter=Condition(lambda: bool(self._live_rows())),
-        )
+        self._live_window = Window(FormattedTextControl(self._live_text), wrap_lines=True, dont_extend_height=True)
+        live = ConditionalContainer(self._live_window, filter=Condition(lambda: bool(self._live_rows())))
         hint = ConditionalContainer(
             Window(FormattedTextControl(lambda: [("class:hint", self.state.hint or "")]), height=1),
             filter=Condition(lambda: self.state.hint is not None),

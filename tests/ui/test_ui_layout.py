@@ -26,6 +26,8 @@ from dashfloat.protocol import (
     UsageShown,
     WriteFileArgs,
 )
+from dashfloat.ui._markdown import render_markdown
+from dashfloat.ui.render import plain
 from tests.ui.ui_screen import running_ui
 
 ENTER, ALT_ENTER, ESC, CTRL_C, CTRL_D, UP, DOWN = "\r", "\x1b\r", "\x1b", "\x03", "\x04", "\x1b[A", "\x1b[B"
@@ -375,5 +377,30 @@ def test_the_end_of_an_answer_is_drawn_when_it_arrives_not_at_the_next_tick() ->
             ui.shell._on_readable()
             assert ui.shell.pending == () and ui.shell.state.outbox == ()
             assert "the whole answer, first part and LAST PART" in ui.text()
+
+    asyncio.run(main())
+
+
+def test_rows_a_stream_pushes_off_the_screen_are_drawn_once_and_kept_in_order() -> None:
+    """A paragraph taller than the screen: its top rows go to the scrollback every tick. They are the rows the last
+    frame drew at the top of the region, so they stay where they are (never printed a second time, ADR 0036),
+    and the scrollback reads exactly as the whole paragraph renders."""
+    words = [f"w{i:04d}" for i in range(400)]
+
+    async def main() -> None:
+        async with running_ui(cols=60, rows=12) as ui:
+            ui.link.push(PhaseChanged(phase="streaming"))
+            for start in range(0, len(words), 8):
+                ui.link.push(TokenReceived(text=" ".join(words[start : start + 8]) + " "))
+                await ui.frames(1)
+            ui.link.push(TurnEnded(outcome="completed"), PhaseChanged(phase="idle"))
+            await ui.until(lambda: "● Idle" in ui.text())
+            expected = plain(render_markdown(" ".join(words), 60))
+            lines = ui.lines()
+            at = lines.index(expected[0])
+            assert lines[at : at + len(expected)] == expected
+            written = "".join(ui.writer.written)
+            assert written.count(expected[0]) == 1  # drawn in the live region, then left there
+            assert written.count(expected[len(expected) // 2]) == 1
 
     asyncio.run(main())

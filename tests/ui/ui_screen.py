@@ -60,10 +60,13 @@ class ScreenWriter:
         self.encoding = "utf-8"
         self.errors = "strict"
         self.writes = 0
+        self.written: list[str] = []
+        """Everything written, as written."""
         screen.write_process_input = pipe.send_text  # type: ignore[method-assign]
 
     def write(self, data: str) -> int:
         self.writes += 1
+        self.written.append(data)
         self.stream.feed(data)
         return len(data)
 
