@@ -25,7 +25,6 @@ from dashfloat.config import (
 from dashfloat.executor import detect_sandbox
 from dashfloat.permission_files import load_rules, user_permissions_path
 from dashfloat.protocol import ApprovalMode
-from dashfloat.sessions.log import SessionError, find_session, list_sessions
 from dashfloat.sessions.state import LOG_FILENAME, SESSIONS_DIRNAME, ensure_private_dir, state_dir
 
 # Sessions named when --resume finds none or several (`dashfloat sessions` lists them all).
@@ -62,7 +61,7 @@ def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str], held_fds
     state = state_dir(env)
     try:
         ensure_private_dir(state)
-    except (OSError, SessionError) as exc:
+    except OSError as exc:
         raise LaunchError(f"cannot create the state directory {state}: {exc}") from exc
     if args.resume:
         check_resume(state / SESSIONS_DIRNAME, args.resume)
@@ -121,6 +120,8 @@ def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str], held_fds
 
 def check_resume(sessions: Path, wanted: str) -> None:
     """Raise LaunchError naming the candidates unless ``wanted`` names exactly one saved session."""
+    from dashfloat.sessions.log import SessionError, find_session, list_sessions
+
     try:
         find_session(sessions, wanted)
         return

@@ -16,6 +16,7 @@ HEAVY = (
     "dashfloat.llm",
     "dashfloat.executor._serve",
     "pathspec",
+    "dashfloat.sessions.log",  # only --resume needs it before the fork
 )
 
 
