@@ -24,6 +24,7 @@ from dashfloat.piped_input import (
 from dashfloat.terminal import hold_terminal
 
 EXIT_USAGE: Final = 2
+EXIT_INTERRUPTED: Final = 130
 
 _DESCRIPTION = "DashFloat: a coding agent in your terminal, for any OpenAI-compatible endpoint."
 _EPILOG = """\
@@ -135,7 +136,12 @@ def entry() -> NoReturn:
     the demo server stopped; what is left is flushing our own output. Tearing down the interpreter after that
     only frees memory the kernel frees anyway (40–80 ms, issue 19).
     """
-    code = main()
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        # Ctrl-C before the UI or the printer took over: whatever was started is stopped on the way out
+        # (_launch, run); the shell's code for an interrupt, without a traceback.
+        code = EXIT_INTERRUPTED
     with contextlib.suppress(OSError, ValueError):  # a closed stdout: the exit code already says so
         sys.stdout.flush()
     with contextlib.suppress(OSError, ValueError):

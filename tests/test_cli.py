@@ -43,3 +43,16 @@ def test_a_bad_config_file_names_the_file_and_the_field(isolated_env: dict[str, 
 def test_an_unknown_provider_is_a_usage_error(isolated_env: dict[str, str]) -> None:
     result = dashfloat("--provider", "nope", "-p", "hi", env=isolated_env)
     assert result.returncode == 2 and "nope" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_ctrl_c_before_the_ui_took_over_exits_130_without_a_traceback() -> None:
+    program = (
+        "import dashfloat.cli as cli\n"
+        "def interrupted() -> int:\n"
+        "    raise KeyboardInterrupt\n"
+        "cli.main = interrupted\n"
+        "cli.entry()\n"
+    )
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=20)
+    assert result.returncode == 130
+    assert result.stderr == ""
