@@ -233,6 +233,8 @@ def render_live(state: UiState, pending: tuple[Entry, ...], width: int) -> list[
     rows: list[Row] = []
     for entry in pending:
         rows.extend(render_entry(entry, width))
+    if state.held_call is not None:
+        rows.extend(render_entry(state.held_call, width))
     budget = state.live_budget()
     if state.live_output is not None:
         rows.extend(_live_output_rows(state.live_output, state.now, width)[-budget:])

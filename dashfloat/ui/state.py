@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
+from dashfloat.catalogue import mutates
 from dashfloat.protocol import (
     AgentReady,
     AgentToUi,
@@ -282,6 +283,9 @@ class UiState:
     """The full preview is open, scrolled to this row (None: the inline preview)."""
     last_call_id: str | None = None
     """The latest tool row shown: a confirmation of that same call needs no second header."""
+    held_call: ToolCall | None = None
+    """The row of a call that may be confirmed (``last_call_id``), drawn live until it is known whether a
+    confirmation follows: its header then names the call, so the row is dropped rather than shown twice."""
     outbox: tuple[Entry, ...] = ()
     hint: str | None = None
     last_ctrl_c: float | None = None
@@ -305,7 +309,9 @@ def initial(now: float, width: int = 80, height: int = 24, **fields: Any) -> UiS
 
 
 def _commit(state: UiState, *entries: Entry) -> UiState:
-    return dataclasses.replace(state, outbox=state.outbox + entries)
+    if state.held_call is not None:  # anything after a held call row means no confirmation replaced it
+        entries = (state.held_call, *entries)
+    return dataclasses.replace(state, outbox=state.outbox + entries, held_call=None)
 
 
 def _flush_open(state: UiState) -> UiState:
@@ -411,6 +417,8 @@ def reduce(state: UiState, event: Event) -> UiState:
             return state
         case ToolCallShown():
             state = dataclasses.replace(_flush_open(state), last_call_id=event.id, answered=True)
+            if not isinstance(event.args, MalformedCall) and mutates(event.args):
+                return dataclasses.replace(state, held_call=ToolCall(event.args))
             return _commit(state, ToolCall(event.args))
         case ToolOutputShown():
             live = state.live_output
@@ -423,6 +431,8 @@ def reduce(state: UiState, event: Event) -> UiState:
                 state = _drop_confirm(state)  # answered elsewhere (a cancel): the record goes first
             return _commit(state, ToolResult(event.name, event.status, event.output))
         case ConfirmRequested():
+            if event.id == state.last_call_id:
+                state = dataclasses.replace(state, held_call=None)  # the confirmation's header names the call
             # A new confirmation starts its own guard, even if it replaces one already armed.
             return dataclasses.replace(
                 _flush_open(state), confirm=event, confirm_since=None, confirm_armed=False, viewer=None

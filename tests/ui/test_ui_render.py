@@ -235,9 +235,17 @@ def test_the_header_names_tool_path_and_summary_at_any_height() -> None:
         )
         lines = plain(render_live(state, (), 80))
         assert lines[0] == "⚙ edit_file src/app.py · +200 −1 · 900 bytes · v view all", (height, lines)
+        assert state.outbox == () and not any("a.py" in line for line in lines)  # the call's own row: dropped
         assert len(lines) <= max(height, 5)
         if height >= 12:
             assert lines[-2] == "  -old line"  # the tail of the change stays on screen with the head
+
+
+def test_a_call_that_may_be_confirmed_is_drawn_live_until_it_is_known() -> None:
+    from dashfloat.protocol import ToolCallShown
+
+    state = reduce(initial(0.0), ToolCallShown(id="c", args=WriteFileArgs(path="a.txt", content="x")))
+    assert plain(render_live(state, (), 80)) == ["⚙ write_file a.txt"]
 
 
 def test_the_full_view_shows_every_line_of_a_long_preview_and_scrolls_to_the_end() -> None:

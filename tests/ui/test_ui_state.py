@@ -44,6 +44,7 @@ from dashfloat.ui.state import (
     ToolResult,
     UiState,
     UserPrompt,
+    close_open,
     confirm_key,
     ctrl_c,
     decide,
@@ -139,6 +140,27 @@ def test_tool_rows_and_results() -> None:
         ToolCall(ReadFileArgs(path="a")),
         ToolResult("read_file", "ok", "x"),
     )
+
+
+def test_a_confirmed_call_is_named_by_its_confirmation_not_by_a_tool_row_too() -> None:
+    write = WriteFileArgs(path="a.txt", content="x")
+    state = run(ToolCallShown(id="c1", args=write))
+    assert state.outbox == () and state.held_call == ToolCall(write)  # drawn live, not printed yet
+    state = run(ConfirmRequested(ref=7, id="c1", subject=write, lines=["+x"]), state=state)
+    assert state.outbox == () and state.held_call is None
+    state, _ = decide(state, "approve")
+    assert state.outbox == (DecisionRecord(write, "approve"),)
+
+
+def test_a_held_call_row_is_printed_before_whatever_follows_it() -> None:
+    write = WriteFileArgs(path="a.txt", content="x")
+    ran = run(ToolCallShown(id="c1", args=write), ToolResultShown(id="c1", name="write_file", status="ok", output="ok"))
+    assert ran.outbox == (ToolCall(write), ToolResult("write_file", "ok", "ok"))
+    # a confirmation of another call (a rewind's) does not take the row's place
+    other = run(ToolCallShown(id="c1", args=write), ConfirmRequested(ref=1, id="u", subject=write, lines=[]))
+    assert other.outbox == (ToolCall(write),) and other.held_call is None
+    # at exit it is printed like the open answer
+    assert take_outbox(close_open(run(ToolCallShown(id="c1", args=write))))[1] == (ToolCall(write),)
 
 
 def test_confirmation_then_a_decision_record_and_the_reply() -> None:
