@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-tmux run install compile lint typecheck pytest bench bench-quick clean
+.PHONY: test run install compile lint typecheck pytest bench bench-quick clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,11 +41,6 @@ pytest: $(STAMP)
 	done
 
 test: lint typecheck pytest
-
-# The resize checks in tmux (ADR 0033): not in `make test`, since tmux's resize gap makes them fail by chance
-# on a loaded machine; run them by hand after touching the UI's drawing.
-test-tmux: $(STAMP)
-	DASHFLOAT_TMUX_TESTS=1 $(BIN)/pytest -q -n 0 tests/tui/test_tui_resize.py
 
 # Byte-compile up front, as a wheel install would: start-up then never pays for compiling our own modules
 # (matters where PYTHONDONTWRITEBYTECODE is set, as on CI machines).

@@ -13,7 +13,7 @@ from typing import Protocol
 from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.completion import CompleteEvent, merge_completers
-from prompt_toolkit.data_structures import Point
+from prompt_toolkit.data_structures import Point, Size
 from prompt_toolkit.filters import Condition, has_completions
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import Input
@@ -25,6 +25,7 @@ from prompt_toolkit.layout.dimension import Dimension
 from prompt_toolkit.layout.menus import CompletionsMenu
 from prompt_toolkit.layout.screen import Screen
 from prompt_toolkit.output import ColorDepth, Output
+from prompt_toolkit.renderer import CPR_Support
 
 from dashfloat.catalogue import call_name
 from dashfloat.protocol import (
@@ -43,9 +44,19 @@ from dashfloat.protocol import (
 from dashfloat.ui import _commands as commands
 from dashfloat.ui._frames import frame_mark, frame_marks_on
 from dashfloat.ui._history import HistoryCursor, ReverseSearch
+from dashfloat.ui._markdown import render_markdown
 from dashfloat.ui._mentions import MentionCompleter, PathCompletion, partial_in
 from dashfloat.ui._notify import NOTIFY_LONG_TURN_S, notification
-from dashfloat.ui._reflow import rows_above_cursor, terminal_reflows
+from dashfloat.ui._reflow import (
+    overlaid_cells,
+    resize_settle_s,
+    rewrapped_rows,
+    rows_above_cursor,
+    stranded_lines,
+    stranded_rows,
+    terminal_reflows,
+    terminal_wraps_erased_cells,
+)
 from dashfloat.ui._text import Row, row_width, sanitize
 from dashfloat.ui._theme import Theme
 from dashfloat.ui.render import PROMPT_MARK, render_entry, render_live, render_status, to_formatted
@@ -68,6 +79,7 @@ from dashfloat.ui.state import (
     open_viewer,
     reduce,
     scroll_viewer,
+    strand_open,
     take_outbox,
 )
 
@@ -83,6 +95,11 @@ ERASE_BELOW = "\r\x1b[2K\x1b[C\x1b[J\r"
 """Erase the cursor's row and all below it, never with ED at the screen's first cell: tmux (scroll-on-clear)
 copies a screen erased from its home position into its history, stale frame and all."""
 COMPLETION_MENU_ROWS = 8
+CPR_WAIT_S = 0.5
+"""How long after a resize the erase waits for the cursor-position report it asked for; then it erases
+without it (a terminal that stopped answering), and rows in the terminal's history may show twice."""
+UNWRAPPED_COLUMNS = 1 << 20
+"""A width no row reaches: how a terminal that cuts lines (xterm) keeps each row on a resize."""
 
 
 class AgentLink(Protocol):
@@ -166,13 +183,28 @@ class TuiShell:
         self.app.ttimeoutlen = ESC_TIMEOUT_S
         self.app.timeoutlen = KEY_SEQUENCE_TIMEOUT_S
         self._reflows = terminal_reflows(options.env)
+        self._settle_s = resize_settle_s(options.env)
+        self._wraps_erased = terminal_wraps_erased_cells(options.env)
+        self._kept_cells: dict[int, list[int]] = {}
+        """Per row of the live region: the cells the terminal holds there (what it re-wraps on a resize)."""
+        self._resized_at = 0.0
+        self._probe_sent: float | None = None
+        self._probe_row: int | None = None
+        self._size_seen: Size | None = None
+        self._settle_until = 0.0
         # prompt_toolkit's own resize erase counts the rows it drew, not the rows the terminal re-wrapped
-        # them into (ADR 0033); a key or the tick may also draw before SIGWINCH is handled.
+        # them into (ADR 0033); a key or the tick may also draw before SIGWINCH is handled. Every redraw
+        # goes through _redraw, which holds it while a resize settles (ADR 0035).
         self.app._on_resize = self._on_resize  # type: ignore[method-assign]
-        self.app.before_render += lambda _: self._erase_if_resized()
+        self._draw = self.app._redraw
+        self.app._redraw = self._redraw  # type: ignore[method-assign]
+        self.app.before_render += lambda _: self._before_render()
+        self._report_cursor_row = self.app.renderer.report_absolute_cursor_row
+        self.app.renderer.report_absolute_cursor_row = self._on_cursor_row  # type: ignore[method-assign]
         self._drawn: tuple[Screen, list[Row]] | None = None
         """The renderer's screen after the last frame, and the live rows that frame drew at its top."""
         self.app.after_render += lambda _: self._note_drawn()
+        self.app.after_render += lambda _: self._after_render()
         self._shown_chars: int | None = 0 if frame_marks_on(options.env) else None
         """Answer text received so far, when frames are marked (None: not marked)."""
         if self._shown_chars is not None:
@@ -245,6 +277,8 @@ class TuiShell:
     def tick(self) -> None:
         """One frame: advance time, commit finished entries, redraw if anything visible changed."""
         size = self.app.output.get_size()
+        if self._settling() and self.app.renderer._last_size is not None:
+            size = self.app.renderer._last_size  # the region is still to be erased as it was drawn: keep its size
         self._on_text_changed()
         before = self.state
         self.state = reduce(before, Tick(self.clock(), size.columns, size.rows))
@@ -315,7 +349,7 @@ class TuiShell:
         meanwhile would be echoed and Enter would arrive as a newline. Erase, print, redraw is all
         it needs, and it stays in raw mode.
         """
-        if not self.pending or not self.app.is_running:
+        if not self.pending or not self.app.is_running or self._settling():
             return
         self._erase_if_resized()
         batch, self.pending = self.pending, ()
@@ -325,7 +359,7 @@ class TuiShell:
             self._dirty = True
             return
         renderer, output = self.app.renderer, self.app.output
-        # Back to the top of the live region, then overwrite it (each row clears the rest of its line) and erase
+        # Back to the top of the live region, then overwrite it (each row cleared whole first) and erase
         # only what is left below. renderer.erase() would erase downwards from the region's top, and when that
         # is the screen's top row tmux (scroll-on-clear) copies the stale frame into its history.
         cursor = renderer._cursor_pos  # private: prompt_toolkit has no public "move to the region top"
@@ -334,7 +368,8 @@ class TuiShell:
         output.reset_attributes()
         text: StyleAndTextTuples = []
         for row in rows:
-            text.extend([*row, ("[ZeroWidthEscape]", "\x1b[K"), ("", "\n")])
+            # The whole line first: tmux re-wraps a row by every cell written on it since (ADR 0035).
+            text.extend([("[ZeroWidthEscape]", "\x1b[2K"), *row, ("", "\n")])
         self.app.print_text(text)
         output.erase_down()
         output.enable_autowrap()
@@ -373,6 +408,7 @@ class TuiShell:
         renderer._last_screen = shifted
         renderer._cursor_pos = Point(x=cursor.x, y=cursor.y - count)
         renderer._min_available_height = max(0, renderer._min_available_height - count)
+        self._kept_cells = {y - count: cells for y, cells in self._kept_cells.items() if y >= count}
         self._drawn = None
         return True
 
@@ -389,17 +425,96 @@ class TuiShell:
         self._erase_if_resized()
         self.app._redraw()
 
-    def _erase_if_resized(self) -> None:
+    def _redraw(self, render_as_done: bool = False) -> None:
+        """Every frame: none while a resize settles (the tick draws once it has: ``_dirty``)."""
+        if not render_as_done and self._settling():
+            self._dirty = True
+            return
+        self._draw(render_as_done)
+
+    def _settling(self) -> bool:
+        """Whether the live region must not be drawn yet: a resize is still to be erased, or settles.
+
+        Inside tmux a resize reaches the program up to 250 ms after tmux re-wrapped its screen, so a frame
+        drawn soon after one resize may meet the re-wrap of the next one, unannounced (ADR 0035).
+        """
+        return self._erase_if_resized() or time.monotonic() < self._settle_until
+
+    def _before_render(self) -> None:
+        self._erase_if_resized()
+        if self.app.renderer._last_screen is None:
+            # A reset renderer draws after erasing from the region's top (ED from the first column): the
+            # terminal forgets every cell below, so the rows hold only what is drawn from now on.
+            self._kept_cells.clear()
+
+    def _after_render(self) -> None:
+        """Note the cells the terminal now holds on each row (tmux re-wraps by them, not by the last frame)."""
+        screen = self.app.renderer._last_screen
+        if not self._wraps_erased or screen is None:
+            return
+        has_style = self.app.renderer._style_string_has_style
+        kept = self._kept_cells
+        for y in range(screen.height):
+            kept[y] = overlaid_cells(kept.get(y, ()), drawn_cells(screen, y, has_style))
+
+    def _on_cursor_row(self, row: int) -> None:
+        """A cursor-position report: the answer to the probe sent after a resize, else the renderer's."""
+        if self._probe_sent is not None and self._probe_row is None:
+            self._probe_row = row
+            self._erase_if_resized()
+            self._dirty = True
+            return
+        self._report_cursor_row(row)
+
+    def _erase_if_resized(self) -> bool:
+        """Erase the live region if the window changed size since it was drawn; whether that still waits.
+
+        First the cursor's row is asked for (CPR, where the terminal answers them): rows of the region that
+        went into the terminal's history are then known, and are not drawn again (ADR 0035).
+        """
+        size = self.app.output.get_size()
+        now = time.monotonic()
+        if size != self._size_seen:
+            if self._size_seen is not None:
+                self._resized_at = now
+                if self._settle_s:
+                    self._settle_until = now + self._settle_s
+            self._size_seen = size
         renderer = self.app.renderer
         last = renderer._last_size
-        if last is None or last == self.app.output.get_size():
-            return
+        if last is None or last == size:
+            return False
+        if renderer.cpr_support == CPR_Support.SUPPORTED and now - self._resized_at < CPR_WAIT_S:
+            if self._probe_sent is None:
+                if renderer.waiting_for_cpr:
+                    return True  # the renderer's own request is answered first: ask after it
+                self._probe_sent, self._probe_row = now, None
+                self.app.output.ask_for_cpr()
+                return True
+            if self._probe_row is None:
+                return True
+        self._erase(size, self._probe_row)
+        self._probe_sent = self._probe_row = None
+        return False
+
+    def _erase(self, size: Size, cursor_row: int | None) -> None:
+        renderer = self.app.renderer
         screen, cursor, output = renderer._last_screen, renderer._cursor_pos, self.app.output
-        up = cursor.y
-        if self._reflows and screen is not None:
+        up, lines = cursor.y, []
+        if screen is not None:
             has_style = renderer._style_string_has_style
-            lines = [drawn_cells(screen, y, has_style) for y in range(cursor.y + 1)]
-            up = rows_above_cursor(lines, cursor.y, cursor.x, output.get_size().columns)
+            if self._wraps_erased:
+                lines = [self._kept_cells.get(y, []) for y in range(cursor.y + 1)]
+            else:
+                lines = [drawn_cells(screen, y, has_style) for y in range(cursor.y + 1)]
+        columns = size.columns if self._reflows else UNWRAPPED_COLUMNS
+        if self._reflows and lines:
+            up = rows_above_cursor(lines, cursor.y, cursor.x, columns)
+        if cursor_row is not None:
+            stranded = stranded_rows(up, cursor_row)
+            if stranded:
+                self._strand(lines[: cursor.y], stranded, columns)
+                up -= stranded
         output.write_raw("\r")
         output.cursor_up(up)
         output.write_raw(ERASE_BELOW)
@@ -408,6 +523,29 @@ class TuiShell:
         output.flush()
         renderer.reset(leave_alternate_screen=False)
         renderer.request_absolute_cursor_position()
+        self._dirty = True
+
+    def _strand(self, lines: list[list[int]], stranded: int, columns: int) -> None:
+        """The region's top ``stranded`` rows are in the terminal's history: the open block's among them are
+        the scrollback's now (``strand_open``). Other live rows there (rare) are drawn again."""
+        cache = self._live_cache
+        state = self.state
+        if cache is None or not state.open_prose.strip() or cache[2] != state.width:
+            return
+        rows, width = cache[3], cache[2]
+        prose = render_markdown(state.open_prose.rstrip(), width)[state.open_skip :]
+        start = next(
+            (i for i in range(len(rows) - len(prose), -1, -1) if tuple(rows[i : i + len(prose)]) == prose), None
+        )
+        if start is None or not prose:
+            return  # not all of the block was drawn (taller than its budget): nothing to match against
+        top = sum(max(1, -(-row_width(row) // max(1, width))) for row in rows[:start])
+        for line in lines[:top]:
+            stranded -= rewrapped_rows(line, columns)
+        if stranded <= 0:
+            return
+        whole, cells = stranded_lines(lines[top : top + len(prose)], stranded, columns)
+        self.state = strand_open(state, whole, cells)
         self._dirty = True
 
     # ------------------------------------------------------------ drawing

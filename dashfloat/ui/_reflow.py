@@ -24,6 +24,36 @@ def terminal_reflows(env: Mapping[str, str]) -> bool:
     return not (env.get("XTERM_VERSION") or term == "linux" or term == "st" or term.startswith("st-"))
 
 
+TMUX_RESIZE_SETTLE_S = 0.4
+"""How long the UI draws nothing after a size change inside tmux. tmux re-wraps its grid at once but sets
+the pane's size (so SIGWINCH) at most every 250 ms, holding a quicker resize until then; a frame drawn in
+between is placed for the old size. 400 ms covers tmux's 250 ms and some lateness of a loaded machine."""
+
+
+def terminal_wraps_erased_cells(env: Mapping[str, str]) -> bool:
+    """Whether the terminal re-wraps a row by every cell ever written on it since the whole line was cleared.
+
+    tmux does (measured, 3.3a): an erase to the end of the line (EL, ED, ECH, DCH) blanks cells but keeps them,
+    so a short row drawn over a once-wide one splits into blank rows when the window narrows. Only a whole-line
+    clear (EL 2, or ED/EL from the first column) forgets them. Other terminals were not measured.
+    """
+    return bool(env.get("TMUX"))
+
+
+def overlaid_cells(kept: Sequence[int], drawn: Sequence[int]) -> list[int]:
+    """The cells a row holds after ``drawn`` is written over ``kept`` and the rest erased to the end of the line.
+
+    As terminals that wrap erased cells see it: the drawn cells, then blank cells up to the kept row's width.
+    """
+    short = sum(kept) - sum(drawn)
+    return [*drawn, *([1] * short)] if short > 0 else list(drawn)
+
+
+def resize_settle_s(env: Mapping[str, str]) -> float:
+    """Seconds to draw nothing after a size change: tmux tells the program of a resize late (0 elsewhere)."""
+    return TMUX_RESIZE_SETTLE_S if env.get("TMUX") else 0.0
+
+
 def rewrapped_rows(cells: Sequence[int], columns: int) -> int:
     """Rows a line of cells (their widths, 1 or 2) takes once the terminal re-wraps it at ``columns``.
 
@@ -51,3 +81,39 @@ def rows_above_cursor(lines: Sequence[Sequence[int]], cursor_row: int, cursor_co
     line = lines[cursor_row] if cursor_row < len(lines) else ()
     before = list(line[:cursor_col]) + [1] * max(0, cursor_col - len(line))
     return above + rewrapped_rows([*before, 1], columns) - 1
+
+
+def stranded_rows(rows_above: int, cursor_row: int) -> int:
+    """Rows of the live region above the cursor that are no longer on the screen after a resize.
+
+    ``rows_above`` is where the region's top is above the cursor once re-wrapped (``rows_above_cursor``),
+    ``cursor_row`` the cursor's row on the screen as a cursor-position report says it (1 = the top row). What
+    does not fit above the cursor went into the terminal's history (a shorter window, or a narrower one with a
+    tall region), where no cursor movement reaches it.
+    """
+    return max(0, rows_above - max(0, cursor_row - 1))
+
+
+def cells_in_rows(cells: Sequence[int], rows: int, columns: int) -> int:
+    """How many of a line's cells (their widths) the first ``rows`` rows hold once re-wrapped at ``columns``."""
+    columns = max(1, columns)
+    row, used = 0, 0
+    for index, width in enumerate(cells):
+        if used + width > columns and used > 0:
+            row += 1
+            used = 0
+        if row >= rows:
+            return index
+        used += width
+    return len(cells)
+
+
+def stranded_lines(lines: Sequence[Sequence[int]], stranded: int, columns: int) -> tuple[int, int]:
+    """Which drawn lines the ``stranded`` top rows (re-wrapped at ``columns``) hold: (whole lines, cells of the
+    next line); the rest of that line is still on the screen."""
+    for index, line in enumerate(lines):
+        rows = rewrapped_rows(line, columns)
+        if stranded < rows:
+            return index, cells_in_rows(line, stranded, columns)
+        stranded -= rows
+    return len(lines), 0

@@ -548,6 +548,45 @@ def _reflowed_skip(state: UiState, width: int) -> int:
     return skip
 
 
+def strand_open(state: UiState, rows: int, cells: int) -> UiState:
+    """The open block's top rows that a resize pushed into the terminal's history: the scrollback's now.
+
+    ``rows`` drawn rows (counted from ``open_skip``, at ``state.width``) and the first ``cells`` characters of
+    the next one went out of reach of any erase, so drawing them again would show them twice. When the rows
+    show the source's own characters (plain prose) the source is cut right after them and the rest is drawn
+    anew from its own first row, so nothing repeats; otherwise the whole rows count as committed.
+    """
+    if not state.open_prose.strip() or (rows <= 0 and cells <= 0):
+        return state
+    drawn = render_markdown(state.open_prose.rstrip(), state.width)
+    done = min(state.open_skip + max(0, rows), len(drawn))
+    shown = "".join(text for row in drawn[:done] for _, text in row)
+    if done < len(drawn):
+        shown += "".join(text for _, text in drawn[done])[: max(0, cells)]
+    cut = _source_cut(state.open_prose, shown)
+    if cut is not None:
+        return dataclasses.replace(state, open_prose=state.open_prose[cut:].lstrip(" "), open_skip=0)
+    # The last row may still grow as text arrives, so it stays live: one row shown twice rather than text lost.
+    return dataclasses.replace(state, open_skip=max(state.open_skip, min(done, len(drawn) - 1)))
+
+
+def _source_cut(source: str, shown: str) -> int | None:
+    """Where in ``source`` the text ``shown`` ends, if its characters are the source's own (spaces aside)."""
+    ink = "".join(shown.split())
+    if not ink:
+        return None
+    matched = 0
+    for pos, char in enumerate(source):
+        if char.isspace():
+            continue
+        if char != ink[matched]:
+            return None
+        matched += 1
+        if matched == len(ink):
+            return pos + 1
+    return None
+
+
 def _ink(rows: tuple[Row, ...]) -> int:
     return sum(len(text) - text.count(" ") for row in rows for _, text in row)
 

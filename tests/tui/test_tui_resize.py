@@ -38,10 +38,6 @@ SHORT_WORDS = 6
 """Words of a committed paragraph: its rows stay narrower than the narrowest window (pyte cuts wider ones)."""
 OPEN_WORDS = 40
 """The paragraph streaming while the window is resized: two rows at 90 columns, more when narrow."""
-TMUX_TESTS_ENV = "DASHFLOAT_TMUX_TESTS"
-"""Runs the tmux variants. Not in ``make test``: on a loaded machine they fail in tmux's gap between its
-re-wrap and the program hearing of the resize (a known limit, ADR 0033), and a gate that fails by chance
-is no gate."""
 STATUS = re.compile(r"^\S (" + "|".join(PHASE_WORDS.values()) + r")\b")
 WORD = re.compile(r"\b[ap]\d+w\d+\b")
 
@@ -139,8 +135,6 @@ def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[App]:
         if request.param == "tmux":
             if TMUX is None:
                 pytest.skip("tmux is not installed: the re-wrapping case is covered by pyte's sibling only in part")
-            if os.environ.get(TMUX_TESTS_ENV) != "1":
-                pytest.skip(f"tmux resize checks run with {TMUX_TESTS_ENV}=1 (make test-tmux): see ADR 0033")
             pane = TmuxPane(argv, {**_env(tmp_path), "TERM": "tmux-256color"}, tmp_path, cols=90, rows=26)
             screen: Screen = TmuxScreen(pane)
             close = pane.close

@@ -7,7 +7,15 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dashfloat.ui._reflow import rewrapped_rows, rows_above_cursor, terminal_reflows
+from dashfloat.ui._reflow import (
+    TMUX_RESIZE_SETTLE_S,
+    overlaid_cells,
+    resize_settle_s,
+    rewrapped_rows,
+    rows_above_cursor,
+    terminal_reflows,
+    terminal_wraps_erased_cells,
+)
 
 
 def test_a_line_takes_as_many_rows_as_its_cells_need() -> None:
@@ -71,3 +79,30 @@ def test_which_terminals_re_wrap() -> None:
     assert not terminal_reflows({"TERM": "st-256color"})
     # inside tmux, tmux is the terminal drawn into, whatever runs tmux
     assert terminal_reflows({"TERM": "tmux-256color", "TMUX": "/tmp/tmux-1/default,1,0", "XTERM_VERSION": "XTerm(390)"})
+
+
+def test_a_short_row_drawn_over_a_wide_one_keeps_its_width_in_tmux() -> None:
+    # Measured in tmux 3.3a: 90 cells written on a row, then "EL short" and an erase to the end of the line;
+    # narrowed to 40 columns, that row takes 3 rows (two of them blank).
+    kept = overlaid_cells([1] * 90, [1] * len("EL short"))
+    assert sum(kept) == 90 and rewrapped_rows(kept, 40) == 3
+    assert overlaid_cells([1] * 10, [2, 1, 1]) == [2, 1, 1, *[1] * 6]
+    assert overlaid_cells([1] * 3, [1] * 5) == [1] * 5  # a wider row: what was drawn
+    assert overlaid_cells([], [1, 2]) == [1, 2]
+
+
+@given(st.lists(st.sampled_from([1, 2]), max_size=200), st.lists(st.sampled_from([1, 2]), max_size=200))
+def test_a_row_keeps_the_widest_of_what_was_drawn_and_starts_with_the_last_drawing(
+    kept: list[int], drawn: list[int]
+) -> None:
+    cells = overlaid_cells(kept, drawn)
+    assert cells[: len(drawn)] == drawn
+    assert sum(cells) == max(sum(kept), sum(drawn))
+    assert overlaid_cells(cells, drawn) == cells  # drawing the same again changes nothing
+
+
+def test_only_tmux_is_known_to_wrap_erased_cells_and_to_tell_of_a_resize_late() -> None:
+    tmux = {"TERM": "tmux-256color", "TMUX": "/tmp/tmux-1/default,1,0"}
+    assert terminal_wraps_erased_cells(tmux) and resize_settle_s(tmux) == TMUX_RESIZE_SETTLE_S
+    for env in ({"TERM": "xterm-256color"}, {"TERM": "xterm-256color", "VTE_VERSION": "7600"}, {"TERM": "linux"}):
+        assert not terminal_wraps_erased_cells(env) and resize_settle_s(env) == 0.0
