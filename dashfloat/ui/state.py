@@ -563,11 +563,32 @@ def strand_open(state: UiState, rows: int, cells: int) -> UiState:
     shown = "".join(text for row in drawn[:done] for _, text in row)
     if done < len(drawn):
         shown += "".join(text for _, text in drawn[done])[: max(0, cells)]
-    cut = _source_cut(state.open_prose, shown)
+    cut = _cut_after(state, shown, _plain(drawn))
     if cut is not None:
-        return dataclasses.replace(state, open_prose=state.open_prose[cut:].lstrip(" "), open_skip=0)
+        return cut
     # The last row may still grow as text arrives, so it stays live: one row shown twice rather than text lost.
     return dataclasses.replace(state, open_skip=max(state.open_skip, min(done, len(drawn) - 1)))
+
+
+def _plain(rows: tuple[Row, ...]) -> str:
+    return "".join(text for row in rows for _, text in row)
+
+
+def _cut_after(state: UiState, shown: str, whole: str) -> UiState | None:
+    """The open block with its source cut right after ``shown`` (its rows now in the scrollback), or None.
+
+    Only where it is safe: the rows show the source's own characters (spaces aside: plain prose, no markup
+    before the cut), and the rest renders as the rest of ``whole`` (the block's text as drawn). Rows are then
+    never matched again at another width, so none is shown twice.
+    """
+    cut = _source_cut(state.open_prose, shown)
+    if cut is None:
+        return None
+    rest = state.open_prose[cut:].lstrip()
+    ink = "".join(whole.split())
+    if "".join(_plain(render_markdown(rest.rstrip(), state.width)).split()) != ink[len("".join(shown.split())) :]:
+        return None
+    return dataclasses.replace(state, open_prose=rest, open_skip=0)
 
 
 def _source_cut(source: str, shown: str) -> int | None:
@@ -601,8 +622,9 @@ def _overflow(state: UiState) -> UiState:
     if excess <= 0:
         return state
     keep_from = state.open_skip + excess
-    state = dataclasses.replace(state, open_skip=keep_from)
-    return _commit(state, ProseRows(rows[keep_from - excess : keep_from]))
+    committed = ProseRows(rows[keep_from - excess : keep_from])
+    cut = _cut_after(state, _plain(rows[:keep_from]), _plain(rows))
+    return _commit(cut or dataclasses.replace(state, open_skip=keep_from), committed)
 
 
 def _fence_marker(line: str) -> str | None:

@@ -33,6 +33,9 @@ SIZES: tuple[tuple[int, int], ...] = ((40, 26), (90, 26), (60, 20), (100, 30), (
 """Narrower and wider, shorter and taller: each resize re-wraps what the last one drew."""
 PYTE_SIZES = tuple((cols, 26) for cols, _ in SIZES)
 """pyte drops the top rows (history too) when a screen gets shorter: only the width changes there."""
+STRANDING_SIZES: tuple[tuple[int, int], ...] = ((30, 12), (90, 26), (45, 10), (100, 30), (40, 12), (90, 26))
+"""Small enough that the open paragraph's top rows go into the history (measured: 9 rows at 30x12)."""
+TALL_OPEN_WORDS = 200
 PROMPTS = 3
 SHORT_WORDS = 6
 """Words of a committed paragraph: its rows stay narrower than the narrowest window (pyte cuts wider ones)."""
@@ -229,25 +232,46 @@ def _assert_clean(lines: list[str], prompts: list[str], words: list[str]) -> Non
 
 
 def test_resizing_while_a_block_streams(app: App) -> None:
+    _stream_through_resizes(app, OPEN_WORDS)
+
+
+def test_rows_a_resize_pushes_into_the_history_are_not_drawn_again(app: App) -> None:
+    # A tall open paragraph, a much smaller window: its top rows go into the terminal's history before the
+    # program hears of the resize (ADR 0035). They are cut from the open block, not drawn a second time.
+    if isinstance(app.screen, PyteScreen):
+        pytest.skip("pyte drops the rows a shorter screen loses (xterm keeps them): nothing is stranded there")
+    app.sizes = STRANDING_SIZES
+    _stream_through_resizes(app, TALL_OPEN_WORDS)
+
+
+def _stream_through_resizes(app: App, open_words: int) -> None:
     prompts = _fill(app)
     committed = _paragraphs("p", 3, SHORT_WORDS)
-    open_words = [f"p3w{j}" for j in range(OPEN_WORDS)]
-    before = committed + "\n\n" + " ".join(open_words[: OPEN_WORDS // 2]) + " "
-    after = " ".join(open_words[OPEN_WORDS // 2 :]) + "\n\n" + _paragraphs("p4_", 2, SHORT_WORDS).replace("_", "")
+    words = [f"p3w{j}" for j in range(open_words)]
+    before = committed + "\n\n" + " ".join(words[: open_words // 2]) + " "
+    after = " ".join(words[open_words // 2 :]) + "\n\n" + _paragraphs("p4_", 2, SHORT_WORDS).replace("_", "")
     gate = threading.Event()
     app.server.enqueue(_gated_reply(before, after, gate))
     app.screen.keys("stream\r")
     prompts.append("stream")
-    middle = open_words[OPEN_WORDS // 2 - 1]
+    middle = words[open_words // 2 - 1]
     assert app.screen.until(lambda: middle in "\n".join(app.screen.visible())), app.screen.scrollback()
     assert app.screen.until(lambda: "Streaming" in _status(app.screen.visible()))
     _resize_and_type(app)
     gate.set()
     assert app.screen.until(lambda: "p41w5" in "\n".join(app.screen.scrollback())), app.screen.scrollback()
     assert app.screen.until(lambda: _status(app.screen.visible()).startswith("● Idle"))
-    words = WORD.findall(" ".join(f"a{i}{k}w{j}" for i in range(PROMPTS) for k in range(4) for j in range(SHORT_WORDS)))
-    words += WORD.findall(before + after)
-    _assert_clean(app.screen.scrollback(), prompts, words)
+    reply = WORD.findall(before + after)
+    expected = WORD.findall(
+        " ".join(f"a{i}{k}w{j}" for i in range(PROMPTS) for k in range(4) for j in range(SHORT_WORDS))
+    )
+    lines = app.screen.scrollback()
+    # A row cut in the middle of a word by the terminal's history ends the history there, and the rest of the
+    # word starts the redrawn row: no word is shown twice, and the reply's text is whole and in order.
+    text = "".join("\n".join(lines).split())
+    assert "".join(reply) in text, "\n".join(lines)
+    found = set(WORD.findall("\n".join(lines)))
+    _assert_clean(lines, prompts, [*expected, *(word for word in reply if word in found)])
 
 
 def test_resizing_while_a_confirmation_waits(app: App) -> None:

@@ -9,10 +9,13 @@ from hypothesis import strategies as st
 
 from dashfloat.ui._reflow import (
     TMUX_RESIZE_SETTLE_S,
+    cells_in_rows,
     overlaid_cells,
     resize_settle_s,
     rewrapped_rows,
     rows_above_cursor,
+    stranded_lines,
+    stranded_rows,
     terminal_reflows,
     terminal_wraps_erased_cells,
 )
@@ -106,3 +109,40 @@ def test_only_tmux_is_known_to_wrap_erased_cells_and_to_tell_of_a_resize_late() 
     assert terminal_wraps_erased_cells(tmux) and resize_settle_s(tmux) == TMUX_RESIZE_SETTLE_S
     for env in ({"TERM": "xterm-256color"}, {"TERM": "xterm-256color", "VTE_VERSION": "7600"}, {"TERM": "linux"}):
         assert not terminal_wraps_erased_cells(env) and resize_settle_s(env) == 0.0
+
+
+def test_rows_above_the_screen_top_are_stranded() -> None:
+    # Measured in tmux 3.3a (a streamed paragraph, 90x26 -> 30x12): the region's top was 20 rows above the
+    # cursor once re-wrapped, the cursor on row 12 of 12: 9 rows went into the history.
+    assert stranded_rows(20, 12) == 9
+    assert stranded_rows(8, 24) == 0  # room above: nothing stranded
+    assert stranded_rows(5, 6) == 0 and stranded_rows(5, 5) == 1
+    assert stranded_rows(3, 0) == 3  # a report of row 0 (never sent) counts as the top row
+
+
+def test_which_cells_of_the_drawn_lines_are_in_the_history() -> None:
+    lines = [[1] * 90, [1] * 90, [1] * 30]
+    assert stranded_lines(lines, 4, 45) == (2, 0)  # two 90-cell lines are 4 rows at 45 columns
+    assert stranded_lines(lines, 5, 45) == (3, 0)  # and the third line, its only row
+    assert stranded_lines(lines, 3, 45) == (1, 45)  # half of the second line
+    assert stranded_lines(lines, 9, 45) == (3, 0)
+    assert cells_in_rows([1] * 39 + [2], 1, 40) == 39  # the wide cell moved whole to the next row
+
+
+@given(
+    st.lists(st.lists(st.sampled_from([1, 1, 2]), max_size=150), min_size=1, max_size=10),
+    st.integers(min_value=0, max_value=60),
+    st.integers(min_value=2, max_value=120),
+)
+def test_stranded_cells_are_a_prefix_that_fills_exactly_the_stranded_rows(
+    lines: list[list[int]], stranded: int, columns: int
+) -> None:
+    whole, cells = stranded_lines(lines, stranded, columns)
+    rows = sum(rewrapped_rows(line, columns) for line in lines[:whole])
+    if whole == len(lines):
+        assert cells == 0 and rows <= stranded
+    else:
+        assert rows <= stranded < rows + rewrapped_rows(lines[whole], columns)
+        assert 0 <= cells <= len(lines[whole])
+        held = lines[whole][:cells]
+        assert stranded == rows or rewrapped_rows(held, columns) == stranded - rows or not held

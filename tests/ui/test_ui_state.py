@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -404,3 +406,57 @@ def test_no_key_decides_before_the_guard_or_on_a_non_empty_input(steps: list[tup
             assert empty and now - drawn_at >= CONFIRM_GUARD_S
         else:
             assert action == ("type" if printable else "ignore")
+
+
+# ---------------------------------------------------------------- rows already in the scrollback are not drawn again
+
+
+def _words(state: UiState) -> list[str]:
+    from dashfloat.ui.render import plain
+
+    text = " ".join(
+        " ".join(plain(e.rows)) if isinstance(e, ProseRows) else e.source
+        for e in state.outbox
+        if isinstance(e, ProseRows | Prose)
+    )
+    return text.split()
+
+
+@given(
+    st.lists(st.sampled_from([20, 33, 50, 80, 120]), min_size=1, max_size=8),
+    st.integers(min_value=1, max_value=17),
+)
+def test_a_tall_paragraph_committed_at_changing_widths_shows_each_word_once(widths: list[int], chunk: int) -> None:
+    # Plain prose: the source is cut after committed rows, so no row is matched again (and repeated) at a new width.
+    words = [f"w{i}" + "x" * (i % 5) for i in range(300)]
+    text = " ".join(words)
+    state = reduce(initial(0.0), Tick(0.0, 40, 12))
+    for n, start in enumerate(range(0, len(text), chunk)):
+        state = reduce(state, TokenReceived(text=text[start : start + chunk]))
+        if n % 7 == 0:
+            state = reduce(state, Tick(0.0, widths[(n // 7) % len(widths)], 12))
+    state = reduce(state, PhaseChanged(phase="idle"))
+    assert _words(state) == words
+
+
+def test_rows_a_resize_pushed_into_the_history_are_cut_from_the_open_paragraph() -> None:
+    from dashfloat.ui.state import strand_open
+
+    state = dataclasses.replace(initial(0.0, 20, 24), open_prose="alpha beta gamma delta epsilon zeta eta theta")
+    # At 20 columns: "alpha beta gamma", "delta epsilon zeta", "eta theta". The first row and "delt" are gone.
+    cut = strand_open(state, 1, 4)
+    assert cut.open_prose == "a epsilon zeta eta theta" and cut.open_skip == 0
+    assert strand_open(state, 0, 0) == state
+    everything = strand_open(state, 3, 0)
+    assert everything.open_prose == "" and everything.open_skip == 0
+
+
+def test_rows_in_the_history_with_markup_are_skipped_whole_and_the_last_row_stays_live() -> None:
+    from dashfloat.ui.state import strand_open
+
+    state = dataclasses.replace(initial(0.0, 20, 24), open_prose="alpha **beta** gamma delta epsilon zeta eta")
+    skipped = strand_open(state, 1, 3)  # the source has ** the rows do not show: whole rows only
+    assert skipped.open_prose == state.open_prose and skipped.open_skip == 1
+    assert strand_open(state, 9, 0).open_skip == 2  # never the last row: it may still grow
+    code = dataclasses.replace(initial(0.0, 20, 24), open_prose="```\nline 1\nline 2\nline 3\n")
+    assert strand_open(code, 2, 0).open_skip == 2 and strand_open(code, 2, 0).open_prose == code.open_prose
