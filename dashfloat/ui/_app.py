@@ -50,7 +50,6 @@ from dashfloat.ui._notify import NOTIFY_LONG_TURN_S, notification
 from dashfloat.ui._reflow import (
     overlaid_cells,
     resize_settle_s,
-    rewrapped_rows,
     rows_above_cursor,
     stranded_lines,
     stranded_rows,
@@ -66,6 +65,7 @@ from dashfloat.ui.state import (
     Hint,
     InputChanged,
     LocalNotice,
+    ProseRows,
     ShowChanges,
     Submitted,
     Tick,
@@ -526,26 +526,31 @@ class TuiShell:
         self._dirty = True
 
     def _strand(self, lines: list[list[int]], stranded: int, columns: int) -> None:
-        """The region's top ``stranded`` rows are in the terminal's history: the open block's among them are
-        the scrollback's now (``strand_open``). Other live rows there (rare) are drawn again."""
+        """The region's top ``stranded`` rows are in the terminal's history, so they are the scrollback's now:
+        entries waiting to be printed there (``strand_pending``) and the open block's rows (``strand_open``).
+        Other live rows there (a tool row, a preview: rare) are drawn again."""
         cache = self._live_cache
         state = self.state
-        if cache is None or not state.open_prose.strip() or cache[2] != state.width:
+        if cache is None or cache[2] != state.width:
             return
         rows, width = cache[3], cache[2]
-        prose = render_markdown(state.open_prose.rstrip(), width)[state.open_skip :]
-        start = next(
-            (i for i in range(len(rows) - len(prose), -1, -1) if tuple(rows[i : i + len(prose)]) == prose), None
-        )
-        if start is None or not prose:
-            return  # not all of the block was drawn (taller than its budget): nothing to match against
-        top = sum(max(1, -(-row_width(row) // max(1, width))) for row in rows[:start])
-        for line in lines[:top]:
-            stranded -= rewrapped_rows(line, columns)
-        if stranded <= 0:
+        whole_lines, cells = stranded_lines(lines, stranded, columns)
+        done = y = 0  # live rows wholly in the history; a row wider than the screen took more lines
+        while done < len(rows) and y + (span := max(1, -(-row_width(rows[done]) // max(1, width)))) <= whole_lines:
+            y += span
+            done += 1
+        partial = cells if done < len(rows) and y == whole_lines else 0
+        if cache[1] is self.pending and self.pending:
+            self.pending = strand_pending(self.pending, done, width)
+        if not state.open_prose.strip():
             return
-        whole, cells = stranded_lines(lines[top : top + len(prose)], stranded, columns)
-        self.state = strand_open(state, whole, cells)
+        prose = render_markdown(state.open_prose.rstrip(), width)[state.open_skip :]
+        starts = range(len(rows) - len(prose), -1, -1)
+        start = next((i for i in starts if tuple(rows[i : i + len(prose)]) == prose), None)
+        if start is None or not prose or done < start:
+            return  # not all of the block was drawn (taller than its budget), or none of it is in the history
+        whole = min(done - start, len(prose))
+        self.state = strand_open(state, whole, partial if whole < len(prose) else 0)
         self._dirty = True
 
     # ------------------------------------------------------------ drawing
@@ -882,6 +887,22 @@ def scrub(row: Row) -> Row:
     The live region shows control characters in caret form, but printed text goes to the terminal as is.
     """
     return tuple((style, sanitize(text.replace("\n", " "))) for style, text in row)
+
+
+def strand_pending(pending: tuple[Entry, ...], rows: int, width: int) -> tuple[Entry, ...]:
+    """Entries waiting to be printed, less their top ``rows`` rows (drawn at ``width``) that a resize pushed
+    into the terminal's history: a whole entry there is printed already, of one cut across only the rest is."""
+    left: list[Entry] = []
+    for entry in pending:
+        drawn = render_entry(entry, width)
+        if rows >= len(drawn):
+            rows -= len(drawn)
+        elif rows > 0:
+            left.append(ProseRows(tuple(drawn[rows:])))
+            rows = 0
+        else:
+            left.append(entry)
+    return tuple(left)
 
 
 def drawn_cells(screen: Screen, y: int, has_style: Mapping[str, bool] | None) -> list[int]:

@@ -146,3 +146,19 @@ def test_stranded_cells_are_a_prefix_that_fills_exactly_the_stranded_rows(
         assert 0 <= cells <= len(lines[whole])
         held = lines[whole][:cells]
         assert stranded == rows or rewrapped_rows(held, columns) == stranded - rows or not held
+
+
+def test_entries_waiting_to_be_printed_lose_the_rows_already_in_the_history() -> None:
+    from dashfloat.ui._app import strand_pending
+    from dashfloat.ui.render import plain, render_entry
+    from dashfloat.ui.state import Notice, Prose, ProseRows, UserPrompt
+
+    pending = (UserPrompt("hello"), Prose("one two three four five six seven"), Notice("done"))
+    # At 12 columns: "❯ hello" + blank, then "one two", "three four", "five six", "seven" + blank, then the notice.
+    assert strand_pending(pending, 0, 12) == pending
+    assert strand_pending(pending, 2, 12) == pending[1:]  # the prompt and its blank row are printed already
+    cut = strand_pending(pending, 4, 12)
+    assert isinstance(cut[0], ProseRows) and cut[1:] == pending[2:]
+    assert plain(render_entry(cut[0], 12)) == ["five six", "seven", ""]  # the rest, and still its blank row
+    everything = sum(len(render_entry(entry, 12)) for entry in pending)
+    assert strand_pending(pending, everything, 12) == () == strand_pending(pending, everything + 5, 12)
