@@ -739,6 +739,8 @@ class ConfirmRequested(Message, frozen=True):
     """The rule "always allow" would add (``execute_command(npm test)``); empty: it cannot be scoped."""
     no_scope: str = ""
     """Why no "always" is offered when ``scope`` is empty (shown on the key line)."""
+    always_asks: str = ""
+    """Why no mode or rule may let this call run unasked (a write inside ``.git``): it is asked every time."""
 
 
 class ChangeRecorded(Message, frozen=True):
@@ -998,6 +1000,8 @@ class PreviewReady(Message, frozen=True):
     """``+N −M · B bytes`` of a write or edit, ``in CWD`` of a command."""
     full: str = ""
     """The whole preview (diff, written content or command), cut at the executor's PREVIEW_FULL_MAX_BYTES."""
+    protected: str = ""
+    """Why this write is always asked, whatever the mode or rules (it lands inside ``.git``); empty: it is not."""
 
 
 class CommandStarted(Message, frozen=True):

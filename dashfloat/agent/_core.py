@@ -139,7 +139,8 @@ SHRINK_TARGET_PERCENT: Final = 75
 the same front (a warm prompt cache) instead of shrinking one more result each time."""
 
 APPROVE_ALL_WARNING: Final = (
-    "approve: all — every edit, write and command now runs without asking (deny rules still apply)"
+    "approve: all — every edit, write and command now runs without asking "
+    "(deny rules still apply; writes in .git/ still ask)"
 )
 PLAN_NOTICE: Final = "approve: plan — nothing changes: edits, writes and commands are refused; read-only commands run"
 REJECTED: Final = ToolRejected()
@@ -148,6 +149,8 @@ PLAN_REFUSAL: Final = (
     "not run: plan mode — nothing may change. Read, search and plan; describe the changes you would make and "
     "wait for the user to leave plan mode (/approve ask)"
 )
+PROTECTED_NO_SCOPE: Final = "writes in .git/ always ask"
+"""The key line's note on a protected write (the confirmation's ``always_asks`` says why at length)."""
 
 
 class Journal(Protocol):
@@ -1427,17 +1430,18 @@ class AgentCore:
                     return
                 call = self._current()
                 assert call.args is not None  # only a parsed call is previewed
-                if self.auto_approval is not None:
+                if self.auto_approval is not None and not message.protected:
                     approver, self.auto_approval = self.auto_approval, None
                     self._expect_change(call, approver, message.summary, message.lines)
                     self._run(message.digest, by_keypress=False)
                     return
+                self.auto_approval = None  # a protected write is asked whatever allowed it
                 self.preview_lines, self.preview_summary = message.lines, message.summary
                 self.confirm_ref += 1
                 self.preview_digest = message.digest
                 self.waiting = "confirm"
                 self._set_phase("confirming")
-                scope = call_scope(call.args)
+                scope = None if message.protected else call_scope(call.args)
                 self._ui(
                     ConfirmRequested(
                         ref=self.confirm_ref,
@@ -1447,7 +1451,8 @@ class AgentCore:
                         summary=message.summary,
                         full=message.full,
                         scope=scope.text() if scope is not None else "",
-                        no_scope=no_scope_reason(call.args),
+                        no_scope=PROTECTED_NO_SCOPE if message.protected else no_scope_reason(call.args),
+                        always_asks=message.protected,
                     )
                 )
             case ToolFinished(call_id=call_id, result=result) if (

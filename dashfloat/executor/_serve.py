@@ -111,7 +111,13 @@ class _Server:
                 p = preview_call(args, self.root, self.sandbox.state)
                 self.send(
                     PreviewReady(
-                        call_id=call_id, lines=p.lines, digest=p.digest, error=p.error, summary=p.summary, full=p.full
+                        call_id=call_id,
+                        lines=p.lines,
+                        digest=p.digest,
+                        error=p.error,
+                        summary=p.summary,
+                        full=p.full,
+                        protected=p.protected,
                     )
                 )
             case RunTool():

@@ -16,7 +16,7 @@ from dashfloat.executor._errors import ToolError, error_result, os_message
 from dashfloat.executor._exec import Command
 from dashfloat.executor._limits import EDIT_MAX_FILE_BYTES, EXEC_TIMEOUT_S, PREVIEW_FULL_MAX_BYTES, PREVIEW_MAX_LINES
 from dashfloat.executor._sandbox import Sandbox, describe
-from dashfloat.executor.path_policy import PathError, Root
+from dashfloat.executor.path_policy import PathError, Root, protected_reason
 from dashfloat.protocol import (
     EditFileArgs,
     ExecuteCommandArgs,
@@ -43,6 +43,7 @@ class Preview:
     error: str | None = None
     summary: str = ""
     full: str = ""
+    protected: str = ""
 
 
 def full_text(lines: list[str]) -> str:
@@ -226,7 +227,13 @@ def change_summary(plan: _files.PlannedWrite, diff: list[str]) -> str:
 
 def _file_preview(plan: _files.PlannedWrite) -> Preview:
     diff = full_diff(plan)
-    return Preview(_window(diff), digest=plan.digest, summary=change_summary(plan, diff), full=full_text(diff))
+    return Preview(
+        _window(diff),
+        digest=plan.digest,
+        summary=change_summary(plan, diff),
+        full=full_text(diff),
+        protected=protected_reason(plan.rel),
+    )
 
 
 def preview(name: str, args: object, root: Root | str, sandbox: SandboxState | None = None) -> Preview:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from typing import Final
 
 from dashfloat.executor._openat2 import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2, openat2_works
 
@@ -12,6 +13,23 @@ __all__ = ["BadPath", "PathError", "PathEscape", "Root", "RootGone", "inside", "
 
 # Every component of every path a tool opens is resolved by the kernel under these rules.
 BENEATH: int = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS
+
+
+PROTECTED_DIRS: Final = (b".git",)
+"""Directories whose files run programs later, unseen by a review of the work tree (hooks, config): a write
+there is asked every time, whatever the mode or rules."""
+
+
+def protected_reason(located: bytes) -> str:
+    """Why a write to ``located`` (from ``Root.locate``: symlinks resolved) must be asked, or ``""``."""
+    parts = located.split(b"/")
+    for name in PROTECTED_DIRS:
+        if name in parts[:-1] or parts[-1] == name:
+            return (
+                f"inside {name.decode()}/: its hooks and config run programs later, and a diff of the work tree "
+                "never shows them; asked every time"
+            )
+    return ""
 
 
 class PathError(ValueError):

@@ -159,10 +159,15 @@ class Printer:
             case SystemEntry(text=text):
                 for line in text.splitlines():
                     self._row(defused(line))
-            case ConfirmRequested(ref=ref, subject=subject):
+            case ConfirmRequested(ref=ref, subject=subject, always_asks=always_asks):
                 # Nobody is there to press a key: what --approve did not allow is rejected.
                 self.link.send(DecideConfirmation(ref=ref, decision="reject"))
-                self._row(f"rejected {defused(call_name(subject))}: headless mode asks nobody; pass --approve or --yes")
+                why = (
+                    f"{always_asks}, and headless mode asks nobody"
+                    if always_asks
+                    else ("headless mode asks nobody; pass --approve or --yes")
+                )
+                self._row(f"rejected {defused(call_name(subject))}: {defused(why)}")
             case TurnEnded(outcome=outcome):
                 # even before any stream began: an agent that died before it saw the prompt ends the run too
                 self.outcome = outcome

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashfloat.executor.path_policy import BadPath, PathEscape, inside, resolve
+from dashfloat.executor.path_policy import BadPath, PathEscape, inside, protected_reason, resolve
 
 
 def test_plain_relative_and_absolute_inside(root: Path) -> None:
@@ -153,3 +153,20 @@ def test_trailing_slash_must_name_a_directory(root: Path) -> None:
 def test_unencodable_path_is_a_clear_error(root: Path) -> None:
     with pytest.raises(BadPath, match="not encodable"):
         resolve("\ud800", str(root))
+
+
+@pytest.mark.parametrize(
+    ("located", "protected"),
+    [
+        (b".git/hooks/pre-commit", True),
+        (b".git/config", True),
+        (b".git", True),
+        (b"vendor/lib/.git/config", True),  # a nested repository's too
+        (b"src/app.py", False),
+        (b".gitignore", False),
+        (b"docs/.github/workflows/ci.yml", False),
+        (b"a.git/x", False),
+    ],
+)
+def test_what_is_protected(located: bytes, protected: bool) -> None:
+    assert bool(protected_reason(located)) == protected

@@ -144,3 +144,12 @@ def test_reads_and_listings_preview_as_one_line_and_still_check_the_path(root: P
 def test_a_command_with_a_nul_byte_is_refused_at_preview(root: Path) -> None:
     p = preview("execute_command", {"command": "ls\0rm -rf ."}, str(root))
     assert (p.lines, p.error) == ([], "command contains a NUL byte")
+
+
+def test_a_write_through_a_link_into_git_is_previewed_as_protected(tmp_path: Path) -> None:
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    (tmp_path / "h").symlink_to(".git/hooks")
+    p = preview("write_file", {"path": "h/post-checkout", "content": "x"}, str(tmp_path))
+    assert p.error is None and p.protected.startswith("inside .git/")
+    assert preview("write_file", {"path": "notes.txt", "content": "x"}, str(tmp_path)).protected == ""
+    assert preview("edit_file", {"path": ".git/config", "search_block": "a", "replace_block": "b"}, str(tmp_path)).error
