@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
+from multiprocessing.connection import wait
 from typing import Any
 
 import msgspec
@@ -12,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dashfloat import protocol
-from dashfloat.channel import Channel, PeerDied, ProtocolError
+from dashfloat.channel import Channel, PeerDied, ProtocolError, Readiness
 
 UNIONS = {
     "UiToAgent": protocol.UiToAgent,
@@ -123,3 +125,45 @@ def test_nothing_pickled_crosses_a_channel() -> None:
     ours, theirs = multiprocessing.Pipe()
     Channel[Any](ours, protocol.UiToAgent, "x").send(protocol.Cancel())
     assert theirs.recv_bytes() == msgspec.msgpack.encode(protocol.Cancel())
+
+
+def test_poll_says_what_connection_poll_says() -> None:
+    """Channel.poll (one poll object per channel) against multiprocessing's own poll, at every step."""
+    ours, theirs = multiprocessing.Pipe()
+    sender = Channel[Any](ours, protocol.AgentToUi, "a")
+    receiver = Channel[Any](theirs, protocol.UiToAgent, "a")
+    assert receiver.poll() is theirs.poll() is False
+    assert receiver.poll(0.01) is False and receiver.poll(-1) is False  # a negative timeout does not block
+    sender.send(protocol.Cancel())
+    sender.send(protocol.Cancel())
+    for _ in range(2):
+        assert receiver.poll() is theirs.poll() is True
+        assert receiver.poll(None) is True
+        receiver.recv()
+    assert receiver.poll() is theirs.poll() is False
+    sender.close()
+    assert receiver.poll() is True  # the peer's end: the next recv says PeerDied
+    with pytest.raises(PeerDied):
+        receiver.recv()
+    receiver.close()
+    assert receiver.poll() is True  # a closed channel: recv says why
+
+
+def test_readiness_reports_the_ready_sources_as_wait_does() -> None:
+    first_ours, first_theirs = multiprocessing.Pipe()
+    second_ours, second_theirs = multiprocessing.Pipe()
+    read_end, write_end = os.pipe()
+    readiness = Readiness()
+    sources: list[Any] = [first_theirs, second_theirs, read_end]
+    assert readiness.wait(sources, 0) == [] == wait(sources, 0)
+    second_ours.send_bytes(b"x")
+    os.write(write_end, b"!")
+    ready = {id(second_theirs), id(read_end)}
+    assert set(map(id, readiness.wait(sources, 0))) == set(map(id, wait(sources, 0))) == ready
+    assert readiness.wait([first_theirs], 0) == []  # other sources: a new poll object
+    first_ours.close()
+    assert readiness.wait([first_theirs], None) == [first_theirs]  # a closed peer wakes the wait
+    for end in (first_theirs, second_ours, second_theirs):
+        end.close()
+    os.close(read_end)
+    os.close(write_end)

@@ -6,13 +6,13 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import Connection
 from typing import Any, Final, ParamSpec, Protocol
 
 from dashfloat.agent._core import AgentCore, Dest
 from dashfloat.agent._options import AgentOptions
 from dashfloat.agent._startup import build_core
-from dashfloat.channel import Channel, PeerDied, ProtocolError
+from dashfloat.channel import Channel, PeerDied, ProtocolError, Readiness
 from dashfloat.procutil import kill_group
 from dashfloat.protocol import (
     CommandStarted,
@@ -86,6 +86,7 @@ class AgentShell:
         self.pgids: dict[str, int] = {}
         self.ui_gone = False
         self.llm_heard = time.monotonic()
+        self.readiness = Readiness()
 
     def _guard(self, step: Callable[_P, None], *args: _P.args, **kwargs: _P.kwargs) -> None:
         try:
@@ -223,7 +224,7 @@ class AgentShell:
             sources: list[Connection | int] = [llm.channel.conn, executor.channel.conn, llm.sentinel, executor.sentinel]
             if not self.ui_gone:
                 sources.append(self.ui.conn)
-            ready = wait(sources, timeout)
+            ready = self.readiness.wait(sources, timeout)
             if self.ui.conn in ready:
                 self._from_ui()
             if llm.channel.conn in ready or llm.sentinel in ready:
