@@ -37,8 +37,9 @@ def _too_many_lines(max_lines: int) -> StreamError:
     )
 
 
-def framed_events(chunks: Iterator[bytes], max_bytes: int, max_lines: int) -> Iterator[bytes]:
-    """Whole events (each ending in its blank line; the last one may be unterminated), built linearly.
+def framed_batches(chunks: Iterator[bytes], max_bytes: int, max_lines: int) -> Iterator[list[bytes]]:
+    """Per read, the whole events it completed (each ending in its blank line; after the last read, an
+    unterminated last event), built linearly. Reads that complete none give nothing.
 
     The boundary rule mirrors sseclient-py's own (``splitlines(True)``, ``endswith`` on the event so far),
     so no line-ending trick can make this see a boundary that sseclient would not.
@@ -48,26 +49,35 @@ def framed_events(chunks: Iterator[bytes], max_bytes: int, max_lines: int) -> It
     tail = b""  # its last bytes: all that ``endswith`` looks at
     for chunk in chunks:
         if not pieces and chunk.endswith(b"\n\n") and b"\r" not in chunk and b"\n\n\n" not in chunk:
-            # The common read: whole LF-framed events (a paced provider's one event). Each ends at its first
+            # The common read: whole LF-framed events (a paced provider's few). Each ends at its first
             # blank line, as the loop below would find, and within both caps as the loop checks them.
             events = chunk.split(b"\n\n")[:-1]
-            if all(len(event) + 1 <= max_bytes and event.count(b"\n") + 1 <= max_lines for event in events):
-                for event in events:
-                    yield event + b"\n\n"
+            within = len(chunk) <= max_bytes and chunk.count(b"\n") < max_lines  # then so is each event
+            if within or all(len(e) + 1 <= max_bytes and e.count(b"\n") + 1 <= max_lines for e in events):
+                yield [event + b"\n\n" for event in events]
                 continue
+        batch: list[bytes] = []
         for piece in chunk.splitlines(True):
             pieces.append(piece)
             pending += len(piece)
             tail = (tail + piece)[-_TAIL_BYTES:]
             if tail.endswith(_BOUNDARIES):
-                yield b"".join(pieces)
+                batch.append(b"".join(pieces))
                 pieces, pending, tail = [], 0, b""
-            elif pending > max_bytes:
-                raise _too_large(max_bytes)
-            elif len(pieces) > max_lines:
-                raise _too_many_lines(max_lines)
+            elif pending > max_bytes or len(pieces) > max_lines:
+                if batch:
+                    yield batch  # the events before the oversized one, as one by one they would have come
+                raise _too_large(max_bytes) if pending > max_bytes else _too_many_lines(max_lines)
+        if batch:
+            yield batch
     if pieces:
-        yield b"".join(pieces)
+        yield [b"".join(pieces)]
+
+
+def framed_events(chunks: Iterator[bytes], max_bytes: int, max_lines: int) -> Iterator[bytes]:
+    """``framed_batches``, event by event."""
+    for batch in framed_batches(chunks, max_bytes, max_lines):
+        yield from batch
 
 
 class WholeEventClient(sseclient.SSEClient):
@@ -81,21 +91,44 @@ class WholeEventClient(sseclient.SSEClient):
         yield from self._whole
 
 
+def _one_line_data(event: bytes) -> bool:
+    """The common event, one ``data:`` line and its blank line (``data: {...}\n\n``)."""
+    return event.startswith(b"data:") and event.endswith(b"\n\n") and event.count(b"\n") == 2 and b"\r" not in event
+
+
 def event_datas(events: Iterator[bytes]) -> Iterator[str]:
     """The data of each whole event, as sseclient-py's field parser gives it (events without data give nothing).
 
-    The common event, one ``data:`` line and its blank line (``data: {...}\n\n``), is read directly: sseclient
-    would split it into lines, decode each and build an Event object, several microseconds per token at a
-    paced provider's one event per token. Any other event (CR line endings, several lines, comments, other
-    fields) goes through sseclient's own parser.
+    The common one-line event is read directly: sseclient would split it into lines, decode each and build an
+    Event object, several microseconds per token at a paced provider's one event per token. Any other event
+    (CR line endings, several lines, comments, other fields) goes through sseclient's own parser.
     """
     for event in events:
-        if event.startswith(b"data:") and event.endswith(b"\n\n") and event.count(b"\n") == 2 and b"\r" not in event:
+        if _one_line_data(event):
             value = event[5:-2]
             yield (value[1:] if value.startswith(b" ") else value).decode("utf-8")
         else:
             for parsed in WholeEventClient(iter((event,))).events():
                 yield parsed.data
+
+
+def one_line_datas(events: list[bytes]) -> list[bytes] | None:
+    """The data of each event, still as bytes, when every one is the common one-line event (``event_datas``
+    would give each of them, decoded); None when any is not."""
+    if not events:
+        return []
+    joined = b"".join(events)
+    if b"\r" in joined or joined.count(b"\n") != 2 * len(events):  # then each has two line ends, if it ends in both
+        return None
+    datas: list[bytes] = []
+    for event in events:
+        if event.startswith(b"data: ") and event.endswith(b"\n\n"):
+            datas.append(event[6:-2])
+        elif event.startswith(b"data:") and event.endswith(b"\n\n"):
+            datas.append(event[5:-2])
+        else:
+            return None
+    return datas
 
 
 def decoded(chunks: Iterator[bytes], encoding: str) -> Iterator[bytes]:

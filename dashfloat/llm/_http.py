@@ -12,6 +12,7 @@ import http.client
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -20,6 +21,8 @@ import requests.adapters
 import urllib3
 import urllib3.connection
 
+from dashfloat.llm._chunked import ChunkedBody
+from dashfloat.llm._errors import StreamError
 from dashfloat.llm._limits import READ_CHUNK_BYTES
 
 _local = threading.local()
@@ -99,42 +102,57 @@ def shutdown(sock: socket.socket) -> None:
 
 
 def body_chunks(response: requests.Response) -> Iterator[bytes]:
-    """Whatever bytes are available, as soon as they are (read1: no waiting for a full buffer).
+    """The body's data as it arrives: each socket read gives what it carried (``b""`` for a read of framing only,
+    so a caller can still watch its deadline on every read).
 
-    A chunked body (every SSE stream) is read from http.client's response directly: urllib3's ``read1`` adds a
-    few microseconds of bookkeeping per call, and a paced provider sends one HTTP chunk per token, each its own
-    call. A failure still goes through urllib3's own error handling (same exceptions, the connection closed),
-    and the body's end is read through urllib3 too, so it returns the connection to the pool as before.
+    A chunked body (every SSE stream) is decoded here (``ChunkedBody``) from the socket's buffered reader, which
+    http.client reads its body from too: one read of many chunks costs one pass, where http.client's ``read1``
+    takes a call per chunk and a paced provider sends a chunk per token. A read failure goes through urllib3's own
+    error handling (same exceptions, the connection dropped); at the body's end http.client's response is closed
+    as it closes it itself, and urllib3 then returns the connection to the pool.
     """
     raw = response.raw
     fp = getattr(raw, "_fp", None)
     catcher = getattr(raw, "_error_catcher", None)
-    if not (getattr(raw, "chunked", False) and isinstance(fp, http.client.HTTPResponse) and catcher is not None):
+    source = getattr(fp, "fp", None)
+    if not (
+        getattr(raw, "chunked", False)
+        and isinstance(fp, http.client.HTTPResponse)
+        and fp.chunk_left is None  # http.client has read none of the body
+        and catcher is not None
+        and source is not None
+    ):
         while chunk := raw.read1(READ_CHUNK_BYTES):
             yield chunk
         return
-    read1 = fp.read1
-    while True:
+    body = ChunkedBody()
+    read1 = source.read1
+    while not body.done:
         try:
-            chunk = read1(READ_CHUNK_BYTES)
+            read = read1(READ_CHUNK_BYTES)
+            if not read:
+                raise http.client.IncompleteRead(b"")  # closed before the last chunk, as http.client says it
         except Exception:
             with catcher():
                 raise
-        if not chunk:
-            break
-        yield chunk
+        yield body.feed(read)
+        if body.error is not None:
+            raise body.error  # after the data before it
+    fp.close()  # what http.client does after the last chunk: the socket stays open for the next request
     raw.read1(READ_CHUNK_BYTES)  # b"": urllib3 sees the end and releases the connection
 
 
-def finish_body(response: requests.Response, limit: int) -> None:
-    """Read what is left of a body we are done with (an SSE stream's end after ``[DONE]``: its last chunk),
-    at most ``limit`` bytes: a body read to its end puts the connection back in the pool for the next request;
-    one left unread closes it when the response closes."""
+def finish_body(reads: Iterator[bytes], limit: int, wait_s: float) -> None:
+    """Read what is left of a body we are done with (an SSE stream's end after ``[DONE]``: its last chunk), at
+    most ``limit`` bytes within ``wait_s`` in all: a body read to its end puts the connection back in the pool
+    for the next request; one left unread closes it when the response closes. ``reads``: the body's
+    ``body_chunks``, partly read already."""
     size = 0
-    with contextlib.suppress(requests.RequestException, urllib3.exceptions.HTTPError, OSError):
-        for chunk in body_chunks(response):
+    deadline = time.monotonic() + wait_s
+    with contextlib.suppress(requests.RequestException, urllib3.exceptions.HTTPError, OSError, StreamError):
+        for chunk in reads:
             size += len(chunk)
-            if size > limit:
+            if size > limit or time.monotonic() > deadline:
                 return
 
 

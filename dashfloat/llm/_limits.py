@@ -27,14 +27,13 @@ DELTA_MAX_CHARS: Final = 16 * 1024
 DELTA_BATCH_S: Final = 0.004
 """Deltas arriving within this long of the last message sent join the next one (paced providers send one token
 per event); a lone token waits at most this long, far below the UI's 33 ms tick."""
-READ_WAITED_S: Final = 0.0002
-"""A socket read that took this long waited for the network (one served from buffered bytes is faster)."""
-PACED_READ_MAX_BYTES: Final = 1024
-"""A read that waited and brought less than this is a paced provider's event or two: the next read waits for
-DELTA_BATCH_S to take the events sent meanwhile in one go."""
+PACED_READ_MAX_BYTES: Final = 8 * 1024
+"""A read that brought answer text and less than this is a paced provider's (at 5 000 tokens/s a DELTA_BATCH_S
+window holds ~2 KiB): the next read waits for DELTA_BATCH_S to take the events sent meanwhile in one go. A flooding
+server's reads are larger (its 16 KiB writes), and are never delayed."""
 BODY_END_WAIT_S: Final = 0.5
-"""After ``[DONE]``, how long the rest of the body (its closing chunk) may take; then the connection is closed
-instead of kept for the next request."""
+"""After ``[DONE]``, how long the rest of the body (its closing chunk) may take in all; then the connection is
+closed instead of kept for the next request."""
 BODY_END_MAX_BYTES: Final = 64 * 1024
 """Bytes read after ``[DONE]`` to reach the body's end; a server sending more loses its kept-alive connection."""
 MAX_ATTEMPTS: Final = 3
@@ -63,3 +62,9 @@ PROBE_TIMEOUT_S: Final = 2.0
 """How long the one ``/props`` look-up per server may take before it is given up."""
 DROPPED_TOOLS_RATIO: Final = 0.5
 """Reported prompt tokens below this share of the request's estimate: the server dropped the tools."""
+CHUNK_LINE_MAX_BYTES: Final = 4096
+"""One HTTP chunk-size line, extensions included (real servers send a few hex digits); longer is broken framing."""
+CHUNK_SIZE_MAX_DIGITS: Final = 16
+"""Hex digits of one chunk size (16: any 64-bit size); more is broken framing, not a larger chunk."""
+CHUNK_TRAILER_MAX_BYTES: Final = 8192
+"""Trailer fields after the last chunk, in all (servers send none to a streaming client)."""

@@ -9,7 +9,9 @@ repeated is a loop only once it covers ``REPEAT_MIN_COUNT`` long spans.
 
 from __future__ import annotations
 
+import bisect
 import collections
+import itertools
 
 from dashfloat.llm._limits import (
     REPEAT_CHECK_EVERY_CHARS,
@@ -62,3 +64,30 @@ class RepetitionGuard:
             return None
         self._since_check = 0
         return looping_span("".join(self._pieces)[-_TAIL_CHARS:])
+
+    def feed_many(self, texts: list[str]) -> tuple[int, str] | None:
+        """``feed`` each of ``texts`` in turn, looking only where ``feed`` would look: the index of the first text
+        that shows a loop and its span, or None. After a loop the remaining texts are not fed."""
+        start = 0
+        ends = list(itertools.accumulate(map(len, texts)))  # where each text ends, counted from texts[0]
+        while start < len(texts):
+            fed = ends[start - 1] if start else 0
+            # The first text that brings the count since the last look to REPEAT_CHECK_EVERY_CHARS: feed looks there.
+            looks_at = bisect.bisect_left(ends, fed + REPEAT_CHECK_EVERY_CHARS - self._since_check, start)
+            if looks_at > start:  # the texts before it: one piece, nothing looked at
+                self._add("".join(texts[start:looks_at]))
+            if looks_at == len(texts):
+                return None
+            span = self.feed(texts[looks_at])
+            if span is not None:
+                return looks_at, span
+            start = looks_at + 1
+        return None
+
+    def _add(self, text: str) -> None:
+        """``feed`` without the look (the count since the last one stays below REPEAT_CHECK_EVERY_CHARS)."""
+        self._pieces.append(text)
+        self._held += len(text)
+        while self._held - len(self._pieces[0]) >= _TAIL_CHARS:
+            self._held -= len(self._pieces.popleft())
+        self._since_check += len(text)

@@ -7,13 +7,13 @@ import contextlib
 import os
 import sys
 import time
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import Connection
 from typing import assert_never
 
 import msgspec
 
 from dashfloat import procutil
-from dashfloat.channel import Channel, PeerDied, ProtocolError
+from dashfloat.channel import Channel, PeerDied, ProtocolError, Readiness
 from dashfloat.llm._discover import Discovery
 from dashfloat.llm._limits import DELTA_BATCH_S, DELTA_MAX_CHARS
 from dashfloat.llm._stream import DeltaKind, ProviderMemory, Stream
@@ -42,6 +42,7 @@ class _Loop:
         """Discovered windows by (base URL, model): each server is asked once per model."""
         self.found: collections.deque[tuple[DiscoverWindow, WindowFound]] = collections.deque()
         self._last_sent = 0.0
+        self._either = Readiness()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -53,13 +54,19 @@ class _Loop:
     def run(self) -> None:
         try:
             while True:
-                ready = wait([self.channel.conn, self._wake_r])
+                sources = [self.channel.conn, self._wake_r]
+                ready = self._either.wait(sources)
                 if self._wake_r in ready:
-                    hold = self._last_sent + DELTA_BATCH_S - time.monotonic()
-                    if hold > 0 and self.channel.conn not in ready and not self._ending():
-                        ready = wait([self.channel.conn], hold)  # deltas arriving meanwhile join this message
-                    with contextlib.suppress(BlockingIOError):
-                        os.read(self._wake_r, 4096)
+                    # Deltas arriving within DELTA_BATCH_S of the last message join the next one; a stream's end
+                    # (its thread wakes us for it even now) or a message from the agent ends the hold at once.
+                    hold_until = self._last_sent + DELTA_BATCH_S
+                    while self.channel.conn not in ready and not self._ending():
+                        left = hold_until - time.monotonic()
+                        if left <= 0:
+                            break
+                        self._clear_wakes()
+                        ready = self._either.wait(sources, left)
+                    self._clear_wakes()
                     for stream in list(self.streams.values()):
                         self._drain(stream)
                     while self.found:
@@ -76,6 +83,10 @@ class _Loop:
                 stream.abort()
             os.close(self._wake_r)
             os.close(self._wake_w)
+
+    def _clear_wakes(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            os.read(self._wake_r, 4096)
 
     def _handle(self, message: AgentToLlm) -> bool:
         """Act on one message; False when the loop must stop."""

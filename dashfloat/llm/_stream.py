@@ -33,7 +33,7 @@ from dashfloat.llm._errors import (
     one_line,
     status_error,
 )
-from dashfloat.llm._framing import decoded, event_datas, framed_events, looks_like_sse
+from dashfloat.llm._framing import decoded, event_datas, framed_batches, looks_like_sse, one_line_datas
 from dashfloat.llm._http import body_chunks, finish_body, process_session, read_bounded, shutdown
 from dashfloat.llm._limits import (
     BACKOFF_BASE_S,
@@ -47,7 +47,6 @@ from dashfloat.llm._limits import (
     MAX_REDIRECTS,
     PACED_READ_MAX_BYTES,
     PROBE_TIMEOUT_S,
-    READ_WAITED_S,
     RETRY_AFTER_MAX_S,
     SSE_EVENT_MAX_LINES,
     SSE_FRAME_MAX_BYTES,
@@ -56,7 +55,7 @@ from dashfloat.llm._request import Optional, estimated_tokens, request_body
 from dashfloat.llm.episode import Delta, DeltaKind, Episode
 from dashfloat.protocol import StartStream, StreamDone, StreamFailed, StreamFailureKind
 
-__all__ = ["DeltaKind", "Item", "ProviderMemory", "Stream", "at_paced_edge"]
+__all__ = ["DeltaKind", "Item", "ProviderMemory", "Stream", "holds_next_read"]
 
 Item = Delta | StreamDone | StreamFailed
 _READ_ERRORS = (requests.RequestException, urllib3.exceptions.HTTPError, OSError)
@@ -98,11 +97,15 @@ _NO_TOOLS_ADVICE = (
 )
 
 
-def at_paced_edge(read_s: float, size: int) -> bool:
-    """Whether a socket read shows a paced provider's live edge: it waited for the network (READ_WAITED_S) and
-    brought only an event or two (under PACED_READ_MAX_BYTES). A bulk writer's big writes are read at once:
-    delaying those slowed a flooded 20k-token turn by ~0.3 s in `make bench`."""
-    return read_s >= READ_WAITED_S and size < PACED_READ_MAX_BYTES
+def holds_next_read(size: int, text_arrived: bool, calls_begun: bool, finished: bool) -> bool:
+    """Whether the next socket read waits until DELTA_BATCH_S after this one, so the events sent meanwhile are
+    read, parsed and sent together (one wake-up per window instead of one per event).
+
+    Only a read that brought answer text (something to batch) and less than PACED_READ_MAX_BYTES: a stream slower
+    than that per window, which the wait cannot slow down (the kernel buffers what arrives meanwhile); a bulk
+    writer's big reads go on at once. Never once the model has begun a tool call or finished: a call's arguments
+    and the episode's end are not shown piece by piece, and waiting for them would only delay the turn."""
+    return text_arrived and size < PACED_READ_MAX_BYTES and not calls_begun and not finished
 
 
 class Stream:
@@ -113,6 +116,8 @@ class Stream:
         self.request_id = start.request_id
         self.outbox: collections.deque[Item] = collections.deque()
         self.wake_pending = False
+        self.text_deltas = 0
+        """Answer deltas the stream produced (a read that brought none has nothing to batch)."""
         self.sent_content: list[str] = []
         """Content the serve loop has already sent (the partial answer on cancel)."""
         self.cancelled = threading.Event()
@@ -158,11 +163,13 @@ class Stream:
                         sock.settimeout(idle_s)
 
     def _watched(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
-        """The body's chunks; bytes that are no event (keep-alive comments) do not move the deadline."""
+        """The body's data, read by read; bytes that are no event (keep-alive comments, a read of HTTP framing only)
+        do not move the deadline, which every read is held to (a server dribbling bytes cannot hang the stream)."""
         for chunk in chunks:
             if time.monotonic() > self._deadline:
                 raise self._timeout()
-            yield chunk
+            if chunk:
+                yield chunk
 
     def _timeout(self) -> StreamError:
         if self._answered:
@@ -187,19 +194,24 @@ class Stream:
         with self._lock:
             self._sockets.clear()
 
-    def _finish_body(self, response: requests.Response) -> None:
+    def _finish_body(self, reads: Iterator[bytes]) -> None:
         """After ``[DONE]``: read the body's end (the server sends it at once) so the connection can be reused;
         a server that keeps the body open costs at most BODY_END_WAIT_S and its connection."""
         with self._lock:
             for sock in self._sockets:
                 with contextlib.suppress(OSError):
                     sock.settimeout(BODY_END_WAIT_S)
-        finish_body(response, BODY_END_MAX_BYTES)
+        finish_body(reads, BODY_END_MAX_BYTES, BODY_END_WAIT_S)
 
     def _emit(self, item: Item, wake: bool = True) -> None:
-        """Queue ``item`` for the serve loop; answer deltas wait for ``_wake_loop`` at the next socket read."""
+        """Queue ``item`` for the serve loop; answer deltas wait for ``_wake_loop`` at the next socket read.
+        The terminal message always wakes the loop, even one already woken and holding deltas to batch them:
+        the episode's end is never held."""
         self.outbox.append(item)
-        if wake:
+        if not isinstance(item, tuple):
+            self.wake_pending = True
+            self._wake(self)
+        elif wake:
             self._wake_loop()
 
     def _wake_loop(self) -> None:
@@ -358,7 +370,8 @@ class Stream:
             )
             with response:
                 if response.status_code != 200:
-                    finish_body(response, ERROR_BODY_MAX_BYTES)  # a 404's short body: the connection stays
+                    # a 404's short body: the connection stays
+                    finish_body(body_chunks(response), ERROR_BODY_MAX_BYTES, timeout_s)
                     return
                 props = msgspec.json.decode(read_bounded(response, ERROR_BODY_MAX_BYTES))
         except (requests.RequestException, msgspec.DecodeError, OSError) as exc:
@@ -406,33 +419,31 @@ class Stream:
         """The body's reads; before each one (it may block) the deltas of the last go out as one message,
         so a fast stream is one message per socket read and a lone token is never held back.
 
-        At the live edge of a paced stream (``at_paced_edge``) the next read comes DELTA_BATCH_S after the
-        last, so the events sent meanwhile are read, parsed and sent together, not each with its own wake-up.
-        Reads that find bytes waiting (a fast stream) or bring a bulk write are never delayed."""
-        reads = iter(chunks)
-        live_edge_at: float | None = None
+        After a read that ``holds_next_read`` (a paced provider's few events) the next read comes DELTA_BATCH_S
+        after it: the events sent meanwhile are read, parsed and sent together, and a token waits at most that
+        long. An abort ends the wait at once (and shuts the socket)."""
+        episode = self._episode
+        held_from: float | None = None
+        held_size = text_before = 0
         while True:
             self._wake_loop()
-            # Once the answer has its finish reason, what is left (usage, [DONE]) is read at once: waiting would
-            # only delay the end of the episode, and with it the turn.
-            if live_edge_at is not None and self._episode.finish_reason is None:
-                rest = live_edge_at + DELTA_BATCH_S - time.monotonic()
+            if held_from is not None and holds_next_read(
+                held_size, self.text_deltas > text_before, episode.native_calls, episode.finish_reason is not None
+            ):
+                rest = held_from + DELTA_BATCH_S - time.monotonic()
                 if rest > 0:
-                    self.cancelled.wait(rest)  # an abort ends the wait at once (and shuts the socket)
-            began = time.monotonic()
-            chunk = next(reads, None)
+                    self.cancelled.wait(rest)
+            chunk = next(chunks, None)
             if chunk is None:
                 return
-            returned = time.monotonic()
-            live_edge_at = returned if at_paced_edge(returned - began, len(chunk)) else None
+            held_from, held_size, text_before = time.monotonic(), len(chunk), self.text_deltas
             self._body_began = True
             yield chunk
 
     def _read_events(self, response: requests.Response, url: str) -> StreamDone:
         self._body_began = False
-        chunks = decoded(
-            self._counted(self._watched(body_chunks(response))), response.headers.get("Content-Encoding", "")
-        )
+        reads = body_chunks(response)
+        chunks = decoded(self._counted(self._watched(reads)), response.headers.get("Content-Encoding", ""))
         first = next(chunks, b"")
         if not first:
             raise StreamError(
@@ -444,18 +455,22 @@ class Stream:
         content_type = response.headers.get("Content-Type", "")
         if "text/event-stream" not in content_type and not looks_like_sse(first):
             raise self._not_sse(first, chunks, content_type, url)
-        source = framed_events(itertools.chain([first], chunks), SSE_FRAME_MAX_BYTES, SSE_EVENT_MAX_LINES)
-        episode = self._episode
+        batches = framed_batches(itertools.chain([first], chunks), SSE_FRAME_MAX_BYTES, SSE_EVENT_MAX_LINES)
         try:
-            for data in event_datas(source):
+            for events in batches:
                 if self.cancelled.is_set():
                     raise Cancelled
-                self._progress()
-                for delta in episode.feed(data):
-                    self._emit(delta, wake=False)
-                if episode.done:
+                if self._take_plain(events):
+                    continue
+                for data in event_datas(iter(events)):
+                    if self.cancelled.is_set():
+                        raise Cancelled
+                    self._take(data)
+                    if self._episode.done:
+                        break
+                if self._episode.done:
                     self._wake_loop()  # the last deltas go now, not after the body's end
-                    self._finish_body(response)
+                    self._finish_body(reads)
                     break
         except UnicodeDecodeError as exc:
             raise StreamError(
@@ -468,10 +483,34 @@ class Stream:
         read_text = provider.tool_calls == "text" or (
             provider.tool_calls == "auto" and provider.base_url not in self._memory.native_calls
         )
+        episode = self._episode
         done = episode.finished(self.request_id, text_calls=read_text)
         if episode.native_calls:
             self._memory.native_calls.add(provider.base_url)
         return done
+
+    def _take_plain(self, events: list[bytes]) -> bool:
+        """A read's events at once, when each is a one-line event of content only (a paced provider's tokens):
+        one pass and one delta for all of them. False, having taken nothing, for any other read."""
+        datas = one_line_datas(events)
+        fed = self._episode.feed_plain(datas) if datas else None
+        if fed is None:
+            return False
+        self._progress()
+        deltas, error = fed
+        for delta in deltas:
+            self._emit(delta, wake=False)
+            self.text_deltas += 1
+        if error is not None:
+            raise error
+        return True
+
+    def _take(self, data: str) -> None:
+        """One event's data."""
+        self._progress()
+        for delta in self._episode.feed(data):
+            self._emit(delta, wake=False)
+            self.text_deltas += 1
 
     def _not_sse(self, first: bytes, chunks: Iterator[bytes], content_type: str, url: str) -> StreamError:
         body = first

@@ -51,13 +51,9 @@ class _FastChunk(msgspec.Struct, gc=False):
 _FAST_DECODER = msgspec.json.Decoder(_FastChunk)
 
 
-def _content_only(data: str) -> str | None:
-    """The text of a chunk that carries only content (``""``: a chunk that carries nothing the episode keeps);
+def _chunk_content(chunk: _FastChunk) -> str | None:
+    """The text of a decoded chunk that carries only content (``""``: one that carries nothing the episode keeps);
     None for any other chunk, which the general path then reads."""
-    try:
-        chunk = _FAST_DECODER.decode(data)
-    except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError: not the common shape
-        return None
     if chunk.error is not None or chunk.usage is not None or chunk.x_groq is not None:
         return None
     if not chunk.choices:
@@ -71,6 +67,16 @@ def _content_only(data: str) -> str | None:
     if delta.reasoning_content or delta.reasoning or delta.tool_calls:
         return None
     return delta.content or ""
+
+
+def _content_only(data: str | bytes) -> str | None:
+    """The text of a chunk that carries only content (``""``: a chunk that carries nothing the episode keeps);
+    None for any other chunk, which the general path then reads."""
+    try:
+        chunk = _FAST_DECODER.decode(data)
+    except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError: not the common shape
+        return None
+    return _chunk_content(chunk)
 
 
 class Episode:
@@ -143,6 +149,38 @@ class Episode:
             self.finish_reason = finish
         return deltas
 
+    def feed_plain(self, datas: list[bytes]) -> tuple[list[Delta], StreamError | None] | None:
+        """Take the data of several events at once (a paced provider's read), when each is a chunk of content only:
+        the deltas they carry, merged, and the error feeding them one by one would have raised after those deltas
+        (a crossed bound). None, having taken nothing, when any is not such a chunk: feed them one by one."""
+        texts: list[str] = []
+        reader = self.content_only
+        for data in datas:
+            text = reader(data)
+            if text is None:
+                return None
+            if text:
+                texts.append(text)
+        if not texts:
+            return [], None
+        joined = "".join(texts)
+        size = len(joined.encode())
+        if self._episode_bytes + size + self._calls.fragment_bytes > EPISODE_MAX_BYTES:
+            return None  # one of them crosses the bound: where, the one-by-one path says
+        looped = self._guards["content"].feed_many(texts)
+        if looped is not None:
+            index, span = looped
+            taken = texts[: index + 1]
+            self._episode_bytes += sum(len(text.encode()) for text in taken)
+            self._content += taken
+            self.emitted = True
+            shown = "".join(texts[:index])
+            return ([("content", shown)] if shown else []), self._looping("content", span)
+        self._episode_bytes += size
+        self._content += texts
+        self.emitted = True
+        return [("content", joined)], None
+
     def _take_content(self, content: str) -> list[Delta]:
         """``_take_delta`` for a delta of non-empty content only (the fast path's chunk)."""
         self._episode_bytes += len(content.encode())
@@ -184,8 +222,11 @@ class Episode:
     def _guard(self, kind: DeltaKind, text: str) -> None:
         """End a stream that loops on one span (a small model can repeat a sentence for minutes)."""
         span = self._guards[kind].feed(text) if kind in self._guards else None
-        if span is None:
-            return
+        if span is not None:
+            raise self._looping(kind, span)
+
+    def _looping(self, kind: DeltaKind, span: str) -> StreamError:
+        """The error for a loop on ``span`` in ``kind``; for content, the answer kept is cut to one copy."""
         if kind == "content":
             # Keep one copy of the loop in the answer recorded for the model, not all of them.
             content = self.content
@@ -194,7 +235,7 @@ class Episode:
                 cut -= len(span)
             self._loop_cut = cut
         excerpt = one_line(span, 60)
-        raise StreamError(
+        return StreamError(
             "repeating",
             f"the model repeated the same {len(span)}-character passage {REPEAT_MIN_COUNT} times in a row "
             f"({excerpt!r}); the stream was stopped: ask again, rephrase, or use a larger model.",

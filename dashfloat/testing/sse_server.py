@@ -69,6 +69,9 @@ class Reply:
     headers: dict[str, str] = field(default_factory=lambda: {"Content-Type": "text/event-stream"})
     body: Iterable[BodyItem] = ()
     chunked: bool = True
+    framed: bool = False
+    """The body's bytes are already in chunked framing (extensions, trailers, LF line ends, broken framing):
+    sent as they are under ``Transfer-Encoding: chunked``, the connection kept as after any chunked body."""
 
 
 Handler = Callable[[dict[str, Any]], Reply]
@@ -356,7 +359,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
             match item:
                 case bytes():
                     if item:
-                        self.wfile.write(b"%x\r\n%s\r\n" % (len(item), item) if reply.chunked else item)
+                        framed = reply.chunked and not reply.framed
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(item), item) if framed else item)
                         self.wfile.flush()
                 case Pause(seconds):
                     self._pause(seconds)
@@ -365,7 +369,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
                     with contextlib.suppress(OSError):
                         self.connection.shutdown(socket.SHUT_RDWR)
                     return
-        if reply.chunked:
+        if reply.chunked and not reply.framed:
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
 

@@ -21,12 +21,13 @@ from dashfloat.llm._framing import (
     _too_many_lines,
     event_datas,
     framed_events,
+    one_line_datas,
 )
 from dashfloat.llm._limits import EPISODE_MAX_BYTES, REPEAT_MIN_COUNT
 from dashfloat.protocol import StreamDone, StreamFailed
 
 
-def _declines(data: str) -> str | None:
+def _declines(data: str | bytes) -> str | None:
     return None
 
 
@@ -263,3 +264,116 @@ def test_a_read_of_whole_events_takes_the_fast_path_within_the_caps() -> None:
     # a third line end is the next event's first line: the read is not split at it
     odd = [b"data: x\n\n\n", b"data: y\n\n"]
     assert _framed(odd, 1 << 20, 256, fast=True) == ([b"data: x\n\n", b"\ndata: y\n\n"], None)
+
+
+# -------------------------------------------------------------------- a read's events at once
+
+
+@settings(max_examples=400, deadline=None)
+@given(body=bodies)
+def test_a_reads_one_line_datas_are_what_event_datas_gives(body: bytes) -> None:
+    events = list(framed_events(iter([body]), 1 << 20, 1 << 20))
+    datas = one_line_datas(events)
+    if datas is None:
+        return
+    want, error = _datas(events, fast=False)
+    if all(_utf8(data) for data in datas):
+        assert ([data.decode("utf-8") for data in datas], None) == (want, error)
+    else:
+        assert error == "UnicodeDecodeError"  # which the one-by-one path then raises
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def test_one_line_datas_declines_any_other_event() -> None:
+    assert one_line_datas([b"data: a\n\n", b"data:b\n\n"]) == [b"a", b"b"]
+    for other in (b": keep-alive\n\n", b"data: a\ndata: b\n\n", b"data: a\r\n\r\n", b"event: x\n\n", b"data: a"):
+        assert one_line_datas([b"data: a\n\n", other]) is None
+
+
+def _fed_one_by_one(episode: Episode, datas: list[bytes]) -> tuple[str, Outcome | None]:
+    """The text of the deltas feeding ``datas`` one by one gives, and the error it ends in."""
+    text = ""
+    for data in datas:
+        try:
+            text += "".join(t for _, t in episode.feed(data.decode("utf-8")))
+        except StreamError as exc:
+            return text, ("error", (exc.kind, exc.message))
+        except UnicodeDecodeError:
+            return text, ("error", "utf-8")
+    return text, None
+
+
+def _fed_at_once(episode: Episode, datas: list[bytes]) -> tuple[str, Outcome | None] | None:
+    fed = episode.feed_plain(datas)
+    if fed is None:
+        return None
+    deltas, error = fed
+    assert all(kind == "content" for kind, _ in deltas) and len(deltas) <= 1
+    return "".join(t for _, t in deltas), None if error is None else ("error", (error.kind, error.message))
+
+
+loop_text = "0123456789abcdef0123456789abcdef "
+plain_texts = st.sampled_from(["", "w00001 ", "é ☃", "\u2028", loop_text, "x" * 300, "y" * 520])
+plain_datas = st.lists(
+    plain_texts.map(lambda t: _content(t).encode())
+    | st.sampled_from([_content(loop_text).encode()] * 3 + [b"[DONE]", b"{}", b'{"choices": []}', b"\xff"])
+    | chunks.map(lambda c: json.dumps(c).encode()),
+    max_size=30,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(batches=st.lists(plain_datas, max_size=8))
+def test_a_reads_events_at_once_give_what_one_by_one_gives(batches: list[list[bytes]]) -> None:
+    """Reads of events through feed_plain (or, when it declines, one by one) against every event one by one:
+    the same text, the same error, the same episode at the end (the repetition guard looks where it would)."""
+    at_once, one_by_one = Episode(), GeneralEpisode()
+    text_at_once = text_one_by_one = ""
+    end_at_once: Outcome | None = None
+    end_one_by_one: Outcome | None = None
+    for datas in batches:
+        fed = _fed_at_once(at_once, datas)
+        if fed is None:
+            fed = _fed_one_by_one(at_once, datas)
+        text_at_once += fed[0]
+        end_at_once = fed[1]
+        got = _fed_one_by_one(one_by_one, datas)
+        text_one_by_one += got[0]
+        end_one_by_one = got[1]
+        assert (text_at_once, end_at_once) == (text_one_by_one, end_one_by_one)
+        if end_at_once is not None:
+            break
+    assert _end(at_once) == _end(one_by_one)
+
+
+def test_feed_plain_takes_plain_reads_and_declines_others() -> None:
+    plain = [_content(f"w{i} ").encode() for i in range(20)]
+    episode = Episode()
+    assert episode.feed_plain(plain) == ([("content", "".join(f"w{i} " for i in range(20)))], None)
+    assert episode.feed_plain([*plain, b"[DONE]"]) is None
+    assert episode.content == "".join(f"w{i} " for i in range(20))  # a declined read took nothing
+    assert GeneralEpisode().feed_plain(plain) is None
+
+
+def test_a_loop_found_at_once_ends_where_one_by_one_ends() -> None:
+    loop = [_content(loop_text).encode()] * (REPEAT_MIN_COUNT * 2)
+    at_once, one_by_one = Episode(), GeneralEpisode()
+    fed = at_once.feed_plain([_content("start ").encode(), *loop])
+    assert fed is not None and fed[1] is not None and fed[1].kind == "repeating"
+    assert (fed[0][0][1], ("error", (fed[1].kind, fed[1].message))) == _fed_one_by_one(
+        one_by_one, [_content("start ").encode(), *loop]
+    )
+    assert _end(at_once) == _end(one_by_one)
+
+
+def test_the_size_bound_inside_a_read_is_left_to_one_by_one() -> None:
+    big = [_content("y" * (1024 * 1024 - 2) + "é").encode()] * (EPISODE_MAX_BYTES // (1024 * 1024) + 1)
+    assert Episode().feed_plain(big) is None
+    assert Episode().feed_plain(big[:-1]) is not None  # exactly at the bound

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from dashfloat.catalogue import tools_catalogue
-from dashfloat.llm._limits import DELTA_BATCH_S, PACED_READ_MAX_BYTES, READ_WAITED_S
-from dashfloat.llm._stream import at_paced_edge
+from dashfloat.llm._limits import DELTA_BATCH_S, PACED_READ_MAX_BYTES
+from dashfloat.llm._stream import holds_next_read
 from dashfloat.protocol import (
     CancelStream,
     ContentDelta,
@@ -283,8 +283,10 @@ def test_a_paced_stream_is_batched_not_one_message_per_event(llm: Llm, server: S
     assert len(result.of(ContentDelta)) <= len(tokens) // 2
 
 
-def test_only_a_small_read_that_waited_marks_a_paced_stream() -> None:
-    """READ_WAITED_S and PACED_READ_MAX_BYTES crossed: the next read is delayed only at a paced live edge."""
-    assert at_paced_edge(READ_WAITED_S, PACED_READ_MAX_BYTES - 1)
-    assert not at_paced_edge(READ_WAITED_S, PACED_READ_MAX_BYTES)  # a bulk write: read on at once
-    assert not at_paced_edge(READ_WAITED_S / 2, 100)  # bytes were waiting: a fast stream
+def test_only_a_small_read_of_answer_text_holds_the_next_read() -> None:
+    """PACED_READ_MAX_BYTES crossed: the next read waits only after a paced read of text, never for a call."""
+    assert holds_next_read(PACED_READ_MAX_BYTES - 1, text_arrived=True, calls_begun=False, finished=False)
+    assert not holds_next_read(PACED_READ_MAX_BYTES, True, False, False)  # a bulk write: read on at once
+    assert not holds_next_read(100, text_arrived=False, calls_begun=False, finished=False)  # nothing to batch
+    assert not holds_next_read(100, text_arrived=True, calls_begun=True, finished=False)  # a call's arguments
+    assert not holds_next_read(100, text_arrived=True, calls_begun=False, finished=True)  # the episode's end
