@@ -15,7 +15,7 @@ import msgspec
 from dashfloat import procutil
 from dashfloat.channel import Channel, PeerDied, ProtocolError, Readiness
 from dashfloat.llm._discover import Discovery
-from dashfloat.llm._limits import DELTA_BATCH_S, DELTA_MAX_CHARS
+from dashfloat.llm._limits import DELTA_BATCH_S, DELTA_MAX_CHARS, HOLD_MIN_S
 from dashfloat.llm._stream import DeltaKind, ProviderMemory, Stream
 from dashfloat.protocol import (
     AgentToLlm,
@@ -31,6 +31,13 @@ from dashfloat.protocol import (
 )
 
 _ABORT_JOIN_S = 0.5
+
+
+def worth_holding(left_s: float) -> bool:
+    """Whether a message is held ``left_s`` more for deltas to join it: not for less than HOLD_MIN_S. A paced
+    stream's thread already reads once per DELTA_BATCH_S, and its wake-up lands just before the window ends; a
+    second wake-up for the last fraction of a millisecond would double the loop's wake-ups and batch nothing."""
+    return left_s >= HOLD_MIN_S
 
 
 class _Loop:
@@ -62,7 +69,7 @@ class _Loop:
                     hold_until = self._last_sent + DELTA_BATCH_S
                     while self.channel.conn not in ready and not self._ending():
                         left = hold_until - time.monotonic()
-                        if left <= 0:
+                        if not worth_holding(left):
                             break
                         self._clear_wakes()
                         ready = self._either.wait(sources, left)

@@ -6,7 +6,8 @@ import json
 from typing import Any
 
 from dashfloat.catalogue import tools_catalogue
-from dashfloat.llm._limits import DELTA_BATCH_S, PACED_READ_MAX_BYTES
+from dashfloat.llm._limits import DELTA_BATCH_S, HOLD_MIN_S, PACED_READ_MAX_BYTES
+from dashfloat.llm._serve import worth_holding
 from dashfloat.llm._stream import holds_next_read
 from dashfloat.protocol import (
     CancelStream,
@@ -290,3 +291,11 @@ def test_only_a_small_read_of_answer_text_holds_the_next_read() -> None:
     assert not holds_next_read(100, text_arrived=False, calls_begun=False, finished=False)  # nothing to batch
     assert not holds_next_read(100, text_arrived=True, calls_begun=True, finished=False)  # a call's arguments
     assert not holds_next_read(100, text_arrived=True, calls_begun=False, finished=True)  # the episode's end
+
+
+def test_the_serve_loop_holds_a_message_only_for_a_worthwhile_while() -> None:
+    """HOLD_MIN_S crossed."""
+    assert worth_holding(HOLD_MIN_S)
+    assert not worth_holding(HOLD_MIN_S * 0.99)
+    assert not worth_holding(0.0)
+    assert HOLD_MIN_S < DELTA_BATCH_S
