@@ -61,7 +61,7 @@ class _Loop:
     def run(self) -> None:
         try:
             while True:
-                sources = [self.channel.conn, self._wake_r]
+                sources: list[Connection | int] = [self.channel.conn, self._wake_r]
                 ready = self._either.wait(sources)
                 if self._wake_r in ready:
                     # Deltas arriving within DELTA_BATCH_S of the last message join the next one; a stream's end
