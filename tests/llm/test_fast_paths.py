@@ -325,12 +325,12 @@ plain_datas = st.lists(
     plain_texts.map(lambda t: _content(t).encode())
     | st.sampled_from([_content(loop_text).encode()] * 3 + [b"[DONE]", b"{}", b'{"choices": []}', b"\xff"])
     | chunks.map(lambda c: json.dumps(c).encode()),
-    max_size=30,
+    max_size=20,
 )
 
 
-@settings(max_examples=400, deadline=None)
-@given(batches=st.lists(plain_datas, max_size=8))
+@settings(max_examples=150, deadline=None)
+@given(batches=st.lists(plain_datas, max_size=6))
 def test_a_reads_events_at_once_give_what_one_by_one_gives(batches: list[list[bytes]]) -> None:
     """Reads of events through feed_plain (or, when it declines, one by one) against every event one by one:
     the same text, the same error, the same episode at the end (the repetition guard looks where it would)."""
