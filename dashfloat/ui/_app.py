@@ -56,7 +56,7 @@ from dashfloat.ui._reflow import (
     terminal_reflows,
     terminal_wraps_erased_cells,
 )
-from dashfloat.ui._rows_control import RowsControl
+from dashfloat.ui._rows_control import RowsControl, RowsWindow
 from dashfloat.ui._text import Row, row_width, sanitize
 from dashfloat.ui._theme import Theme
 from dashfloat.ui.render import PROMPT_MARK, render_entry, render_live, render_status, to_formatted
@@ -576,7 +576,7 @@ class TuiShell:
         return list(render_status(self.state, self.clock(), width, self.options.home))
 
     def _layout(self) -> Layout:
-        self._live_window = Window(RowsControl(self._live_rows), wrap_lines=True, dont_extend_height=True)
+        self._live_window = RowsWindow(RowsControl(self._live_rows), wrap_lines=True, dont_extend_height=True)
         live = ConditionalContainer(self._live_window, filter=Condition(lambda: bool(self._live_rows())))
         hint = ConditionalContainer(
             Window(FormattedTextControl(lambda: [("class:hint", self.state.hint or "")]), height=1),

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from prompt_toolkit.layout.containers import Window
 from prompt_toolkit.layout.controls import FormattedTextControl
+from prompt_toolkit.layout.mouse_handlers import MouseHandlers
+from prompt_toolkit.layout.screen import Screen, WritePosition
 
-from dashfloat.ui._rows_control import RowsControl
+from dashfloat.ui._rows_control import RowsControl, RowsWindow
 from dashfloat.ui._text import Row
 from dashfloat.ui.render import to_formatted
 
@@ -40,3 +43,39 @@ def test_the_same_rows_give_the_same_content_and_new_rows_a_new_one() -> None:
     shown[0] = [*rows, (("", "three"),)]
     again = control.create_content(10, None)
     assert again is not first and again.line_count == 3 and again.get_line(2) == [("", "three")]
+
+
+PLAIN_OR_NOT = st.tuples(
+    st.sampled_from(["", "class:dim", "[ZeroWidthEscape]"]), st.text(alphabet="ab \t界é\u0301", max_size=12)
+)
+
+
+ASCII = st.tuples(st.sampled_from(["", "class:dim"]), st.text(alphabet="ab ", min_size=1, max_size=12))
+
+
+@settings(max_examples=30)
+@given(
+    st.lists(st.lists(st.one_of(ASCII, FRAGMENT, PLAIN_OR_NOT), max_size=4).map(tuple), min_size=1, max_size=8),
+    st.integers(1, 20),
+    st.integers(1, 10),
+)
+def test_the_window_draws_what_window_draws(rows: list[Row], width: int, height: int) -> None:
+    """Its one-pass copy (plain rows that fit) and Window's own (anything else) give the same screen."""
+    assert _drawn(RowsWindow, rows, width, height) == _drawn(Window, rows, width, height)
+
+
+def test_a_row_one_column_too_wide_is_wrapped_as_window_wraps_it() -> None:
+    for text in ("abcd", "abcde"):
+        rows: list[Row] = [(("", text),), (("class:dim", "xy"),)]
+        assert _drawn(RowsWindow, rows, 4, 5) == _drawn(Window, rows, 4, 5)
+
+
+def _drawn(
+    kind: type[Window], rows: list[Row], width: int, height: int
+) -> tuple[dict[int, dict[int, tuple[str, str]]], dict[int, dict[int, str]], int]:
+    screen = Screen()
+    window = kind(RowsControl(lambda: rows), wrap_lines=True, dont_extend_height=True)
+    window.write_to_screen(screen, MouseHandlers(), WritePosition(0, 0, width, height), "", False, None)
+    cells = {y: {x: (c.char, c.style) for x, c in row.items()} for y, row in screen.data_buffer.items() if row}
+    escapes = {y: dict(row) for y, row in screen.zero_width_escapes.items() if row}
+    return cells, escapes, screen.height
