@@ -9,7 +9,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any, Final
 
 from dashfloat.channel import Channel, PeerDied
-from dashfloat.procutil import FORK, become_child, set_name, start_sharing, stop_process
+from dashfloat.procutil import FORK, become_child, die_with_parent, set_name, start_sharing, stop_process
 from dashfloat.protocol import ExecutorToAgent, LlmToAgent, SandboxState, Shutdown
 
 STOP_GRACE_S: Final = 0.3
@@ -63,6 +63,9 @@ def _worker_entry(
     target: Callable[..., None], conn: Connection, name: str, log_path: str, close_fds: list[int], *args: Any
 ) -> None:
     become_child(log_path, close_fds)
+    # From the start, not only once its imports are done: an agent killed meanwhile (a start abandoned under load)
+    # takes the worker along at once. The worker's own loop may pick another signal later (the executor does).
+    die_with_parent()
     set_name(name)
     target(conn, *args)
 
