@@ -96,7 +96,7 @@ ERASE_BELOW = "\r\x1b[2K\x1b[C\x1b[J\r"
 """Erase the cursor's row and all below it, never with ED at the screen's first cell: tmux (scroll-on-clear)
 copies a screen erased from its home position into its history, stale frame and all."""
 COMPLETION_MENU_ROWS = 8
-CPR_WAIT_S = 0.5
+CPR_WAIT_S = 2.0
 """How long after a resize the erase waits for the cursor-position report it asked for; then it erases
 without it (a terminal that stopped answering), and rows in the terminal's history may show twice."""
 UNWRAPPED_COLUMNS = 1 << 20
@@ -186,8 +186,9 @@ class TuiShell:
         self._reflows = terminal_reflows(options.env)
         self._settle_s = resize_settle_s(options.env)
         self._wraps_erased = terminal_wraps_erased_cells(options.env)
-        self._kept_cells: dict[int, list[int]] = {}
-        """Per row of the live region: the cells the terminal holds there (what it re-wraps on a resize)."""
+        self._kept_widths: dict[int, int] = {}
+        """Per row of the live region: the widest drawing since the renderer last erased from the region's top,
+        which the terminal still holds as cells (what tmux re-wraps on a resize)."""
         self._resized_at = 0.0
         self._probe_sent: float | None = None
         self._probe_row: int | None = None
@@ -199,6 +200,9 @@ class TuiShell:
         self.app._on_resize = self._on_resize  # type: ignore[method-assign]
         self._draw = self.app._redraw
         self.app._redraw = self._redraw  # type: ignore[method-assign]
+        self._frame_size: Size | None = None
+        self._terminal_size = self.app.output.get_size
+        self.app.output.get_size = self._output_size  # type: ignore[method-assign]
         self.app.before_render += lambda _: self._before_render()
         self._report_cursor_row = self.app.renderer.report_absolute_cursor_row
         self.app.renderer.report_absolute_cursor_row = self._on_cursor_row  # type: ignore[method-assign]
@@ -409,7 +413,7 @@ class TuiShell:
         renderer._last_screen = shifted
         renderer._cursor_pos = Point(x=cursor.x, y=cursor.y - count)
         renderer._min_available_height = max(0, renderer._min_available_height - count)
-        self._kept_cells = {y - count: cells for y, cells in self._kept_cells.items() if y >= count}
+        self._kept_widths = {y - count: width for y, width in self._kept_widths.items() if y >= count}
         self._drawn = None
         return True
 
@@ -427,11 +431,23 @@ class TuiShell:
         self.app._redraw()
 
     def _redraw(self, render_as_done: bool = False) -> None:
-        """Every frame: none while a resize settles (the tick draws once it has: ``_dirty``)."""
+        """Every frame: none while a resize settles (the tick draws once it has: ``_dirty``).
+
+        The frame is drawn at the size just checked, even if the window changes while it is drawn: a size read
+        anew by the renderer would draw the new size over a region not yet erased for it (seen under load).
+        """
         if not render_as_done and self._settling():
             self._dirty = True
             return
-        self._draw(render_as_done)
+        self._frame_size = self._size_seen
+        try:
+            self._draw(render_as_done)
+        finally:
+            self._frame_size = None
+
+    def _output_size(self) -> Size:
+        """The terminal's size; during a frame, the size that frame was checked at."""
+        return self._frame_size or self._terminal_size()
 
     def _settling(self) -> bool:
         """Whether the live region must not be drawn yet: a resize is still to be erased, or settles.
@@ -446,17 +462,19 @@ class TuiShell:
         if self.app.renderer._last_screen is None:
             # A reset renderer draws after erasing from the region's top (ED from the first column): the
             # terminal forgets every cell below, so the rows hold only what is drawn from now on.
-            self._kept_cells.clear()
+            self._kept_widths.clear()
 
     def _after_render(self) -> None:
-        """Note the cells the terminal now holds on each row (tmux re-wraps by them, not by the last frame)."""
+        """Note how wide each row was drawn (tmux re-wraps by the widest drawing, not by the last frame)."""
         screen = self.app.renderer._last_screen
         if not self._wraps_erased or screen is None:
             return
         has_style = self.app.renderer._style_string_has_style
-        kept = self._kept_cells
+        kept = self._kept_widths
         for y in range(screen.height):
-            kept[y] = overlaid_cells(kept.get(y, ()), drawn_cells(screen, y, has_style))
+            width = drawn_width(screen, y, has_style)
+            if width > kept.get(y, 0):
+                kept[y] = width
 
     def _on_cursor_row(self, row: int) -> None:
         """A cursor-position report: the answer to the probe sent after a resize, else the renderer's."""
@@ -505,7 +523,10 @@ class TuiShell:
         if screen is not None:
             has_style = renderer._style_string_has_style
             if self._wraps_erased:
-                lines = [self._kept_cells.get(y, []) for y in range(cursor.y + 1)]
+                lines = [
+                    overlaid_cells([1] * self._kept_widths.get(y, 0), drawn_cells(screen, y, has_style))
+                    for y in range(cursor.y + 1)
+                ]
             else:
                 lines = [drawn_cells(screen, y, has_style) for y in range(cursor.y + 1)]
         columns = size.columns if self._reflows else UNWRAPPED_COLUMNS
@@ -541,17 +562,32 @@ class TuiShell:
             y += span
             done += 1
         partial = cells if done < len(rows) and y == whole_lines else 0
-        if cache[1] is self.pending and self.pending:
-            self.pending = strand_pending(self.pending, done, width)
-        if not state.open_prose.strip():
+        drawn_pending = cache[1]
+        if drawn_pending and self.pending[: len(drawn_pending)] == drawn_pending:
+            self.pending = strand_pending(drawn_pending, done, width) + self.pending[len(drawn_pending) :]
+        drawn_state = cache[0]
+        if not drawn_state.open_prose.strip():
             return
-        prose = render_markdown(state.open_prose.rstrip(), width)[state.open_skip :]
+        prose = render_markdown(drawn_state.open_prose.rstrip(), width)[drawn_state.open_skip :]
         starts = range(len(rows) - len(prose), -1, -1)
         start = next((i for i in starts if tuple(rows[i : i + len(prose)]) == prose), None)
         if start is None or not prose or done < start:
             return  # not all of the block was drawn (taller than its budget), or none of it is in the history
         whole = min(done - start, len(prose))
-        self.state = strand_open(state, whole, partial if whole < len(prose) else 0)
+        cells = partial if whole < len(prose) else 0
+        # Text may have arrived since that frame: only what it drew is in the history.
+        if state.open_skip != drawn_state.open_skip or not state.open_prose.startswith(drawn_state.open_prose.rstrip()):
+            return
+        now = render_markdown(state.open_prose.rstrip(), width)[state.open_skip :]
+        same = 0
+        while same < min(len(now), len(prose)) and now[same] == prose[same]:
+            same += 1
+        if whole > same:  # the first row that changed since (the last one grew): its drawn part only
+            drawn, grown = _text_of(prose[same]), _text_of(now[same]) if same < len(now) else ""
+            whole, cells = same, len(drawn) if grown.startswith(drawn) else 0
+        elif cells and (same >= len(now) or _text_of(now[same])[:cells] != _text_of(prose[same])[:cells]):
+            cells = 0
+        self.state = strand_open(state, whole, cells)
         self._dirty = True
 
     # ------------------------------------------------------------ drawing
@@ -887,6 +923,10 @@ def scrub(row: Row) -> Row:
     return tuple((style, sanitize(text.replace("\n", " "))) for style, text in row)
 
 
+def _text_of(row: Row) -> str:
+    return "".join(text for _, text in row)
+
+
 def strand_pending(pending: tuple[Entry, ...], rows: int, width: int) -> tuple[Entry, ...]:
     """Entries waiting to be printed, less their top ``rows`` rows (drawn at ``width``) that a resize pushed
     into the terminal's history: a whole entry there is printed already, of one cut across only the rest is."""
@@ -901,6 +941,20 @@ def strand_pending(pending: tuple[Entry, ...], rows: int, width: int) -> tuple[E
         else:
             left.append(entry)
     return tuple(left)
+
+
+def drawn_width(screen: Screen, y: int, has_style: Mapping[str, bool] | None) -> int:
+    """The columns prompt_toolkit wrote on row ``y`` (``drawn_cells``' total), found from the row's end: per frame."""
+    row = screen.data_buffer[y]
+    if not row:
+        return 0
+    x = max(row)
+    while x >= 0:
+        ch = row.get(x)
+        if ch is not None and (ch.char != " " or (has_style is not None and has_style[ch.style])):
+            return x + max(1, ch.width)
+        x -= 1
+    return 0
 
 
 def drawn_cells(screen: Screen, y: int, has_style: Mapping[str, bool] | None) -> list[int]:
