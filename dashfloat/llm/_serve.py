@@ -67,11 +67,13 @@ class _Loop:
                     # Deltas arriving within DELTA_BATCH_S of the last message join the next one; a stream's end
                     # (its thread wakes us for it even now) or a message from the agent ends the hold at once.
                     hold_until = self._last_sent + DELTA_BATCH_S
-                    while self.channel.conn not in ready and not self._ending():
-                        left = hold_until - time.monotonic()
-                        if not worth_holding(left):
-                            break
+                    while self.channel.conn not in ready:
+                        # Cleared before the outbox is looked at: a stream queues first and wakes after, so an end
+                        # queued after the look has its wake-up still to come and ends the wait below.
                         self._clear_wakes()
+                        left = hold_until - time.monotonic()
+                        if self._ending() or not worth_holding(left):
+                            break
                         ready = self._either.wait(sources, left)
                     self._clear_wakes()
                     for stream in list(self.streams.values()):
