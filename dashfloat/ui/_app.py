@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import time
@@ -87,6 +88,9 @@ from dashfloat.ui.state import (
 TICK_S = 1 / 30
 """The only timer. 33 ms keeps every token within one frame of arriving (below what reads as lag)
 while capping redraws at 30/s however fast tokens come; the spinner advances every 100 ms on it."""
+IDLE_TICK_S = 0.5
+"""With nothing moving (no turn, confirmation, resize or hint), the tick waits this long unless something
+to draw wakes it at once: an idle session for hours must not wake 30 times a second (1.4 % of a core)."""
 ESC_TIMEOUT_S = 0.05
 """How long a lone Esc byte waits to see whether it starts an escape sequence."""
 KEY_SEQUENCE_TIMEOUT_S = 0.15
@@ -132,6 +136,8 @@ class UiOptions:
     theme: Theme = field(default_factory=Theme)
     notify: bool = True
     """The bell (and OSC 9/777) when a confirmation waits or a long turn ends (--no-notify: off)."""
+    idle_tick_s: float = IDLE_TICK_S
+    """How long an idle tick waits without a change (tests set it long, to show that changes wake it)."""
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     """Which notification escapes the terminal understands is read from here, and whether to mark frames
     (``DASHFLOAT_FRAME_MARKS``, for benchmarks: ui/_frames.py)."""
@@ -157,7 +163,8 @@ class TuiShell:
         self.state: UiState = initial(clock(), model=options.model, cwd=options.cwd, approval=options.approval)
         self.pending: tuple[Entry, ...] = ()
         """Entries taken from the outbox, drawn live until they are printed into the scrollback."""
-        self._dirty = True
+        self._wake = asyncio.Event()
+        self._dirty_flag = True
         self._status_key: tuple[str, ...] = ()
         self._live_cache: tuple[UiState, tuple[Entry, ...], int, list[Row]] | None = None
         self._fd: int | None = None
@@ -214,6 +221,17 @@ class TuiShell:
         """Answer text received so far, when frames are marked (None: not marked)."""
         if self._shown_chars is not None:
             self.app.after_render += lambda _: self._mark_frame()
+
+    @property
+    def _dirty(self) -> bool:
+        """Something visible changed: the next tick draws. Setting it wakes an idle tick at once."""
+        return self._dirty_flag
+
+    @_dirty.setter
+    def _dirty(self, value: bool) -> None:
+        self._dirty_flag = value
+        if value:
+            self._wake.set()
 
     # ------------------------------------------------------------ running
 
@@ -273,11 +291,38 @@ class TuiShell:
         loop = asyncio.get_running_loop()
         due = loop.time()
         while True:
-            # A fixed rate: the tick draws, and sleeping a whole tick after that would stretch it by the frame's
-            # time. A late tick is not made up with a burst.
-            due = max(due + TICK_S, loop.time())
-            await asyncio.sleep(due - loop.time())
+            if self._quiet():
+                # Nothing moves: wait for a change (a message, a key, a resize mark the UI dirty) or IDLE_TICK_S.
+                # No await separates the last tick from this clear, so no change can slip in between.
+                self._wake.clear()
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can turn the app's cancellation at exit into a
+                # TimeoutError, which would be swallowed here and keep the loop (and the exit) waiting.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.options.idle_tick_s):
+                        await self._wake.wait()
+                due = loop.time()
+            else:
+                # A fixed rate: the tick draws, and sleeping a whole tick after that would stretch it by the
+                # frame's time. A late tick is not made up with a burst.
+                due = max(due + TICK_S, loop.time())
+                await asyncio.sleep(due - loop.time())
             self.tick()
+
+    def _quiet(self) -> bool:
+        """Whether no frame is due until something changes: nothing animates, waits for time, or is left to draw."""
+        state = self.state
+        return not (
+            self._dirty
+            or state.busy
+            or state.live_output is not None
+            or state.last_ctrl_c is not None
+            or state.hint is not None
+            or state.outbox
+            or self.pending
+            or self._search is not None
+            or self._probe_sent is not None
+            or time.monotonic() < self._settle_until
+        )
 
     def tick(self) -> None:
         """One frame: advance time, commit finished entries, redraw if anything visible changed."""
@@ -429,6 +474,7 @@ class TuiShell:
         """SIGWINCH: erase the live region from where the terminal's re-wrap left its top, draw it anew."""
         self._erase_if_resized()
         self.app._redraw()
+        self._wake.set()  # an idle tick looks at the new size now
 
     def _redraw(self, render_as_done: bool = False) -> None:
         """Every frame: none while a resize settles (the tick draws once it has: ``_dirty``).

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -233,6 +234,7 @@ def main() -> int:
     parser.add_argument("--log", required=True)
     parser.add_argument("--no-color", action="store_true")
     parser.add_argument("--cwd", default=".")
+    parser.add_argument("--idle-tick", type=float, default=None)
     args = parser.parse_args()
     os.chdir(args.cwd)
     with open(args.log, "a") as f:
@@ -242,6 +244,8 @@ def main() -> int:
         options = UiOptions(
             no_color=args.no_color, approval="ask", model="fake-model", cwd=os.getcwd(), home=os.environ.get("HOME")
         )
+        if args.idle_tick is not None:
+            options = dataclasses.replace(options, idle_tick_s=args.idle_tick)
         return run_tui(link, options)
     finally:
         link.stop()
