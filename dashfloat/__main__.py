@@ -1,5 +1,5 @@
 """`python -m dashfloat`."""
 
-from dashfloat.cli import entry
+from dashfloat._entry import entry
 
 entry()

@@ -56,3 +56,20 @@ def test_ctrl_c_before_the_ui_took_over_exits_130_without_a_traceback() -> None:
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=20)
     assert result.returncode == 130
     assert result.stderr == ""
+
+
+def test_ctrl_c_while_the_command_line_is_still_being_imported_exits_130_quietly() -> None:
+    """The window before dashfloat.cli has loaded: the console script's first module guards it."""
+    script = (
+        "import builtins\n"
+        "real = builtins.__import__\n"
+        "def interrupted(name, *args, **kwargs):\n"
+        "    if name == 'dashfloat.cli':\n"
+        "        raise KeyboardInterrupt\n"
+        "    return real(name, *args, **kwargs)\n"
+        "builtins.__import__ = interrupted\n"
+        "from dashfloat._entry import entry\n"
+        "entry()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", "")
