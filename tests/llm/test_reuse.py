@@ -13,7 +13,15 @@ import pytest
 from dashfloat.llm._http import process_session
 from dashfloat.llm._limits import BODY_END_MAX_BYTES, BODY_END_WAIT_S, READ_CHUNK_BYTES
 from dashfloat.protocol import CancelStream, ContentDelta
-from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
+from dashfloat.testing.sse_server import (
+    BodyItem,
+    Pause,
+    Reply,
+    ScriptedServer,
+    sse_event,
+    text_reply,
+    tool_calls_reply,
+)
 from tests.llm.conftest import Llm
 
 TLS_DIR = Path(__file__).parent / "tls"
@@ -136,3 +144,21 @@ def test_the_session_never_crosses_a_fork() -> None:
     with os.fdopen(read_end, "rb") as answer:
         assert answer.read() == b"own"
     os.waitpid(pid, 0)
+
+
+def _dribble_after_done() -> Iterator[BodyItem]:
+    yield _content("dribbled")
+    yield FINISH + DONE
+    for _ in range(100_000):  # a comment, a byte every 50 ms: each read comes well within BODY_END_WAIT_S
+        yield Pause(0.05)
+        yield b":"
+
+
+def test_a_body_dribbled_after_done_is_given_up_after_body_end_wait_s_in_all(llm: Llm, server: ScriptedServer) -> None:
+    """BODY_END_WAIT_S crossed in all, not per read: a server that keeps sending a byte at a time after [DONE]
+    costs its connection, not the answer."""
+    server.enqueue(Reply(body=_dribble_after_done()))
+    assert llm.run(server.base_url, timeout_s=30).done.content == "dribbled"
+    server.enqueue(text_reply("next"))
+    assert llm.run(server.base_url).done.content == "next"
+    assert server.connections == 2
