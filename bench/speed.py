@@ -62,9 +62,12 @@ def _children_cpu_s() -> float:
 
 def _headless(server: ScriptedServer, cwd: Path, env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
     # stdin /dev/null: a piped stdin would be read (and an open, silent one waited for) as the prompt's input
+    # Started in the work tree, not the checkout: `python -m` puts the current directory first on sys.path, so
+    # from the checkout it would import the checkout's package whatever install the row means to time.
     return subprocess.Popen(
         dashfloat_argv(server, cwd, *args),
         env=env,
+        cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
