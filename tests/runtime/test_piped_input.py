@@ -27,6 +27,16 @@ from dashfloat.testing.sse_server import ScriptedServer, text_reply
 from tests.e2e import dashfloat_argv, isolated_environment
 
 
+def piped(
+    server: ScriptedServer, tree: Path, tmp_path: Path, stdin: bytes, *args: str
+) -> subprocess.CompletedProcess[bytes]:
+    """The real CLI with ``stdin`` piped in, to its end."""
+    argv = dashfloat_argv(server, tree, *args)
+    return subprocess.run(
+        argv, env=isolated_environment(tmp_path), input=stdin, capture_output=True, timeout=60, check=False
+    )
+
+
 def user_content(server: ScriptedServer) -> str:
     [user] = [m for m in server.requests[0]["messages"] if m["role"] == "user"]
     content = user["content"]
@@ -107,14 +117,7 @@ def test_a_long_log_keeps_its_end() -> None:
 def test_piped_text_reaches_the_model_with_the_prompt(tree: Path, tmp_path: Path) -> None:
     with ScriptedServer() as server:
         server.enqueue(text_reply("Looks right."))
-        done = subprocess.run(
-            dashfloat_argv(server, tree, "-p", "review this diff"),
-            env=isolated_environment(tmp_path),
-            input=b"-old line\n+new line\n",
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
+        done = piped(server, tree, tmp_path, b"-old line\n+new line\n", "-p", "review this diff")
         assert done.returncode == 0, done.stderr
         assert done.stdout.decode() == "Looks right.\n"
         assert user_content(server) == "review this diff\n\n<stdin>\n-old line\n+new line\n</stdin>"
@@ -123,13 +126,13 @@ def test_piped_text_reaches_the_model_with_the_prompt(tree: Path, tmp_path: Path
 def test_a_long_log_reaches_the_model_with_its_end(tree: Path, tmp_path: Path) -> None:
     with ScriptedServer() as server:
         server.enqueue(text_reply("ok"))
-        done = subprocess.run(
-            dashfloat_argv(server, tree, "-p", "why does it fail?"),
-            env=isolated_environment(tmp_path),
-            input=b"".join(b"test %d passed\n" % n for n in range(20_000)) + b"FINAL SUMMARY: 1 failed\n",
-            capture_output=True,
-            timeout=60,
-            check=False,
+        done = piped(
+            server,
+            tree,
+            tmp_path,
+            b"".join(b"test %d passed\n" % n for n in range(20_000)) + b"FINAL SUMMARY: 1 failed\n",
+            "-p",
+            "why does it fail?",
         )
         assert done.returncode == 0, done.stderr
         content = user_content(server)
@@ -174,14 +177,7 @@ def _read_all(main: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
 
 def test_the_prompt_on_stdin_over_the_bound_is_refused(tree: Path, tmp_path: Path) -> None:
     with ScriptedServer() as server:
-        done = subprocess.run(
-            dashfloat_argv(server, tree, "-p", "-"),
-            env=isolated_environment(tmp_path),
-            input=b"y" * (STDIN_PROMPT_MAX_BYTES + 1),
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
+        done = piped(server, tree, tmp_path, b"y" * (STDIN_PROMPT_MAX_BYTES + 1), "-p", "-")
         assert done.returncode == 2
         assert done.stderr.decode() == f"dashfloat: the prompt on stdin is over {STDIN_PROMPT_MAX_BYTES} bytes\n"
         assert not server.requests
@@ -189,14 +185,7 @@ def test_the_prompt_on_stdin_over_the_bound_is_refused(tree: Path, tmp_path: Pat
 
 def test_the_tui_without_a_terminal_says_what_to_use_instead(tree: Path, tmp_path: Path) -> None:
     with ScriptedServer() as server:
-        done = subprocess.run(
-            dashfloat_argv(server, tree),
-            env=isolated_environment(tmp_path),
-            input=b"hello\n",
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
+        done = piped(server, tree, tmp_path, b"hello\n")
         assert done.returncode == 2
         assert done.stderr.decode() == (
             "dashfloat: the TUI needs a terminal on stdin and stdout; in a script use -p PROMPT (or -p - for stdin)\n"
