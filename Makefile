@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-stranding run install compile lint typecheck pytest bench bench-quick clean
+.PHONY: test run install compile lint typecheck pytest bench bench-quick clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,11 +41,6 @@ pytest: $(STAMP)
 	done
 
 test: lint typecheck pytest
-
-# Rows a resize pushes into tmux's history (ADR 0035): not in `make test`, since one row at the history's edge
-# still shows twice in about 1 run in 4; run it after touching the resize code.
-test-stranding: $(STAMP)
-	DASHFLOAT_STRANDING_TESTS=1 $(BIN)/pytest -q -n 0 tests/tui/test_tui_resize.py -k pushes
 
 # Byte-compile up front, as a wheel install would: start-up then never pays for compiling our own modules
 # (matters where PYTHONDONTWRITEBYTECODE is set, as on CI machines).

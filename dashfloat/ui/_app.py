@@ -631,7 +631,7 @@ class TuiShell:
         if whole > same:  # the first row that changed since (the last one grew): its drawn part only
             drawn, grown = _text_of(prose[same]), _text_of(now[same]) if same < len(now) else ""
             whole, cells = same, len(drawn) if grown.startswith(drawn) else 0
-        elif cells and (same >= len(now) or _text_of(now[same])[:cells] != _text_of(prose[same])[:cells]):
+        elif cells and (whole >= len(now) or _text_of(now[whole])[:cells] != _text_of(prose[whole])[:cells]):
             cells = 0
         self.state = strand_open(state, whole, cells)
         self._dirty = True

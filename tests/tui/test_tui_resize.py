@@ -36,9 +36,6 @@ PYTE_SIZES = tuple((cols, 26) for cols, _ in SIZES)
 STRANDING_SIZES: tuple[tuple[int, int], ...] = ((30, 12), (90, 26), (45, 10), (100, 30), (40, 12), (90, 26))
 """Small enough that the open paragraph's top rows go into the history (measured: 9 rows at 30x12)."""
 TALL_OPEN_WORDS = 200
-STRANDING_TESTS_ENV = "DASHFLOAT_STRANDING_TESTS"
-"""Runs the stranding check. Not in ``make test``: in about 1 run in 4 one row at the edge of the history
-shows twice (ADR 0035's limits), and a gate that fails by chance is no gate."""
 PROMPTS = 3
 SHORT_WORDS = 6
 """Words of a committed paragraph: its rows stay narrower than the narrowest window (pyte cuts wider ones)."""
@@ -243,8 +240,6 @@ def test_rows_a_resize_pushes_into_the_history_are_not_drawn_again(app: App) -> 
     # program hears of the resize (ADR 0035). They are cut from the open block, not drawn a second time.
     if isinstance(app.screen, PyteScreen):
         pytest.skip("pyte drops the rows a shorter screen loses (xterm keeps them): nothing is stranded there")
-    if os.environ.get(STRANDING_TESTS_ENV) != "1":
-        pytest.skip(f"runs with {STRANDING_TESTS_ENV}=1 (make test-stranding): one row at the history's edge still")
     app.sizes = STRANDING_SIZES
     _stream_through_resizes(app, TALL_OPEN_WORDS)
 
