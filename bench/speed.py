@@ -60,14 +60,17 @@ def _children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _headless(server: ScriptedServer, cwd: Path, env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
-    # stdin /dev/null: a piped stdin would be read (and an open, silent one waited for) as the prompt's input
-    # Started in the work tree, not the checkout: `python -m` puts the current directory first on sys.path, so
-    # from the checkout it would import the checkout's package whatever install the row means to time.
+def _headless(
+    server: ScriptedServer, cwd: Path, env: dict[str, str], *args: str, started_in: Path | None = None
+) -> subprocess.Popen[bytes]:
+    # stdin /dev/null: a piped stdin would be read (and an open, silent one waited for) as the prompt's input.
+    # Started from the checkout (the default), `python -m` imports the checkout's package first on sys.path,
+    # without the editable install's finder: what a regular install costs. ``started_in`` elsewhere lets the
+    # install comparison import through the install it means to time.
     return subprocess.Popen(
         dashfloat_argv(server, cwd, *args),
         env=env,
-        cwd=cwd,
+        cwd=started_in,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -371,7 +374,7 @@ def _first_request_ms(server: ScriptedServer, root: Path, env: dict[str, str]) -
     server.enqueue(text_reply("hi"))
     seen = len(server.requests)
     started = time.perf_counter()
-    main = _headless(server, root, env, "-p", "hello")
+    main = _headless(server, root, env, "-p", "hello", started_in=root)
     server.wait_requests(seen + 1, 20)
     elapsed = _ms_since(started)
     main.wait(30)
