@@ -56,6 +56,19 @@ def isolated_environment(tmp_path: Path) -> dict[str, str]:
     return {**env, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
 
 
+def tui_environment(tmp_path: Path) -> dict[str, str]:
+    """The environment for the real TUI in a pty: private home and XDG dirs, none of the developer's provider,
+    DashFloat or NO_COLOR settings, and this checkout importable."""
+    kept = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "DASHFLOAT_", "NO_COLOR"))}
+    return {
+        **kept,
+        "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+        "HOME": str(tmp_path),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+    }
+
+
 def dashfloat_argv(server: ScriptedServer, cwd: Path | str, *extra: str) -> list[str]:
     """The real CLI's command line against the scripted server."""
     return [sys.executable, "-m", "dashfloat", "--cwd", str(cwd), "--base-url", server.base_url, "--model", "m", *extra]

@@ -10,7 +10,6 @@ line) is left behind.
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 import time
@@ -25,9 +24,9 @@ import pytest
 
 from dashfloat.testing.sse_server import BodyItem, Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
 from dashfloat.ui.render import PHASE_WORDS
-from tests.e2e import dashfloat_argv
+from tests.e2e import dashfloat_argv, tui_environment
 from tests.tmux_harness import TMUX, TmuxPane
-from tests.ui.ui_pty import REPO, Term
+from tests.ui.ui_pty import Term
 
 SIZES: tuple[tuple[int, int], ...] = ((40, 26), (90, 26), (60, 20), (100, 30), (45, 24), (90, 26))
 """Narrower and wider, shorter and taller: each resize re-wraps what the last one drew."""
@@ -119,16 +118,6 @@ class App:
     sizes: tuple[tuple[int, int], ...]
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
-    return {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "DASHFLOAT_", "NO_COLOR"))},
-        "PYTHONPATH": str(REPO),
-        "HOME": str(tmp_path),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-    }
-
-
 @pytest.fixture(params=["tmux", "pyte"])
 def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[App]:
     tree = tmp_path / "tree"
@@ -138,12 +127,12 @@ def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[App]:
         if request.param == "tmux":
             if TMUX is None:
                 pytest.skip("tmux is not installed: the re-wrapping case is covered by pyte's sibling only in part")
-            pane = TmuxPane(argv, {**_env(tmp_path), "TERM": "tmux-256color"}, tmp_path, cols=90, rows=26)
+            pane = TmuxPane(argv, {**tui_environment(tmp_path), "TERM": "tmux-256color"}, tmp_path, cols=90, rows=26)
             screen: Screen = TmuxScreen(pane)
             close = pane.close
             sizes = SIZES
         else:
-            term = Term(argv, _env(tmp_path), cols=90, rows=26)
+            term = Term(argv, tui_environment(tmp_path), cols=90, rows=26)
             screen = PyteScreen(term)
             close = term.close
             sizes = PYTE_SIZES

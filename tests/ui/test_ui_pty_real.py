@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,8 +10,8 @@ import psutil
 import pytest
 
 from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
-from tests.e2e import dashfloat_argv
-from tests.ui.ui_pty import CTRL_D, ENTER, ESC, REPO, Term
+from tests.e2e import dashfloat_argv, tui_environment
+from tests.ui.ui_pty import CTRL_D, ENTER, ESC, Term
 
 
 @dataclass
@@ -22,23 +21,13 @@ class Session:
     tree: Path
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
-    return {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "DASHFLOAT_", "NO_COLOR"))},
-        "PYTHONPATH": str(REPO),
-        "HOME": str(tmp_path),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-    }
-
-
 @pytest.fixture
 def session(tmp_path: Path) -> Iterator[Session]:
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "a.txt").write_text("alpha\nbeta\n")
     with ScriptedServer() as server:
-        term = Term(dashfloat_argv(server, tree), _env(tmp_path), cols=90, rows=26)
+        term = Term(dashfloat_argv(server, tree), tui_environment(tmp_path), cols=90, rows=26)
         try:
             assert term.wait_for("● Idle · m", 20), term.text()
             yield Session(term, server, tree)
@@ -155,7 +144,8 @@ def test_continue_replays_the_transcript_into_the_scrollback(session: Session, t
     assert session.term.wait_for("I will remember this.")
     session.term.send(CTRL_D)
     assert session.term.wait_exit(10) == 0
-    again = Term(dashfloat_argv(session.server, session.tree, "--continue"), _env(tmp_path), cols=90, rows=26)
+    argv = dashfloat_argv(session.server, session.tree, "--continue")
+    again = Term(argv, tui_environment(tmp_path), cols=90, rows=26)
     try:
         assert again.wait_for("● Idle · m", 20), again.text()
         assert again.wait_for("❯ remember me") and again.wait_for("I will remember this."), again.text()
