@@ -58,6 +58,7 @@ from dashfloat.ui._reflow import (
     terminal_wraps_erased_cells,
 )
 from dashfloat.ui._rows_control import RowsControl, RowsWindow
+from dashfloat.ui._screen_diff import install as install_screen_diff
 from dashfloat.ui._text import Row, row_width, sanitize
 from dashfloat.ui._theme import Theme
 from dashfloat.ui.render import PROMPT_MARK, render_entry, render_live, render_status, to_formatted
@@ -155,6 +156,7 @@ class TuiShell:
         output: Output | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        install_screen_diff()  # the new rows of a frame written as runs, not cell by cell (ADR 0040)
         self.link = link
         self.options = options
         self._turn_started: float | None = None
