@@ -6,6 +6,7 @@ import os
 import select
 import sys
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,7 +15,16 @@ from typing import Any
 import psutil
 
 from dashfloat.agent import AgentOptions
-from dashfloat.protocol import AgentToUi, ApprovalMode, PhaseChanged, ProviderConfig, TurnEnded
+from dashfloat.protocol import (
+    AgentToUi,
+    ApprovalMode,
+    ClearSession,
+    PhaseChanged,
+    ProviderConfig,
+    SessionCleared,
+    SystemEntry,
+    TurnEnded,
+)
 from dashfloat.runtime import AgentProcess
 from dashfloat.testing.sse_server import ScriptedServer
 
@@ -74,22 +84,47 @@ def dashfloat_argv(server: ScriptedServer, cwd: Path | str, *extra: str) -> list
     return [sys.executable, "-m", "dashfloat", "--cwd", str(cwd), "--base-url", server.base_url, "--model", "m", *extra]
 
 
+_unread: weakref.WeakKeyDictionary[AgentProcess, list[AgentToUi]] = weakref.WeakKeyDictionary()
+"""Messages a collect received after the one it waited for (they came in the same batch): the next collect on
+that link starts with them (dropping them lost a turn's end that came with its tool result, and the next wait for
+it timed out)."""
+
+
 def collect(
     link: AgentProcess,
     until: Callable[[AgentToUi], bool],
     timeout_s: float = 10.0,
     into: list[Any] | None = None,
 ) -> list[AgentToUi]:
-    """Receive messages until ``until(message)`` holds (that message included); fail on timeout."""
+    """Receive messages until ``until(message)`` holds (that message included); fail on timeout. What came after
+    that message is kept for the next collect on ``link``."""
     got: list[AgentToUi] = [] if into is None else into
+    unread = _unread.setdefault(link, [])
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        select.select([link.fileno()], [], [], 0.05)
-        for message in link.receive():
+    while True:
+        while unread:
+            message = unread.pop(0)
             got.append(message)
             if until(message):
                 return got
-    raise AssertionError(f"timed out; got {got!r}")
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out; got {got!r}")
+        select.select([link.fileno()], [], [], 0.05)
+        unread.extend(link.receive())
+
+
+def fresh_conversation(link: AgentProcess) -> None:
+    """/clear, and wait for all it answers: the next turn's request carries only its own messages (a timed turn
+    after many others would otherwise send, and be slowed by, the whole conversation so far)."""
+    link.send(ClearSession())
+    cleared = False
+
+    def announced(message: AgentToUi) -> bool:
+        nonlocal cleared
+        cleared = cleared or isinstance(message, SessionCleared)
+        return cleared and isinstance(message, SystemEntry)
+
+    collect(link, announced)
 
 
 def turn_over(message: AgentToUi) -> bool:
