@@ -11,6 +11,7 @@ import contextlib
 import http.client
 import os
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -127,6 +128,9 @@ def body_chunks(response: requests.Response) -> Iterator[bytes]:
         return
     body = ChunkedBody()
     read1 = source.read1
+    connection = getattr(raw, "connection", None)
+    tls = getattr(connection, "sock", None)
+    tls = tls if isinstance(tls, ssl.SSLSocket) else None
     while not body.done:
         try:
             read = read1(READ_CHUNK_BYTES)
@@ -135,11 +139,43 @@ def body_chunks(response: requests.Response) -> Iterator[bytes]:
         except Exception:
             with catcher():
                 raise
+        if tls is not None and len(read) < READ_CHUNK_BYTES:
+            read = with_records_waiting(read1, tls, read)
         yield body.feed(read)
         if body.error is not None:
             raise body.error  # after the data before it
     fp.close()  # what http.client does after the last chunk: the socket stays open for the next request
     raw.read1(READ_CHUNK_BYTES)  # b"": urllib3 sees the end and releases the connection
+
+
+def with_records_waiting(read1: Callable[[int], bytes], sock: ssl.SSLSocket, first: bytes) -> bytes:
+    """``first`` and the TLS records that have already arrived behind it, up to READ_CHUNK_BYTES in all, without
+    waiting for more.
+
+    A plain socket's read takes everything the kernel holds; a TLS socket's takes one record (OpenSSL decrypts
+    record by record), and a provider that writes each event on its own sends one record per event. Without this,
+    a read was one event, and the batching window after each small read (``holds_next_read``) let a paced stream
+    over TLS — every real provider — through at one event per window. The socket is non-blocking meanwhile, so a
+    read finds a whole record or nothing (a peek at the socket could not tell a record from a TLS message that
+    carries no data, and a read would then wait for the next event). A failure here ends the draining only: the
+    next read meets it again, after ``first`` was delivered."""
+    parts = [first]
+    size = len(first)
+    timeout = sock.gettimeout()
+    try:
+        sock.settimeout(0.0)
+        while size < READ_CHUNK_BYTES:
+            more = read1(READ_CHUNK_BYTES - size)
+            if not more:
+                break  # closed: the next read says so
+            parts.append(more)
+            size += len(more)
+    except OSError:  # ssl.SSLWantReadError: nothing more has arrived (or a failure, met again by the next read)
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            sock.settimeout(timeout)
+    return b"".join(parts) if len(parts) > 1 else first
 
 
 def finish_body(reads: Iterator[bytes], limit: int, wait_s: float) -> None:

@@ -1,0 +1,81 @@
+"""A read of a TLS stream takes every record that has already arrived, as a read of a plain socket takes every byte
+(real TLS server on 127.0.0.1; the records are counted in the socket's queue before the read, so nothing is timed)."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+from collections.abc import Iterator
+
+import pytest
+import requests
+
+from dashfloat.llm._http import body_chunks, process_session
+from dashfloat.llm._limits import READ_CHUNK_BYTES
+from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, sse_event
+from tests.e2e import wait_for
+from tests.llm.test_reuse import TLS_DIR
+
+HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream", "Accept-Encoding": "identity"}
+
+
+@pytest.fixture
+def tls_server() -> Iterator[ScriptedServer]:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(TLS_DIR / "cert.pem", TLS_DIR / "key.pem")
+    with ScriptedServer(tls=context) as scripted:
+        yield scripted
+
+
+def records_waiting(sock: socket.socket) -> int:
+    """Whole TLS records received and not yet read (each: a 5-byte header whose last two bytes give its length)."""
+    try:
+        queued = socket.socket.recv(sock, 1 << 20, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except BlockingIOError:
+        return 0
+    count = start = 0
+    while start + 5 <= len(queued):
+        start += 5 + int.from_bytes(queued[start + 3 : start + 5], "big")
+        if start > len(queued):
+            break
+        count += 1
+    return count
+
+
+def _stream(server: ScriptedServer, items: list[bytes]) -> tuple[requests.Response, ssl.SSLSocket]:
+    """A streamed response whose body items the server wrote one by one (a TLS record each), then kept open."""
+    server.enqueue(Reply(body=[*items, Pause(30)]))
+    sockets: list[socket.socket] = []
+    session = process_session(sockets.append)
+    verify = str(TLS_DIR / "cert.pem")
+    response = session.post(
+        f"{server.base_url}/chat/completions", data=b"{}", headers=HEADERS, stream=True, timeout=30, verify=verify
+    )
+    (sock,) = sockets
+    assert isinstance(sock, ssl.SSLSocket)
+    assert wait_for(lambda: records_waiting(sock) >= len(items))
+    return response, sock
+
+
+def test_one_read_takes_every_event_a_provider_wrote_on_its_own(tls_server: ScriptedServer) -> None:
+    """A provider writes each event on its own: one TLS record per event. One read gives them all (it gave one, and
+    the batching window then let a paced stream through at one event per window)."""
+    events = [sse_event({"choices": [{"index": 0, "delta": {"content": f"t{n} "}}]}) for n in range(20)]
+    response, _ = _stream(tls_server, events)
+    with response:
+        assert next(body_chunks(response)) == b"".join(events)
+
+
+def test_a_read_takes_at_most_read_chunk_bytes_of_waiting_records(tls_server: ScriptedServer) -> None:
+    """READ_CHUNK_BYTES crossed: records waiting beyond it are left for the next read; nothing is lost."""
+    comments = [b": " + bytes([97 + n]) * 10_000 + b"\n\n" for n in range(10)]  # ~100 KB in 10 records
+    response, sock = _stream(tls_server, comments)
+    with response:
+        reads = body_chunks(response)
+        first = next(reads)
+        assert len(comments[0]) < len(first) <= READ_CHUNK_BYTES < sum(map(len, comments))
+        assert sock.gettimeout() == 30  # the socket's timeout is back after the reads that did not wait
+        data = first
+        while len(data) < len(b"".join(comments)):
+            data += next(reads)
+        assert data == b"".join(comments)
