@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
+import platform
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -119,3 +122,41 @@ def test_a_running_process_is_described_as_running() -> None:
         assert describe_exit(process) == "still running"
     finally:
         stop_process(process, 0.0)
+
+
+# The heap given back must be most of what was freed: glibc keeps some for its own bins (this is no timed bound).
+FREED_MB = 32
+GIVEN_BACK_AT_LEAST = 0.5
+
+_FREE_THEN_MEASURE = """
+import json, os, sys
+from dashfloat.procutil import FORK, release_free_heap, start_sharing
+
+def resident() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+blocks = [bytearray(4000) for _ in range({count})]  # each above pymalloc's 512 bytes: glibc's heap
+top = bytearray(4000)  # allocated last: the heap cannot shrink from its end, only a trim gives the rest back
+del blocks
+before = resident()
+if sys.argv[1] == "trim":
+    given = release_free_heap()
+else:  # a fork through start_sharing trims first
+    child = FORK.Process(target=os._exit, args=(0,))
+    start_sharing(child)
+    child.join()
+    given = True
+print(json.dumps([before, resident(), given]))
+"""
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="malloc_trim is glibc's")
+@pytest.mark.parametrize("how", ["trim", "fork"])
+def test_freed_heap_pages_are_given_back_to_the_kernel(how: str) -> None:
+    freed = FREED_MB * 2**20
+    script = _FREE_THEN_MEASURE.format(count=freed // 4000)
+    result = subprocess.run([sys.executable, "-c", script, how], capture_output=True, text=True, timeout=60, check=True)
+    before, after, given = json.loads(result.stdout)
+    assert given is True
+    assert before - after >= GIVEN_BACK_AT_LEAST * freed, (before, after)

@@ -9,7 +9,15 @@ from multiprocessing.process import BaseProcess
 from typing import Any, Final
 
 from dashfloat.channel import Channel, PeerDied
-from dashfloat.procutil import FORK, become_child, die_with_parent, set_name, start_sharing, stop_process
+from dashfloat.procutil import (
+    FORK,
+    become_child,
+    die_with_parent,
+    release_free_heap,
+    set_name,
+    start_sharing,
+    stop_process,
+)
 from dashfloat.protocol import ExecutorToAgent, LlmToAgent, SandboxState, Shutdown
 
 STOP_GRACE_S: Final = 0.3
@@ -50,6 +58,7 @@ class ForkedWorker:
 def _llm_main(conn: Connection) -> None:
     from dashfloat.llm import serve  # imported in the child: requests is the LLM process's own, not the agent's
 
+    release_free_heap()  # the HTTP stack's import scratch, freed but resident
     serve(conn)
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from types import FrameType
 
 from dashfloat.agent import AgentOptions
-from dashfloat.procutil import become_subreaper, reap_orphans
+from dashfloat.procutil import become_subreaper, reap_orphans, release_free_heap
 from dashfloat.runtime._agent_link import AgentProcess
 
 
@@ -64,8 +64,11 @@ def run(
         if prompt is not None:
             from dashfloat.runtime.printer import Printer  # after the fork: the agent starts meanwhile
 
+            release_free_heap()  # the configuration's and the imports' scratch
             return Printer(link, json_mode, verbose=verbose).run(prompt)
         from dashfloat.ui import UiOptions, run_tui
+
+        release_free_heap()
 
         ui_options = UiOptions(
             no_color=no_color,
