@@ -1,32 +1,43 @@
-"""Markdown source -> screen rows (pure): markdown-it-py parses, pygments highlights code blocks."""
+"""Markdown source -> screen rows (pure): markdown-it-py parses, pygments highlights code blocks.
+
+markdown-it-py and pygments' lexers are imported by the first document rendered, not with the UI: a TUI that has
+shown no answer yet never needs them (~1.5 MB of the main process's memory, issue 19; docs/decisions/0042).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import functools
+from typing import TYPE_CHECKING
 
-from markdown_it import MarkdownIt
-from markdown_it.tree import SyntaxTreeNode
-from pygments.lexer import Lexer
-from pygments.lexers import TextLexer, get_lexer_by_name
-from pygments.lexers._mapping import LEXERS
-from pygments.token import Token
-from pygments.util import ClassNotFound
+from pygments.token import Token  # loaded with the UI's pygments style anyway
 
 from dashfloat.ui._text import Fragment, Row, clip, hard_break, indent, row_width, sanitize, width_of, wrap
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.tree import SyntaxTreeNode
+    from pygments.lexer import Lexer
 
 MARKDOWN_CACHE_ENTRIES = 256
 """Rendered blocks kept per (source, width): the live region re-renders the same open block each tick."""
 CODE_INDENT = "  "
 MIN_TABLE_COLUMN = 3
 
-_PARSER = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+
+@functools.cache
+def _parser() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
 
 
 @functools.lru_cache(maxsize=MARKDOWN_CACHE_ENTRIES)
 def render_markdown(source: str, width: int) -> tuple[Row, ...]:
     """Rows for a Markdown document at ``width`` columns (raw HTML is shown as text)."""
-    tree = SyntaxTreeNode(_PARSER.parse(sanitize(source)))
+    from markdown_it.tree import SyntaxTreeNode
+
+    tree = SyntaxTreeNode(_parser().parse(sanitize(source)))
     return tuple(_blocks(tree.children, max(8, width), tight=False))
 
 
@@ -127,16 +138,23 @@ def _list(node: SyntaxTreeNode, width: int) -> list[Row]:
     return rows
 
 
-_BUILTIN_ALIASES: frozenset[str] = frozenset(alias for (_, _, aliases, _, _) in LEXERS.values() for alias in aliases)
+@functools.cache
+def _builtin_aliases() -> frozenset[str]:
+    from pygments.lexers._mapping import LEXERS
+
+    return frozenset(alias for (_, _, aliases, _, _) in LEXERS.values() for alias in aliases)
 
 
 @functools.lru_cache(maxsize=64)
 def _lexer(language: str) -> Lexer:
     # pygments' own lexers only: get_lexer_by_name would scan installed plugins' entry points (file I/O on the
     # UI loop) for every unknown fence language. Importing a built-in lexer's module the first time is accepted.
+    from pygments.lexers import TextLexer, get_lexer_by_name
+    from pygments.util import ClassNotFound
+
     alias = language.lower()
     lexer: Lexer = TextLexer(stripnl=False, ensurenl=False)
-    if alias in _BUILTIN_ALIASES:
+    if alias in _builtin_aliases():
         with contextlib.suppress(ClassNotFound):
             lexer = get_lexer_by_name(alias, stripnl=False, ensurenl=False)
     return lexer

@@ -1,0 +1,61 @@
+"""The real TUI leaves markdown-it-py and pygments' lexers unimported until an answer needs them (issue 19: idle
+memory; docs/decisions/0042). Python reports each import on stderr (PYTHONPROFILEIMPORTTIME), which in a pty is the
+screen's byte stream; the children send their stderr to the log once started, so what shows is the main process's."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dashfloat.testing.sse_server import ScriptedServer, text_reply
+from tests.e2e import dashfloat_argv
+from tests.pty_harness import WAIT_S, Terminal
+
+LAZY = (b"markdown_it", b"pygments.lexers")
+
+
+def imported(raw: bytes, module: bytes) -> bool:
+    """Whether the import-time report names ``module`` (``import time: self | cumulative | name``)."""
+    return re.search(rb"import time:[^\n]*\|\s+" + re.escape(module) + rb"\s", raw) is not None
+
+
+def wait_raw(term: Terminal, module: bytes) -> bool:
+    """Pump until the stream reports ``module`` imported or WAIT_S passes (a condition, not a sleep)."""
+    for _ in range(int(WAIT_S / 0.05)):
+        if imported(bytes(term.raw), module):
+            return True
+        if not term.pump(0.05):
+            break
+    return imported(bytes(term.raw), module)
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    with ScriptedServer() as scripted:
+        yield scripted
+
+
+def test_markdown_and_lexers_are_imported_by_the_first_answer_not_at_idle(
+    tree: Path, isolated_env: dict[str, str], server: ScriptedServer
+) -> None:
+    env = {**isolated_env, "PYTHONPROFILEIMPORTTIME": "1"}
+    term = Terminal(dashfloat_argv(server, tree), env, cols=100, rows=30)
+    try:
+        assert term.wait_for("Idle", visible_only=True, timeout_s=WAIT_S), term.text()
+        term.settle(quiet_s=0.5)
+        raw = bytes(term.raw)
+        assert imported(raw, b"prompt_toolkit")  # the report reaches us: its absence below means something
+        for module in LAZY:
+            assert not imported(raw, module), module
+
+        server.enqueue(text_reply("Some **bold** words.\n\n```python\nprint('lexed')\n```\n"))
+        term.send("go\r")
+        assert wait_raw(term, b"markdown_it"), bytes(term.raw)[-2000:]
+        assert wait_raw(term, b"pygments.lexers.python"), bytes(term.raw)[-2000:]
+        assert term.wait_for("print('lexed')", timeout_s=WAIT_S), term.text()
+        assert term.wait_for("Some bold words.", timeout_s=WAIT_S), term.text()  # rendered, not shown raw
+    finally:
+        term.close()
