@@ -111,7 +111,7 @@ class _Loop:
                 if cached is not None:
                     self.channel.send(msgspec.structs.replace(cached, request_id=request_id))
                 else:
-                    Discovery(message, self._discovered).begin()
+                    Discovery(message, self._discovered, self.memory.props).begin()
             case CancelStream():
                 self._cancel(message.request_id, "the request was cancelled.")
             case Shutdown():

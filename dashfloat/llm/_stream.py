@@ -22,6 +22,7 @@ import msgspec
 import requests
 import urllib3.exceptions
 
+from dashfloat.jsonvalue import JsonValue
 from dashfloat.llm._errors import (
     RETRYABLE_KINDS,
     Cancelled,
@@ -76,6 +77,8 @@ class ProviderMemory:
     """Providers that sent a native tool call (``auto`` then stops reading calls written as text)."""
     probed: set[str] = field(default_factory=set)
     """Servers asked once whether their chat template takes tools (llama.cpp ``/props``)."""
+    props: dict[str, JsonValue] = field(default_factory=dict)
+    """The ``/props`` body the window discovery got (None: none), so that the stream does not ask again."""
     warned_tools: set[str] = field(default_factory=set)
     """Servers already warned about dropping the tools (the warning is given once)."""
 
@@ -258,7 +261,10 @@ class Stream:
             headers["Authorization"] = f"Bearer {key}"
         if base not in self._memory.probed:
             self._memory.probed.add(base)
-            self._probe_tools(base, headers, min(PROBE_TIMEOUT_S, self.start.idle_timeout_s))
+            if base in self._memory.props:  # the window discovery asked already
+                self._check_props(base, self._memory.props[base])
+            else:
+                self._probe_tools(base, headers, min(PROBE_TIMEOUT_S, self.start.idle_timeout_s))
         attempt = 1
         while True:
             dropped = self._memory.dropped.setdefault(base, set())
@@ -379,6 +385,10 @@ class Stream:
             return
         finally:
             self._let_go()
+        self._check_props(base, props)
+
+    def _check_props(self, base: str, props: JsonValue) -> None:
+        """Warn once when a llama.cpp ``/props`` body says the chat template takes no tools."""
         caps = props.get("chat_template_caps") if isinstance(props, dict) else None
         if isinstance(caps, dict) and (caps.get("supports_tools") is False or caps.get("supports_tool_calls") is False):
             self._warn_tools(

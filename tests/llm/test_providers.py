@@ -20,7 +20,16 @@ from dashfloat.llm._limits import (
     REPEAT_MIN_COUNT,
     SSE_EVENT_MAX_LINES,
 )
-from dashfloat.protocol import ChatMessage, FunctionCall, ReadFileArgs, StreamStatus, ToolCallRecord
+from dashfloat.protocol import (
+    ChatMessage,
+    DiscoverWindow,
+    FunctionCall,
+    ProviderConfig,
+    ReadFileArgs,
+    StreamStatus,
+    ToolCallRecord,
+    WindowFound,
+)
 from dashfloat.testing.sse_server import (
     Drop,
     Pause,
@@ -179,6 +188,20 @@ def test_a_llama_server_without_tool_support_is_named_once(llm: Llm, server: Scr
     assert server.gets == ["/props"]
     assert llm.run(server.base_url).of(StreamStatus) == []  # once, and /props asked once
     assert server.gets == ["/props"]
+
+
+def test_props_fetched_by_the_window_discovery_are_not_asked_again_by_the_stream(
+    llm: Llm, server: ScriptedServer
+) -> None:
+    server.props = {"chat_template_caps": {"supports_tools": False}, "n_ctx": 8192}
+    server.enqueue(text_reply("invented"))
+    provider = ProviderConfig(name="test", base_url=server.base_url, model="m")
+    llm.channel.send(DiscoverWindow(request_id=7001, provider=provider))
+    found = llm.channel.recv()
+    assert isinstance(found, WindowFound) and (found.window, found.detail) == (8192, "llama.cpp /props n_ctx")
+    warnings = [s for s in llm.run(server.base_url).of(StreamStatus) if s.level == "warning"]
+    assert len(warnings) == 1 and "no tool support" in warnings[0].text  # from the discovery's /props
+    assert server.gets.count("/props") == 1
 
 
 def test_a_server_with_tool_support_or_no_props_gets_no_warning(llm: Llm, server: ScriptedServer) -> None:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -159,3 +163,72 @@ def test_nonsense_from_the_server_is_ignored_with_a_notice() -> None:
 def test_nothing_listening_is_answered_quickly_as_assumed() -> None:
     found = discover(ProviderConfig(name="t", base_url="http://127.0.0.1:9/v1", model="m"))
     assert (found.window, found.source) == (w.DEFAULT_ASSUMED_WINDOW, "assumed")
+
+
+class _AllAtOnce(BaseHTTPRequestHandler):
+    """Answers no probe until all five are in flight (a discovery asking one after the other never gets there)."""
+
+    protocol_version = "HTTP/1.1"
+    server: _ProbeServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def _answer(self) -> None:
+        if self.command == "POST":
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            self.server.barrier.wait()
+            together = True
+        except threading.BrokenBarrierError:
+            together = False
+        with self.server.lock:
+            self.server.seen.append((self.path, together))
+        body = json.dumps({"default_generation_settings": {"n_ctx": 4096}} if self.path == "/props" else {}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = _answer
+    do_POST = _answer
+
+    def finish(self) -> None:
+        super().finish()
+        with self.server.lock:
+            self.server.closed += 1
+
+
+class _ProbeServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _AllAtOnce)
+        self.barrier = threading.Barrier(5, timeout=20)
+        self.lock = threading.Lock()
+        self.seen: list[tuple[str, bool]] = []
+        self.closed = 0
+
+
+def test_a_local_server_is_asked_every_probe_at_once_and_left_one_connection() -> None:
+    server = _ProbeServer()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        found = discover(ProviderConfig(name="t", base_url=f"http://127.0.0.1:{server.server_port}/v1", model="m"))
+        assert (found.window, found.detail) == (4096, "llama.cpp /props n_ctx")
+        assert sorted(server.seen) == [
+            ("/api/ps", True),
+            ("/api/show", True),
+            ("/api/v0/models", True),
+            ("/props", True),
+            ("/v1/models", True),
+        ]
+        # The probes' own connections are closed; the one the chat request will reuse stays open.
+        deadline = time.monotonic() + 20
+        while server.closed < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.closed == 4
+    finally:
+        server.shutdown()
+        server.server_close()
