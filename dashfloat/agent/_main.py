@@ -16,7 +16,8 @@ def agent_process_main(conn: Connection, log_path: str, close_fds: list[int]) ->
 
     The options are the pipe's first frame (``AgentOptions`` as JSON), not a fork argument: the main process forks
     us before it reads the configuration, so the LLM worker's imports (its HTTP stack, the longest of all) overlap
-    that work and ours (issue 19). The executor needs the options (root, sandbox), so it is forked once they came.
+    that work and ours (issue 19). The executor needs the options (root, sandbox); the shell forks it once its first
+    messages went out (the window discovery is on the first request's path, the executor is not).
     """
     become_child(log_path, close_fds)
     die_with_parent()
@@ -33,5 +34,4 @@ def agent_process_main(conn: Connection, log_path: str, close_fds: list[int]) ->
         return
     options = msgspec.json.decode(options_json, type=AgentOptions)
     workers.configure(options.cwd, options.exec_timeout_s, options.sandbox)
-    workers.prefork_executor()
     serve(conn, options, workers)

@@ -46,6 +46,8 @@ class Worker(Protocol):
 
     def exit_reason(self) -> str: ...
 
+    def ask_stop(self) -> None: ...
+
     def stop(self) -> None: ...
 
 
@@ -82,11 +84,22 @@ class AgentShell:
         self.core = core
         self.workers = workers
         self.llm = workers.start_llm()
-        self.executor = workers.start_executor()
+        self._executor: Worker | None = None
         self.pgids: dict[str, int] = {}
         self.ui_gone = False
         self.llm_heard = time.monotonic()
         self.readiness = Readiness()
+
+    @property
+    def executor(self) -> Worker:
+        """The executor process, started on first use (``run`` starts it once the first messages are sent)."""
+        if self._executor is None:
+            self._executor = self.workers.start_executor()
+        return self._executor
+
+    @executor.setter
+    def executor(self, worker: Worker) -> None:
+        self._executor = worker
 
     def _guard(self, step: Callable[_P, None], *args: _P.args, **kwargs: _P.kwargs) -> None:
         try:
@@ -149,6 +162,9 @@ class AgentShell:
             self._announce_restart("the executor process", reason)
         self._guard(self.core.on_executor_died, reason)
 
+    def _start_executor(self) -> None:
+        _ = self.executor
+
     def _announce_restart(self, what: str, reason: str) -> None:
         text = f"{what} died ({reason}); a fresh one was started"
         self.core.outbox.append(("ui", SystemEntry(text=text, level="warning")))
@@ -199,6 +215,10 @@ class AgentShell:
             self._guard(self.core.on_executor, message)
 
     def run(self) -> None:
+        # The first messages (the window discovery, the ready message) go before the executor is started: its
+        # imports would compete with the LLM worker's for the two cores on the first request's path (issue 19).
+        self.flush()
+        self._start_executor()
         deadline: float | None = None
         while True:
             self.flush()
@@ -236,8 +256,11 @@ class AgentShell:
                 if executor.sentinel in ready and self.executor is executor:
                     self._executor_died()
         self.flush()
-        self.llm.stop()
-        self.executor.stop()
+        running = [self.llm] if self._executor is None else [self.llm, self._executor]
+        for worker in running:  # asked together, they wind down (and the kernel tears them down) at once
+            worker.ask_stop()
+        for worker in running:
+            worker.stop()
         for pgid in self.pgids.values():
             kill_group(pgid)
 

@@ -32,6 +32,7 @@ class ForkedWorker:
     def __init__(self, process: BaseProcess, channel: Channel[Any]) -> None:
         self.process = process
         self._channel = channel
+        self._asked = False
 
     @property
     def channel(self) -> Channel[Any]:
@@ -45,9 +46,14 @@ class ForkedWorker:
         # it closed its pipe, so it is going; one that lingers is no use to us any more
         return stop_process(self.process, STOP_GRACE_S, ask=None)
 
+    def ask_stop(self) -> None:
+        """Send Shutdown and return: a ``stop`` after it only waits (several workers then stop at once)."""
+        self._ask_shutdown(self.process)
+        self._asked = True
+
     def stop(self) -> None:
-        """Ask it to stop, then make sure: Shutdown, a short grace, SIGKILL, reap."""
-        stop_process(self.process, STOP_GRACE_S, ask=self._ask_shutdown)
+        """Ask it to stop (unless ``ask_stop`` did), then make sure: a short grace, SIGKILL, reap."""
+        stop_process(self.process, STOP_GRACE_S, ask=None if self._asked else self._ask_shutdown)
         self._channel.close()
 
     def _ask_shutdown(self, process: BaseProcess) -> None:
@@ -97,7 +103,6 @@ class ForkWorkers:
         self.held_fds = list(held_fds)
         self._live: list[ForkedWorker] = []
         self._preforked_llm: ForkedWorker | None = None
-        self._preforked_executor: ForkedWorker | None = None
 
     def configure(self, root: str, exec_timeout_s: float, sandbox: SandboxState) -> None:
         """The executor's settings, when they come after the LLM worker was forked (the agent's options)."""
@@ -109,24 +114,13 @@ class ForkWorkers:
         """Fork the LLM worker now, before the agent imports its own code: its imports run in parallel with ours."""
         self._preforked_llm = self.start_llm()
 
-    def prefork_executor(self) -> None:
-        """Fork the executor now; ``start_executor`` hands it over when the agent's shell starts.
-
-        Its code is imported here first, in the agent, while the LLM worker still imports its HTTP stack: the
-        pages are then shared, and a child importing after the fork copies more than its modules (the interned
-        names, sys.modules): measured ~2 MB less across the two, and the executor is ready at once.
-        """
-        from dashfloat.executor import serve  # noqa: F401
-
-        self._preforked_executor = self.start_executor()
-
     def abandon(self) -> None:
         """Kill every worker at once: they were forked for a start that did not happen and hold nothing yet."""
         for worker in self._live:
             stop_process(worker.process, 0.0, ask=None)
             worker.channel.close()
         self._live = []
-        self._preforked_llm = self._preforked_executor = None
+        self._preforked_llm = None
 
     def _start(self, target: Callable[..., None], union: Any, name: str, process_name: str, *args: Any) -> ForkedWorker:
         """Fork ``target(conn, *args)``; ``name`` names the channel, ``process_name`` the process."""
@@ -154,9 +148,11 @@ class ForkWorkers:
         return self._start(_llm_main, LlmToAgent, "llm->agent", LLM_PROCESS_NAME)
 
     def start_executor(self) -> ForkedWorker:
-        if self._preforked_executor is not None:
-            worker, self._preforked_executor = self._preforked_executor, None
-            return worker
+        # Its code is imported here first, in the agent: the pages are then shared, and a child importing after
+        # the fork copies more than its modules (the interned names, sys.modules): measured ~2 MB less across the
+        # two (ADR 0038).
+        from dashfloat.executor import serve  # noqa: F401
+
         return self._start(
             _executor_main,
             ExecutorToAgent,

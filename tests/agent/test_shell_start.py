@@ -1,0 +1,102 @@
+"""The agent shell's start and end, with workers at the end of real pipes: the window discovery goes out before
+the executor is forked (its imports are not on the first request's path), and both workers are asked to stop
+before either is waited for."""
+
+from __future__ import annotations
+
+import os
+from multiprocessing import Pipe
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from dashfloat.agent import AgentOptions
+from dashfloat.agent._process import AgentShell
+from dashfloat.agent._startup import build_core
+from dashfloat.channel import Channel
+from dashfloat.protocol import (
+    AgentToLlm,
+    AgentToUi,
+    DiscoverWindow,
+    ExecutorToAgent,
+    LlmToAgent,
+    ProviderConfig,
+    Shutdown,
+)
+
+
+class _Worker:
+    """A worker process stood in for by the far end of a pipe; records what the shell asks of it."""
+
+    def __init__(self, name: str, union: Any, events: list[object]) -> None:
+        ours, self.far = Pipe()
+        self.name = name
+        self.events = events
+        self._channel: Channel[Any] = Channel(ours, union, name)
+        self._never_r, self._never_w = os.pipe()  # a sentinel that never fires: the worker does not die here
+
+    @property
+    def channel(self) -> Channel[Any]:
+        return self._channel
+
+    @property
+    def sentinel(self) -> int:
+        return self._never_r
+
+    def exit_reason(self) -> str:
+        return "exit code 0"
+
+    def ask_stop(self) -> None:
+        self.events.append(("ask_stop", self.name))
+
+    def stop(self) -> None:
+        self.events.append(("stop", self.name))
+        for fd in (self._never_r, self._never_w):
+            os.close(fd)
+
+
+class _Workers:
+    def __init__(self) -> None:
+        self.events: list[object] = []
+        self.llm: _Worker | None = None
+
+    def start_llm(self) -> _Worker:
+        self.events.append("start_llm")
+        self.llm = _Worker("llm", LlmToAgent, self.events)
+        return self.llm
+
+    def start_executor(self) -> _Worker:
+        assert self.llm is not None
+        far: Channel[AgentToLlm] = Channel(self.llm.far, AgentToLlm, "agent->llm")
+        received = []
+        while far.poll():
+            received.append(type(far.recv()).__name__)
+        self.events.append(("start_executor", received))
+        return _Worker("executor", ExecutorToAgent, self.events)
+
+
+def test_the_window_discovery_goes_out_before_the_executor_is_forked_and_workers_stop_together(
+    tmp_path: Path,
+) -> None:
+    provider = ProviderConfig(name="t", base_url="http://127.0.0.1:9/v1", model="m")
+    options = AgentOptions(provider=provider, cwd=str(tmp_path))
+    ui_far, ui_ours = Pipe()
+    ui: Channel[AgentToUi] = Channel(ui_far, AgentToUi, "agent->ui")
+    workers = _Workers()
+    shell = AgentShell(ui_ours, build_core(options), workers)
+    ui.send(Shutdown())
+    shell.run()
+    assert workers.events == [
+        "start_llm",
+        ("start_executor", [DiscoverWindow.__name__]),
+        ("ask_stop", "llm"),
+        ("ask_stop", "executor"),
+        ("stop", "llm"),
+        ("stop", "executor"),
+    ]
+    _close(ui_far, ui_ours)
+
+
+def _close(*conns: Connection) -> None:
+    for conn in conns:
+        conn.close()
