@@ -1,21 +1,57 @@
-"""The console script's first step: nothing heavy is imported before Ctrl-C is handled.
+"""The console script's first step: fork the agent early, and import nothing heavy before Ctrl-C is handled.
 
-``dashfloat.cli`` imports argparse and the catalogue (tens of milliseconds); a Ctrl-C landing in that import
-would print a KeyboardInterrupt traceback from the script wrapper. Here it exits 130 quietly instead.
+``dashfloat.cli`` imports argparse, the catalogue, the configuration (tens of milliseconds); a Ctrl-C landing in
+that import would print a KeyboardInterrupt traceback from the script wrapper. Here it exits 130 quietly instead.
+
+The agent is forked before any of that (issue 19): it forks its LLM worker at once, and the worker's HTTP stack,
+the longest import of all, runs on the second core while this process parses the flags and reads the
+configuration. Only what every process shares is imported first (the messages, the pipe, OpenSSL).
 """
 
 from __future__ import annotations
 
 import os
-from typing import NoReturn
+import sys
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from dashfloat.runtime import AgentProcess
 
 EXIT_INTERRUPTED = 130  # the same as dashfloat.cli's, which cannot be imported yet
+NO_EARLY_AGENT = frozenset({"-h", "--help", "--version", "sessions"})
+"""Arguments of a run that starts no agent: an agent forked for it would only be stopped again."""
+
+
+def starts_agent(args: Sequence[str]) -> bool:
+    """Whether a run with these arguments is worth an early agent (a guess: a wrong one costs time, not
+    correctness; the command line starts its own agent when there is none)."""
+    return not NO_EARLY_AGENT.intersection(args)
+
+
+def early_agent(args: Sequence[str]) -> AgentProcess | None:
+    """The agent, forked before the configuration is read, or None (no agent needed, or no state directory:
+    the command line says why)."""
+    if not starts_agent(args):
+        return None
+    from dashfloat.runtime import start_agent
+    from dashfloat.sessions.state import LOG_FILENAME, ensure_private_dir, state_dir
+
+    state = state_dir(os.environ)
+    try:
+        ensure_private_dir(state)  # the agent's log lives there
+    except OSError:
+        return None
+    return start_agent(str(state / LOG_FILENAME))
 
 
 def entry() -> NoReturn:
-    """Import the command line under a Ctrl-C guard, then run it."""
+    """Fork the agent, import the command line under a Ctrl-C guard, then run it."""
     try:
+        agent = early_agent(sys.argv[1:])
         from dashfloat.cli import entry as run
     except KeyboardInterrupt:
+        # The agent (if forked) sees its pipe close with us, stops its worker and exits.
         os._exit(EXIT_INTERRUPTED)
-    run()
+    run(agent)

@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Final, NoReturn
+from typing import TYPE_CHECKING, Final, NoReturn
 
 from dashfloat import __version__
 from dashfloat.catalogue import EXEC_TIMEOUT_DEFAULT_S, EXEC_TIMEOUT_MAX_S
@@ -22,6 +22,9 @@ from dashfloat.piped_input import (
     with_piped,
 )
 from dashfloat.terminal import hold_terminal
+
+if TYPE_CHECKING:
+    from dashfloat.runtime import AgentProcess
 
 EXIT_USAGE: Final = 2
 EXIT_INTERRUPTED: Final = 130
@@ -129,15 +132,16 @@ def _list_sessions() -> int:
     return 0
 
 
-def entry() -> NoReturn:
+def entry(agent: AgentProcess | None = None) -> NoReturn:
     """The console script and ``python -m dashfloat``: run, flush, and leave without interpreter teardown.
+    ``agent``: forked early by ``dashfloat._entry``, before the configuration was read.
 
     When ``main`` returns, the children are reaped (their session log is fsynced), the terminal is restored and
     the demo server stopped; what is left is flushing our own output. Tearing down the interpreter after that
     only frees memory the kernel frees anyway (40–80 ms, issue 19).
     """
     try:
-        code = main()
+        code = main(early_agent=agent)
     except KeyboardInterrupt:
         # Ctrl-C before the UI or the printer took over: whatever was started is stopped on the way out
         # (_launch, run); the shell's code for an interrupt, without a traceback.
@@ -149,7 +153,30 @@ def entry() -> NoReturn:
     os._exit(code)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+class _EarlyAgent:
+    """An agent forked before the flags were parsed: the launch takes it; any other way out stops it."""
+
+    def __init__(self, link: AgentProcess | None) -> None:
+        self.link = link
+
+    def take(self) -> AgentProcess | None:
+        link, self.link = self.link, None
+        return link
+
+    def stop(self) -> None:
+        if (link := self.take()) is not None:
+            link.shutdown()
+
+
+def main(argv: Sequence[str] | None = None, early_agent: AgentProcess | None = None) -> int:
+    early = _EarlyAgent(early_agent)
+    try:
+        return _main(argv, early)
+    finally:
+        early.stop()  # a usage error, a --help, a Ctrl-C: the agent that waited for its options goes too
+
+
+def _main(argv: Sequence[str] | None, early: _EarlyAgent) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "sessions":
         return _list_sessions()
@@ -188,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # First, before the heavy imports: keys typed while the TUI starts are held, not echoed (terminal.py).
     restore_terminal = hold_terminal(hold_keys=prompt is None and restore is None)
     try:
-        return _launch(args, cwd, prompt, restore, restore_terminal)
+        return _launch(args, cwd, prompt, restore, restore_terminal, early)
     finally:
         restore_terminal()
 
@@ -199,6 +226,7 @@ def _launch(
     prompt: str | None,
     restore: tuple[int | None, bool] | None,
     restore_terminal: Callable[[], None],
+    early: _EarlyAgent,
 ) -> int:
     from dashfloat.runtime import run, start_agent
     from dashfloat.sessions.state import LOG_FILENAME, ensure_private_dir, state_dir
@@ -210,7 +238,7 @@ def _launch(
         return _fail(f"cannot create the state directory {state}: {exc}")
     log_path = str(state / LOG_FILENAME)
     # The agent first, then the configuration: its LLM worker imports the HTTP stack meanwhile (issue 19).
-    link = start_agent(log_path)
+    link = early.take() or start_agent(log_path)
     try:
         from dashfloat.launch import Launch, LaunchError, prepare
 

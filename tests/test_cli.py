@@ -6,8 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
+import pytest
+
 from dashfloat import __version__
+from dashfloat._entry import starts_agent
 from dashfloat.cli import build_parser
+from tests.e2e import wait_for
 
 
 def dashfloat(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -48,7 +53,7 @@ def test_an_unknown_provider_is_a_usage_error(isolated_env: dict[str, str]) -> N
 def test_ctrl_c_before_the_ui_took_over_exits_130_without_a_traceback() -> None:
     program = (
         "import dashfloat.cli as cli\n"
-        "def interrupted() -> int:\n"
+        "def interrupted(*args: object, **kwargs: object) -> int:\n"
         "    raise KeyboardInterrupt\n"
         "cli.main = interrupted\n"
         "cli.entry()\n"
@@ -58,18 +63,78 @@ def test_ctrl_c_before_the_ui_took_over_exits_130_without_a_traceback() -> None:
     assert result.stderr == ""
 
 
-def test_ctrl_c_while_the_command_line_is_still_being_imported_exits_130_quietly() -> None:
-    """The window before dashfloat.cli has loaded: the console script's first module guards it."""
+@pytest.mark.parametrize("module", ["dashfloat.cli", "dashfloat.launch"])
+def test_ctrl_c_after_the_early_agent_was_forked_exits_130_quietly_and_stops_it(
+    module: str, isolated_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Ctrl-C while the command line is still being imported (the console script's first module guards it), or
+    while the configuration is read: the agent forked first, and its LLM worker, go too."""
+    pid_file = tmp_path / "agent.pid"
     script = (
-        "import builtins\n"
+        "import builtins, sys\n"
+        "import dashfloat._entry as first\n"
+        "early = first.early_agent\n"
+        "def recorded(args):\n"
+        "    link = early(args)\n"
+        f"    open({str(pid_file)!r}, 'w').write(str(link.pid))\n"
+        "    return link\n"
+        "first.early_agent = recorded\n"
         "real = builtins.__import__\n"
         "def interrupted(name, *args, **kwargs):\n"
-        "    if name == 'dashfloat.cli':\n"
+        f"    if name == {module!r}:\n"
         "        raise KeyboardInterrupt\n"
         "    return real(name, *args, **kwargs)\n"
         "builtins.__import__ = interrupted\n"
-        "from dashfloat._entry import entry\n"
-        "entry()\n"
+        f"sys.argv = ['dashfloat', '--cwd', {str(tmp_path)!r}, '-p', 'hi']\n"
+        "first.entry()\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False, env=isolated_env
+    )
     assert (done.returncode, done.stdout, done.stderr) == (130, "", "")
+    agent = int(pid_file.read_text())
+    assert wait_for(lambda: not _running(agent))  # its worker dies with it (PR_SET_PDEATHSIG)
+
+
+def _running(pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+
+
+@pytest.mark.parametrize(
+    ("args", "starts"),
+    [
+        (["-p", "hi"], True),
+        ([], True),
+        (["--resume", "abc"], True),
+        (["--version"], False),
+        (["--help"], False),
+        (["-h"], False),
+        (["sessions"], False),
+    ],
+)
+def test_an_agent_is_forked_early_only_for_a_run_that_needs_one(args: list[str], starts: bool) -> None:
+    assert starts_agent(args) is starts
+
+
+def test_a_usage_error_stops_the_early_agent(isolated_env: dict[str, str], tmp_path: Path) -> None:
+    script = (
+        "import sys\n"
+        "from dashfloat import cli\n"
+        "from dashfloat._entry import early_agent\n"
+        "link = early_agent(['-p', 'hi'])\n"
+        "print(link.pid, link.process.is_alive(), flush=True)\n"
+        f"code = cli.main(['--cwd', {str(tmp_path / 'missing')!r}, '-p', 'hi'], early_agent=link)\n"
+        "print(code, link.process.exitcode, flush=True)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True, env=isolated_env
+    )
+    forked, after = done.stdout.splitlines()
+    pid, alive = forked.split()
+    assert alive == "True"
+    assert after == "2 0"  # the usage error's code; the agent was stopped and reaped before main returned
+    assert "not a directory" in done.stderr
+    assert wait_for(lambda: not _running(int(pid)))

@@ -47,3 +47,16 @@ def test_a_name_the_package_does_not_export_is_an_attribute_error() -> None:
 
     with pytest.raises(AttributeError, match="no attribute 'nonesuch'"):
         _ = executor.nonesuch
+
+
+def test_the_console_script_forks_the_agent_before_it_loads_the_command_line() -> None:
+    """What ``dashfloat._entry`` imports to fork the agent: the shared modules, not the CLI nor the launch."""
+    probe = (
+        "import json, sys\n"
+        "import dashfloat._entry\n"
+        "import dashfloat.runtime._run, dashfloat.sessions.state  # what _entry imports to fork\n"
+        "late = ('argparse', 'dashfloat.cli', 'dashfloat.launch', 'dashfloat.runtime.printer', 'dashfloat.ui')\n"
+        f"print(json.dumps([m for m in late + {HEAVY!r} if m in sys.modules]))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(result.stdout) == []
