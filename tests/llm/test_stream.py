@@ -7,12 +7,15 @@ from typing import Any
 
 from dashfloat.catalogue import tools_catalogue
 from dashfloat.llm._limits import DELTA_BATCH_S, HOLD_MIN_S, PACED_READ_MAX_BYTES
+from dashfloat.llm._request import request_body
 from dashfloat.llm._serve import worth_holding
 from dashfloat.llm._stream import holds_next_read
 from dashfloat.protocol import (
     CancelStream,
+    ChatMessage,
     ContentDelta,
     ListDirectoryArgs,
+    ProviderConfig,
     ReadFileArgs,
     ReasoningDelta,
     StreamStatus,
@@ -55,6 +58,15 @@ def test_text_stream_request_shape_and_usage(llm: Llm, server: ScriptedServer) -
     assert body["stream_options"] == {"include_usage": True}
     assert body["tools"] == json.loads(json.dumps(tools_catalogue()))
     assert "tool_choice" not in body and "parallel_tool_calls" not in body
+
+
+def test_each_request_names_the_execute_command_default_in_force() -> None:
+    """The catalogue's JSON is built once per default timeout, not per request: a changed default still shows."""
+    provider = ProviderConfig(name="t", base_url="http://127.0.0.1:1/v1", model="m")
+    for timeout_s in (30.0, 120.0, 30.0):
+        body = json.loads(request_body(provider, [ChatMessage(role="user", content="hi")], set(), timeout_s))
+        assert body["tools"] == json.loads(json.dumps(tools_catalogue(timeout_s)))
+        assert f"killed after {timeout_s:g} s" in json.dumps(body["tools"])
 
 
 def test_authorization_only_when_the_key_is_set_and_extra_headers(llm: Llm, server: ScriptedServer) -> None:
