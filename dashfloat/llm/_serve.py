@@ -16,7 +16,7 @@ from dashfloat import procutil
 from dashfloat.channel import Channel, PeerDied, ProtocolError, Readiness
 from dashfloat.llm._discover import Discovery
 from dashfloat.llm._limits import DELTA_BATCH_S, DELTA_MAX_CHARS, HOLD_MIN_S
-from dashfloat.llm._stream import DeltaKind, ProviderMemory, Stream
+from dashfloat.llm._stream import DeltaKind, ProviderMemory, Stream, StreamThreads
 from dashfloat.protocol import (
     AgentToLlm,
     CancelStream,
@@ -45,6 +45,7 @@ class _Loop:
         self.channel = channel
         self.streams: dict[int, Stream] = {}
         self.memory = ProviderMemory()
+        self.threads = StreamThreads()
         self.windows: dict[tuple[str, str], WindowFound] = {}
         """Discovered windows by (base URL, model): each server is asked once per model."""
         self.found: collections.deque[tuple[DiscoverWindow, WindowFound]] = collections.deque()
@@ -105,7 +106,7 @@ class _Loop:
                     self._cancel(message.request_id, "replaced by a new request with the same id.")
                 stream = Stream(message, self._wake, self.memory)
                 self.streams[message.request_id] = stream
-                stream.begin()
+                stream.begin(self.threads)
             case DiscoverWindow(request_id=request_id, provider=provider):
                 cached = self.windows.get((provider.base_url, provider.model))
                 if cached is not None:
