@@ -16,7 +16,7 @@ import msgspec
 from dashfloat.catalogue import call_name
 from dashfloat.demo._model import Reply as DemoReply
 from dashfloat.demo._model import respond
-from dashfloat.procutil import become_child, die_with_parent, stop_process
+from dashfloat.procutil import become_child, die_with_parent, start_sharing, stop_process
 from dashfloat.protocol import ChatMessage, ProviderConfig, ToolArgs
 from dashfloat.testing.sse_server import BodyItem, Pause, Reply, ScriptedServer, sse_event
 
@@ -112,7 +112,7 @@ def start_demo(env: Mapping[str, str], close_fds: Sequence[int] = ()) -> Demo:
     process = context.Process(
         target=_serve, args=(theirs, delay_s, [ours.fileno(), *close_fds]), name="dashfloat-demo", daemon=True
     )
-    process.start()
+    start_sharing(process)  # frozen for its collector, our freed heap trimmed: it shares what it can (issue 19)
     theirs.close()
     port = int(ours.recv_bytes())
 
