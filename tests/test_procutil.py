@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import platform
@@ -12,9 +13,11 @@ import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
+from pathlib import Path
 
 import pytest
 
+import dashfloat
 from dashfloat.procutil import FORK, describe_exit, stop_process
 
 LONG_GRACE_S = 30.0  # generous: a stop that waits this long instead of acting would fail the suite's timeout
@@ -160,3 +163,49 @@ def test_freed_heap_pages_are_given_back_to_the_kernel(how: str) -> None:
     before, after, given = json.loads(result.stdout)
     assert given is True
     assert before - after >= GIVEN_BACK_AT_LEAST * freed, (before, after)
+
+
+SHORT_LIVED_FORKS = {"executor/_path_index.py"}
+"""Files that may ``os.fork`` without ``start_sharing``: a child that lives for one bounded walk, never idle."""
+
+
+def _started_directly(path: Path) -> list[str]:
+    """``x.start()`` calls on names bound to a ``….Process(…)`` in this source: a fork without start_sharing."""
+    tree = ast.parse(path.read_text())
+    processes: set[str] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Attribute)
+            and node.value.func.attr == "Process"
+        ):
+            processes.update(ast.unparse(target) for target in node.targets)
+    return [
+        f"{path.name}:{node.lineno}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "start"
+        and ast.unparse(node.func.value) in processes
+    ]
+
+
+def test_every_child_process_is_started_through_start_sharing() -> None:
+    """Frozen for its collector, our freed heap trimmed first (issue 19: idle memory), wherever a child forks."""
+    root = Path(dashfloat.__file__).parent
+    direct: list[str] = []
+    forks: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "procutil.py":
+            continue
+        direct += _started_directly(path)
+        if "os.fork()" in path.read_text() and str(path.relative_to(root)) not in SHORT_LIVED_FORKS:
+            forks.append(str(path.relative_to(root)))
+    assert direct == [] and forks == []
+
+
+def test_the_fork_check_sees_a_process_started_directly(tmp_path: Path) -> None:
+    source = tmp_path / "spawner.py"
+    source.write_text("p = FORK.Process(target=f)\np.start()\nself.q = ctx.Process()\nself.q.start()\n")
+    assert _started_directly(source) == ["spawner.py:2", "spawner.py:4"]
