@@ -403,6 +403,8 @@ class ScriptedServer:
         self._stopping = threading.Event()
         self.handler: Handler | None = None
         self.requests: list[dict[str, Any]] = []
+        self.arrived: list[float] = []
+        """``time.perf_counter()`` when each chat request had arrived whole (a bench times to it, not to a poll)."""
         self.headers: list[dict[str, str]] = []
         self.paths: list[str] = []
         self.gets: list[str] = []
@@ -454,6 +456,12 @@ class ScriptedServer:
         with self._lock:
             self._queue.extend(replies)
 
+    def arrival(self, index: int, timeout_s: float = 20.0) -> float:
+        """When chat request ``index`` (0 = the first this server got) arrived whole, once it has."""
+        if not self.wait_requests(index + 1, timeout_s):
+            raise TimeoutError(f"chat request {index} did not arrive within {timeout_s} s")
+        return self.arrived[index]
+
     def wait_requests(self, count: int, timeout_s: float = 5.0) -> bool:
         """Wait until ``count`` requests have arrived."""
         deadline = time.monotonic() + timeout_s
@@ -473,8 +481,10 @@ class ScriptedServer:
         return Reply(status, {"Content-Type": "application/json"}, [json.dumps(payload).encode()])
 
     def _record_and_pick(self, body: dict[str, Any], headers: dict[str, str], path: str) -> Reply:
+        arrived = time.perf_counter()
         tokens = count_tokens(body)
         with self._lock:
+            self.arrived.append(arrived)
             self.requests.append(body)
             self.headers.append(headers)
             self.paths.append(path)

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
+
+import pytest
+import requests
 
 from dashfloat.catalogue import tools_catalogue
 from dashfloat.llm._limits import DELTA_BATCH_S, HOLD_MIN_S, PACED_READ_MAX_BYTES
@@ -311,3 +315,14 @@ def test_the_serve_loop_holds_a_message_only_for_a_worthwhile_while() -> None:
     assert not worth_holding(HOLD_MIN_S * 0.99)
     assert not worth_holding(0.0)
     assert HOLD_MIN_S < DELTA_BATCH_S
+
+
+def test_the_scripted_server_notes_when_each_chat_request_arrived(server: ScriptedServer) -> None:
+    server.enqueue(text_reply("a"), text_reply("b"))
+    before = time.perf_counter()
+    for _ in range(2):
+        requests.post(f"{server.base_url}/chat/completions", json={"messages": []}, timeout=10).close()
+    assert before <= server.arrival(0) <= server.arrival(1) <= time.perf_counter()
+    assert len(server.arrived) == len(server.requests) == 2
+    with pytest.raises(TimeoutError):
+        server.arrival(2, timeout_s=0.05)
