@@ -1,7 +1,7 @@
-"""Asking a server for its context window: a few short requests in worker threads, answered once per model.
+"""Asking a server for its context window: a few short GETs in a worker thread, answered once per model.
 
-The parsers are in ``_window``; this module only makes the requests: a hosted API is asked one (``/models``), a
-local server five at once, each with DISCOVERY_TIMEOUT_S.
+The parsers are in ``_window``; this module only makes the requests, in an order that costs a hosted API
+one request (``/models``) and a local server at most five, each with DISCOVERY_TIMEOUT_S.
 """
 
 from __future__ import annotations
@@ -38,38 +38,11 @@ def _get(
         return None
 
 
-def _probe_alone(method: str, url: str, headers: dict[str, str], json: JsonValue, into: list[JsonValue]) -> None:
-    """One probe in a thread of its own, on a Session of its own closed after: no connection is left open at the
-    server (llama.cpp's HTTP server holds a thread for each)."""
-    session = requests.Session()
-    try:
-        into.append(_get(session, method, url, headers, json))
-    finally:
-        session.close()
-
-
-def _ask_all(asks: list[tuple[str, str, JsonValue]], headers: dict[str, str]) -> list[JsonValue]:
-    """Each (method, URL, JSON body)'s answer, all asked at once: the first on this process's Session (the chat
-    request that follows reuses its connection), the others each in a thread."""
-    answers: list[list[JsonValue]] = [[] for _ in asks[1:]]
-    threads = [
-        threading.Thread(target=_probe_alone, args=(method, url, headers, body, into), daemon=True)
-        for (method, url, body), into in zip(asks[1:], answers, strict=True)
-    ]
-    for thread in threads:
-        thread.start()
-    method, url, body = asks[0]
-    first = _get(process_session(), method, url, headers, body)
-    for thread in threads:
-        thread.join()
-    return [first, *(into[0] if into else None for into in answers)]
-
-
 def discover(provider: ProviderConfig, request_id: int = 0, props: dict[str, JsonValue] | None = None) -> WindowFound:
-    """Ask the server behind ``provider`` (blocking; a hosted API one request, a local server five at once).
+    """Ask the server behind ``provider`` (blocking; at most a few short requests).
 
-    ``props``: where to leave a local server's ``/props`` body (None when it gave none) under the provider's base
-    URL, so that the stream's look at the chat template does not ask again.
+    ``props``: where to leave a local server's ``/props`` answer (None when it gave none) under the provider's base
+    URL, when the probes got that far, so that the stream's look at the chat template does not ask again.
     """
     headers = {"Accept": "application/json", **provider.headers}
     key = os.environ.get(provider.api_key_env) if provider.api_key_env else None
@@ -78,33 +51,29 @@ def discover(provider: ProviderConfig, request_id: int = 0, props: dict[str, Jso
     base = provider.base_url.rstrip("/")
     root = w.server_root(base)
     model = provider.model
-    local = is_local_url(base)
-    probes: list[tuple[str, str, str, Probe]] = [
-        ("/models", "GET", f"{base}/models", lambda b: w.openai_models(b, model)),
+    probes: list[tuple[str, str, str, JsonValue, Probe]] = [
+        ("/models", "GET", f"{base}/models", None, lambda b: w.openai_models(b, model)),
     ]
-    if local:
+    props_url = f"{root}/props"
+    if is_local_url(base):
         probes += [
-            ("llama.cpp /props n_ctx", "GET", f"{root}/props", w.llamacpp_props),
-            ("LM Studio /api/v0/models", "GET", f"{root}/api/v0/models", lambda b: w.lmstudio_models(b, model)),
-            ("Ollama /api/ps context_length", "GET", f"{root}/api/ps", lambda b: w.ollama_ps(b, model)),
+            ("llama.cpp /props n_ctx", "GET", props_url, None, w.llamacpp_props),
+            ("LM Studio /api/v0/models", "GET", f"{root}/api/v0/models", None, lambda b: w.lmstudio_models(b, model)),
+            ("Ollama /api/ps context_length", "GET", f"{root}/api/ps", None, lambda b: w.ollama_ps(b, model)),
         ]
-    asks: list[tuple[str, str, JsonValue]] = [(method, url, None) for _, method, url, _ in probes]
-    if local:
-        asks.append(("POST", f"{root}/api/show", {"model": model}))
-    # Asked at once (one after the other they were five round trips to a server that may be busy loading a model),
-    # read in this order: the first sane answer wins as before.
-    bodies = _ask_all(asks, headers)
-    if local and props is not None:
-        props[provider.base_url] = bodies[1]
     notices: list[str] = []
-    for (detail, _, url, parse), body in zip(probes, bodies, strict=False):
-        value = parse(body)
+    session = process_session()  # the chat request that follows reuses the connection
+    for detail, method, url, body, parse in probes:
+        answer = _get(session, method, url, headers, body)
+        if url == props_url and props is not None:
+            props[provider.base_url] = answer
+        value = parse(answer)
         if (window := w.sane(value)) is not None:
             return WindowFound(request_id, window, "server", detail, "; ".join(notices))
         if w.reported(value):
             notices.append(f"ignored a context window of {value!r} reported by {url}")
-    if local:
-        value, which = w.ollama_show(bodies[-1])
+    if is_local_url(base):
+        value, which = w.ollama_show(_get(session, "POST", f"{root}/api/show", headers, {"model": model}))
         if (window := w.sane(value)) is not None:
             return WindowFound(request_id, window, "server", f"Ollama /api/show {which}", "; ".join(notices))
         if w.reported(value):

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -94,8 +90,9 @@ def _ask(server: ScriptedServer, model: str, routes: dict[tuple[str, str], Any])
     return discover(ProviderConfig(name="t", base_url=server.base_url, model=model))
 
 
+VLLM_MODEL = "Qwen/Qwen2.5-Coder-7B-Instruct"
 KINDS: dict[str, tuple[str, dict[tuple[str, str], Any], int, str]] = {
-    "vllm": ("Qwen/Qwen2.5-Coder-7B-Instruct", {("GET", "/v1/models"): r.VLLM_MODELS}, 32768, "/models"),
+    "vllm": (VLLM_MODEL, {("GET", "/v1/models"): r.VLLM_MODELS}, 32768, "/models"),
     "llama.cpp": (
         "local",
         {("GET", "/v1/models"): r.LLAMACPP_MODELS, ("GET", "/props"): r.LLAMACPP_PROPS},
@@ -165,70 +162,14 @@ def test_nothing_listening_is_answered_quickly_as_assumed() -> None:
     assert (found.window, found.source) == (w.DEFAULT_ASSUMED_WINDOW, "assumed")
 
 
-class _AllAtOnce(BaseHTTPRequestHandler):
-    """Answers no probe until all five are in flight (a discovery asking one after the other never gets there)."""
-
-    protocol_version = "HTTP/1.1"
-    server: _ProbeServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
-
-    def _answer(self) -> None:
-        if self.command == "POST":
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        try:
-            self.server.barrier.wait()
-            together = True
-        except threading.BrokenBarrierError:
-            together = False
-        with self.server.lock:
-            self.server.seen.append((self.path, together))
-        body = json.dumps({"default_generation_settings": {"n_ctx": 4096}} if self.path == "/props" else {}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    do_GET = _answer
-    do_POST = _answer
-
-    def finish(self) -> None:
-        super().finish()
-        with self.server.lock:
-            self.server.closed += 1
-
-
-class _ProbeServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _AllAtOnce)
-        self.barrier = threading.Barrier(5, timeout=20)
-        self.lock = threading.Lock()
-        self.seen: list[tuple[str, bool]] = []
-        self.closed = 0
-
-
-def test_a_local_server_is_asked_every_probe_at_once_and_left_one_connection() -> None:
-    server = _ProbeServer()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        found = discover(ProviderConfig(name="t", base_url=f"http://127.0.0.1:{server.server_port}/v1", model="m"))
-        assert (found.window, found.detail) == (4096, "llama.cpp /props n_ctx")
-        assert sorted(server.seen) == [
-            ("/api/ps", True),
-            ("/api/show", True),
-            ("/api/v0/models", True),
-            ("/props", True),
-            ("/v1/models", True),
-        ]
-        # The probes' own connections are closed; the one the chat request will reuse stays open.
-        deadline = time.monotonic() + 20
-        while server.closed < 4 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert server.closed == 4
-    finally:
-        server.shutdown()
-        server.server_close()
+def test_the_props_answer_is_left_for_the_stream_only_when_the_probes_got_to_it() -> None:
+    with ScriptedServer() as server:
+        server.props = {"default_generation_settings": {"n_ctx": 8192}, "chat_template_caps": {"supports_tools": True}}
+        left: dict[str, JsonValue] = {}
+        found = discover(ProviderConfig(name="t", base_url=server.base_url, model="m"), props=left)
+        assert found.detail == "llama.cpp /props n_ctx" and left == {server.base_url: server.props}
+        server.routes[("GET", "/v1/models")] = (200, r.VLLM_MODELS)
+        left = {}
+        found = discover(ProviderConfig(name="t", base_url=server.base_url, model=VLLM_MODEL), props=left)
+        assert found.detail == "/models" and left == {}  # /props was never asked: the stream asks it itself
+        assert server.gets.count("/props") == 1
