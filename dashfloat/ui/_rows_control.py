@@ -8,7 +8,7 @@ from collections.abc import Callable
 from prompt_toolkit.formatted_text import AnyFormattedText, StyleAndTextTuples
 from prompt_toolkit.layout.containers import Window, WindowAlign
 from prompt_toolkit.layout.controls import GetLinePrefixCallable, UIContent, UIControl
-from prompt_toolkit.layout.screen import _CHAR_CACHE, Screen, WritePosition
+from prompt_toolkit.layout.screen import _CHAR_CACHE, Char, Screen, WritePosition
 
 from dashfloat.ui._text import Row
 
@@ -22,13 +22,46 @@ class RowsControl(UIControl):
     def __init__(self, rows: Callable[[], list[Row]]) -> None:
         self._rows = rows
         self._content: tuple[list[Row], UIContent] | None = None
+        self._plain: dict[int, list[dict[int, Char]] | None] = {}
+        """Per width, for the current rows: each row's cells when every row fits it plainly (else None)."""
+        self._cells: dict[Row, dict[int, Char]] = {}
+        """The cells of the rows drawn last: a streamed paragraph's rows stay for many frames, moving up."""
 
     def create_content(self, width: int, height: int | None) -> UIContent:
         rows = self._rows()
         if self._content is None or self._content[0] is not rows:
             lines: list[StyleAndTextTuples] = [list(row) for row in rows]
             self._content = (rows, UIContent(get_line=lambda i: lines[i], line_count=len(lines), show_cursor=False))
+            self._plain = {}
         return self._content[1]
+
+    def plain_cells(self, width: int) -> list[dict[int, Char]] | None:
+        """Each row's cells from column 0, when every row is plain ASCII within ``width``; else None."""
+        self.create_content(width, None)
+        if width in self._plain:
+            return self._plain[width]
+        assert self._content is not None
+        rows = self._content[0]
+        cells: list[dict[int, Char]] | None = [] if width >= 1 else None
+        known: dict[Row, dict[int, Char]] = {}
+        for row in rows:
+            if cells is None:
+                break
+            row_cells = self._cells.get(row)  # plain: one cell a character, from column 0
+            if row_cells is None and _fits_plainly(row, width):
+                row_cells = {}
+                for style, text, *_ in row:
+                    for char in text:
+                        row_cells[len(row_cells)] = _CHAR_CACHE[char, style]
+            if row_cells is None or len(row_cells) > width:
+                cells = None
+            else:
+                known[row] = row_cells
+                cells.append(row_cells)
+        if cells is not None:
+            self._cells = known
+        self._plain[width] = cells
+        return cells
 
     def preferred_height(
         self, width: int, max_available_height: int, wrap_lines: bool, get_line_prefix: GetLinePrefixCallable | None
@@ -37,6 +70,8 @@ class RowsControl(UIControl):
         content = self.create_content(width, None)
         if not wrap_lines:
             return content.line_count
+        if get_line_prefix is None and self.plain_cells(width) is not None:
+            return min(content.line_count, max_available_height) if content.line_count else 0  # one row each
         height = 0
         for i in range(content.line_count):
             height += content.get_height_for_line(i, width, get_line_prefix)
@@ -68,28 +103,27 @@ class RowsWindow(Window):
         align: WindowAlign = WindowAlign.LEFT,
         get_line_prefix: Callable[[int, int], AnyFormattedText] | None = None,
     ) -> tuple[dict[int, tuple[int, int]], dict[tuple[int, int], tuple[int, int]]]:
-        lines = [ui_content.get_line(i) for i in range(min(ui_content.line_count, write_position.height))]
+        control = self.content
         plain = not (vertical_scroll or vertical_scroll_2 or horizontal_scroll or has_focus or get_line_prefix)
-        if not (plain and align == WindowAlign.LEFT and all(_fits_plainly(line, width) for line in lines)):
+        rows = control.plain_cells(width) if plain and isinstance(control, RowsControl) else None
+        if rows is None or align != WindowAlign.LEFT:
             return super()._copy_body(
                 ui_content, new_screen, write_position, move_x, width, vertical_scroll, horizontal_scroll,
                 wrap_lines, highlight_lines, vertical_scroll_2, always_hide_cursor, has_focus, align, get_line_prefix,
             )  # fmt: skip
         xpos, ypos = write_position.xpos + move_x, write_position.ypos
         visible_line_to_row_col: dict[int, tuple[int, int]] = {}
-        for y, line in enumerate(lines):
-            cells = new_screen.data_buffer[ypos + y]
-            x = xpos
-            for style, text, *_ in line:
-                for char in text:
-                    cells[x] = _CHAR_CACHE[char, style]
-                    x += 1
+        for y, cells in enumerate(rows[: write_position.height]):
+            if xpos:
+                new_screen.data_buffer[ypos + y].update({xpos + x: char for x, char in cells.items()})
+            else:
+                new_screen.data_buffer[ypos + y].update(cells)
             visible_line_to_row_col[y] = (y, 0)
         new_screen.height = max(new_screen.height, ypos + write_position.height)
         return visible_line_to_row_col, {}
 
 
-def _fits_plainly(line: StyleAndTextTuples, width: int) -> bool:
+def _fits_plainly(line: Row, width: int) -> bool:
     """One cell per character, no escape to inject, within the width."""
     used = 0
     for style, text, *_ in line:

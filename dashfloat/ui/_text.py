@@ -22,12 +22,13 @@ def sanitize(text: str) -> str:
 
 def width_of(text: str) -> int:
     """Terminal columns taken by ``text`` (CJK and most emoji count two)."""
-    return get_cwidth(text)
+    # Printable ASCII is one column a character; get_cwidth sums a long string character by character in Python.
+    return len(text) if text.isascii() and text.isprintable() else get_cwidth(text)
 
 
 def row_width(row: Row) -> int:
     """Columns taken by one row."""
-    return sum(get_cwidth(text) for _, text in row)
+    return sum(width_of(text) for _, text in row)
 
 
 def clip(text: str, width: int, ellipsis: str = "…") -> str:
@@ -128,6 +129,12 @@ def wrap_resuming(fragments: tuple[Fragment, ...], width: int, recent: list[Wrap
         k = _resume_at(memo, fragments)
         if k >= 0 and (best is None or memo.marks[k].rows > best[2].rows):
             best = (k, memo, memo.marks[k])
+    for memo in recent:
+        # A block cut at a row's start (its rows above went to the scrollback): its wrap is the rest of this one,
+        # whole (no resumed wrap can save more rows than the result has).
+        rebased = _rebased(memo, fragments) if memo.width == width else None
+        if rebased is not None:
+            return rebased
     if best is None:
         marks: list[_Mark] = [_Mark(0, 0, 0)]
         rows = _wrap(list(fragments), width, [], marks[0], marks)
@@ -136,6 +143,38 @@ def wrap_resuming(fragments: tuple[Fragment, ...], width: int, recent: list[Wrap
         marks = list(memo.marks[: k + 1])
         rows = _wrap(list(fragments), width, list(memo.rows[: mark.rows]), mark, marks)
     return WrapMemo(fragments, width, tuple(rows), tuple(marks))
+
+
+def _rebased(memo: WrapMemo, fragments: tuple[Fragment, ...]) -> WrapMemo | None:
+    """``memo``'s wrap from one of its rows on, when ``fragments`` are ``memo``'s text from where that row starts.
+
+    Where a row starts, the wrap is in a fresh wrap's state: after a line break nothing is on the row yet, and
+    after the word that opened it only that word is (a word starts the same whatever came before it). So a
+    fresh wrap of the text from there gives the same rows, and notes the same marks, counted from that row."""
+    old = memo.fragments
+    i = len(old) - len(fragments)
+    if not fragments or i < 0 or old[i + 1 :] != fragments[1:]:
+        return None
+    style, text = fragments[0]
+    if old[i][0] != style or not old[i][1].endswith(text):
+        return None
+    start = len(old[i][1]) - len(text)
+    for k, mark in enumerate(memo.marks):
+        # A mark after a line break is where its row starts; one after the word that opened a row, that word's length
+        # after it (its line holds that word alone).
+        row_start = mark.offset - sum(len(word) for _, word in mark.line)
+        if mark.index != i or row_start < start:
+            continue
+        if row_start > start:
+            return None  # the text starts inside a row
+        done = mark.rows
+        marks = [_Mark(0, 0, 0)] if mark.line else []
+        marks += [
+            _Mark(m.index - i, m.offset - start if m.index == i else m.offset, m.rows - done, m.line, m.used)
+            for m in memo.marks[k:]
+        ]
+        return WrapMemo(fragments, memo.width, memo.rows[done:], tuple(marks))
+    return None
 
 
 def _resume_at(memo: WrapMemo, fragments: tuple[Fragment, ...]) -> int:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
+from itertools import chain
+from operator import itemgetter
 from typing import Any, Literal, assert_never
 
 from dashfloat.catalogue import mutates
@@ -571,7 +574,8 @@ def strand_open(state: UiState, rows: int, cells: int) -> UiState:
 
 
 def _plain(rows: tuple[Row, ...]) -> str:
-    return "".join(text for row in rows for _, text in row)
+    # in C: every tick of an overflowing stream joins the open block's rows (a fragment a word) three times
+    return "".join(map(itemgetter(1), chain.from_iterable(rows)))
 
 
 def _cut_after(state: UiState, shown: str, whole: str) -> UiState | None:
@@ -596,16 +600,21 @@ def _source_cut(source: str, shown: str) -> int | None:
     ink = "".join(shown.split())
     if not ink:
         return None
+    # Run by run (a word at a time, compared in C): a stream overflowing the screen cuts its open block every tick.
     matched = 0
-    for pos, char in enumerate(source):
-        if char.isspace():
-            continue
-        if char != ink[matched]:
+    for run in _INK_RUNS.finditer(source):
+        word = run.group()
+        need = len(ink) - matched
+        if len(word) >= need:
+            return run.start() + need if ink.endswith(word[:need]) else None
+        if not ink.startswith(word, matched):
             return None
-        matched += 1
-        if matched == len(ink):
-            return pos + 1
+        matched += len(word)
     return None
+
+
+_INK_RUNS = re.compile(r"\S+")
+"""Runs of characters that are not whitespace (``str.isspace``'s whitespace, as ``str.split`` splits at)."""
 
 
 def _ink(rows: tuple[Row, ...]) -> int:

@@ -88,7 +88,7 @@ def reference_words(text: str) -> list[str]:
 
 def _edit(fragments: list[Fragment], op: int, at: int, text: str, style: str) -> list[Fragment]:
     """One change a re-parse may bring: text appended (streaming), a fragment added, a tail replaced, a style
-    changed (emphasis closed later), a fragment dropped."""
+    changed (emphasis closed later), a fragment dropped, the beginning dropped (rows committed and cut off)."""
     out = list(fragments) or [("", "")]
     i = at % len(out)
     match op:
@@ -101,14 +101,17 @@ def _edit(fragments: list[Fragment], op: int, at: int, text: str, style: str) ->
             out[i] = (old_style, old[: at % (len(old) + 1)] + text)
         case 3:
             out[i] = (style, out[i][1])
-        case _:
+        case 4:
             del out[i]
+        case _:
+            old_style, old = out[i]
+            out = [(old_style, old[at % (len(old) + 1) :]), *out[i + 1 :]]
     return out
 
 
 @given(
     st.lists(st.tuples(STYLE, TEXT), max_size=4),
-    st.lists(st.tuples(st.integers(0, 4), st.integers(0, 200), TEXT, STYLE), max_size=12),
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 200), TEXT, STYLE), max_size=12),
     st.lists(st.integers(1, 12), min_size=1, max_size=3),
 )
 def test_a_resumed_wrap_equals_a_fresh_one_after_any_edit(
@@ -122,6 +125,30 @@ def test_a_resumed_wrap_equals_a_fresh_one_after_any_edit(
         memo = wrap_resuming(tuple(fragments), width, recent)
         assert list(memo.rows) == reference_wrap(fragments, width)
         recent = [memo, *(m for m in recent if m is not memo)][:WRAP_RESUME_ENTRIES]
+
+
+@given(st.lists(st.tuples(STYLE, TEXT), min_size=1, max_size=6), st.integers(1, 12), st.data())
+def test_a_text_cut_where_a_row_starts_wraps_as_the_rest_of_the_whole(
+    fragments: list[Fragment], width: int, data: st.DataObject
+) -> None:
+    memo = wrap_resuming(tuple(fragments), width, [])
+    # where rows start: after a line break, and where the word that opened a row starts
+    starts = [(m.index, m.offset - sum(len(text) for _, text in m.line)) for m in memo.marks]
+    index, offset = data.draw(st.sampled_from(starts))
+    style, text = fragments[index]
+    rest = [(style, text[offset:]), *fragments[index + 1 :]]
+    rebased = wrap_resuming(tuple(rest), width, [memo])
+    assert list(rebased.rows) == reference_wrap(rest, width)
+    assert rebased.rows[-1] is memo.rows[-1]  # taken from the whole, not wrapped again
+    more = [*rest[:-1], (rest[-1][0], rest[-1][1] + data.draw(TEXT))]  # and the stream goes on from there
+    assert list(wrap_resuming(tuple(more), width, [rebased]).rows) == reference_wrap(more, width)
+
+
+def test_a_cut_inside_a_row_is_wrapped_afresh() -> None:
+    memo = wrap_resuming((("", "aaa bbb ccc"),), 7, [])
+    assert memo.rows == ((("", "aaa"), ("", " "), ("", "bbb")), (("", "ccc"),))
+    rest = wrap_resuming((("", "bbb ccc"),), 7, [memo])
+    assert list(rest.rows) == reference_wrap([("", "bbb ccc")], 7) == [(("", "bbb"), ("", " "), ("", "ccc"))]
 
 
 @given(st.lists(st.tuples(STYLE, TEXT), min_size=1, max_size=6), st.integers(1, 12), st.data())
