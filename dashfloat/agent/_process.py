@@ -76,6 +76,14 @@ def coalesce_text(outbox: list[tuple[Dest, Message]]) -> list[tuple[Dest, Messag
     return merged
 
 
+def workers_first(outbox: list[tuple[Dest, Message]]) -> list[tuple[Dest, Message]]:
+    """The workers' messages before the UI's, each destination's in their order: a write wakes its reader, which
+    may take this CPU at once, so a request or a tool run queued behind the UI's messages started only once the UI
+    had handled them. Nothing the UI is told depends on a worker's answer to this flush (answers come back
+    through this process, after the flush)."""
+    return [item for item in outbox if item[0] != "ui"] + [item for item in outbox if item[0] == "ui"]
+
+
 class AgentShell:
     """One agent process: the core plus its channels; ``run`` returns when it should exit."""
 
@@ -117,7 +125,7 @@ class AgentShell:
             print(f"dashfloat agent: {line}", file=sys.stderr)
         self.core.log.clear()
         outbox, self.core.outbox = coalesce_text(self.core.outbox), []
-        for dest, message in outbox:
+        for dest, message in workers_first(outbox):
             self._send(dest, message)
         if self.core.outbox:  # sending can itself produce messages (a worker died and was told)
             self.flush()
