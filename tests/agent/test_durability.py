@@ -63,6 +63,8 @@ def test_sigkill_of_the_agent_at_any_point_loses_nothing_that_was_sent_or_shown(
     # On the wire an assistant message always has content ("" beside tool calls: docs/decisions/0013).
     wire = [m if m["role"] != "assistant" or "content" in m else {**m, "content": ""} for m in logged]
     for body in requests:  # everything sent to the provider was durable first
+        if body == {} or "_undecodable" in body:
+            continue  # the kill took the LLM worker mid-send: the server read a cut body, nothing was sent whole
         sent = body["messages"][1:]
         assert wire[: len(sent)] == sent
     for message in shown:  # every result shown as final is in the log
