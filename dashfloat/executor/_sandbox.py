@@ -93,6 +93,10 @@ def home_dirs(home: str, env: Mapping[str, str]) -> tuple[list[str], list[str]]:
     return dirs, keep
 
 
+PROBE_ARGS: Final = ("--ro-bind", "/", "/", "--unshare-all", "--as-pid-1", "--die-with-parent", "--", "/bin/true")
+"""What the start-up probe runs under bwrap: enough to show namespaces work here, and nothing left behind."""
+
+
 def detect(
     mode: SandboxMode,
     network: bool,
@@ -109,7 +113,9 @@ def detect(
     homes, keep = home_dirs(home, env)
     try:
         probe = subprocess.run(
-            [bwrap_binary(env), "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--", "/bin/true"],
+            # --as-pid-1: no reaper inside the namespace. bwrap's reaper outlives bwrap by a few ms, and orphaned
+            # it became init's zombie for good where init does not reap (a container's PID 1): one per start.
+            [bwrap_binary(env), *PROBE_ARGS],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=SANDBOX_PROBE_TIMEOUT_S,

@@ -78,6 +78,9 @@ class _Server:
     def run(self) -> None:
         try:
             while True:
+                # What our commands left behind (bwrap's reaper outlives bwrap; a daemon that escaped its group)
+                # is re-parented to us: collected between calls, so at most one call's strays wait as zombies.
+                procutil.reap_orphans()
                 if self.queued:
                     self.run_tool(self.queued.popleft())
                 else:
@@ -206,6 +209,7 @@ class _Server:
 def serve(conn: Connection, root: str, exec_timeout_s: float, sandbox: SandboxState | None = None) -> None:
     """The executor process main loop; returns on Shutdown or when the agent's end of the pipe closes."""
     procutil.die_with_parent(signal.SIGTERM)
+    procutil.become_subreaper()  # our commands' orphans are ours to collect, not the main process's at exit
     state = sandbox if sandbox is not None else SandboxState()
     channel: Channel[AgentToExecutor] = Channel(conn, AgentToExecutor, "agent->executor")
     # root is the launch's real path: an executor restarted after the directory was swapped must not adopt

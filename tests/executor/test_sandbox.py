@@ -23,6 +23,7 @@ from dashfloat.channel import Channel
 from dashfloat.executor import detect_sandbox, preview
 from dashfloat.executor._sandbox import BWRAP_ENV, DEFAULT_DENY_READ, Sandbox, describe, effective
 from dashfloat.executor.path_policy import Root
+from dashfloat.procutil import FORK, become_subreaper
 from dashfloat.protocol import (
     CancelTool,
     CommandStarted,
@@ -406,3 +407,27 @@ def test_the_providers_key_variables_do_not_reach_a_command(fixed: Root) -> None
     finally:
         del os.environ["DASHFLOAT_TEST_KEY"], os.environ["OTHER_VAR"]
     assert "key= other=kept" in result["output"]
+
+
+def _probe_as_a_subreaper(report: Any) -> None:
+    become_subreaper()  # what the main process is: an orphan of the probe would be re-parented to us
+    detect_sandbox("workspace-write", False, [], os.environ)
+    try:
+        left = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        report.send(f"a child is left: {left}")
+    except ChildProcessError:
+        report.send("none")
+
+
+def test_the_sandbox_probe_leaves_no_process_behind() -> None:
+    # bwrap's reaper inside the namespace outlived bwrap and was orphaned: init's zombie for good where init does not
+    # reap (a container's PID 1), one per start. The probe's own child is reaped before detect returns, and an
+    # orphan is re-parented before that (at bwrap's exit), so "no child at all" is decided, not raced.
+    ours, theirs = FORK.Pipe(duplex=False)
+    child = FORK.Process(target=_probe_as_a_subreaper, args=(theirs,))
+    child.start()
+    try:
+        assert ours.poll(TIMEOUT_S)
+        assert ours.recv() == "none"
+    finally:
+        child.join(TIMEOUT_S)

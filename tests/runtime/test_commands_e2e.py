@@ -6,7 +6,9 @@ import json
 import subprocess
 from pathlib import Path
 
-from dashfloat.testing.sse_server import ScriptedServer, text_reply, tool_calls_reply
+import psutil
+
+from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, text_reply, tool_calls_reply
 from tests.e2e import dashfloat_argv, isolated_environment
 
 LONG_TEST_RUN = (
@@ -92,3 +94,29 @@ def test_without_verbose_stderr_has_no_live_lines(tree: Path, tmp_path: Path) ->
         done = headless(server, tree, tmp_path)
     assert done.returncode == 0, done.stderr
     assert not any(line.startswith("  │") for line in done.stderr.splitlines())
+
+
+STRAY_COMMANDS = 4
+
+
+def test_sandboxed_commands_leave_no_zombies_behind_for_the_session(tree: Path, tmp_path: Path) -> None:
+    # bwrap's reaper outlives bwrap by a few ms and is re-parented to the nearest subreaper: the main process used
+    # to hold one zombie per command until exit (hundreds in a day's session). The executor collects them now.
+    calls = [(f"c{i}", "execute_command", {"command": f"echo {i}"}) for i in range(STRAY_COMMANDS)]
+    with ScriptedServer() as server:
+        server.enqueue(tool_calls_reply(calls), Reply(body=[Pause(60.0)]))
+        main = subprocess.Popen(
+            dashfloat_argv(server, tree, "--yes", "-p", "run them"),
+            env=isolated_environment(tmp_path),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            assert server.wait_requests(2, 60)  # every command ran: their results went out
+            tree_now = psutil.Process(main.pid).children(recursive=True)
+            zombies = [p for p in tree_now if p.status() == psutil.STATUS_ZOMBIE]
+            assert len(zombies) <= 1, [(p.pid, p.ppid()) for p in zombies]  # at most the last call's, not yet due
+        finally:
+            main.terminate()
+            main.wait(30)
