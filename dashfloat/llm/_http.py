@@ -35,13 +35,53 @@ def _register(sock: Any) -> None:
         callback(sock)
 
 
-class _HTTPConnection(urllib3.connection.HTTPConnection):
+class _OneWriteRequests(urllib3.connection.HTTPConnection):
+    """A request's header block and its body go out in one write: urllib3 writes the headers, then the body, which
+    made two TLS records (two packets, and on the server two reads, often two wake-ups) where one does; http.client
+    itself joins them. The header block waits for the body's first write, or for the response when no body
+    follows."""
+
+    _hold_next = False
+    _held = b""
+
+    def endheaders(self, message_body: Any = None, *, encode_chunked: bool = False) -> None:
+        self._hold_next = True  # the next write is the header block
+        try:
+            super().endheaders(message_body, encode_chunked=encode_chunked)
+        finally:
+            self._hold_next = False
+
+    def send(self, data: Any) -> None:
+        if self._hold_next and isinstance(data, bytes):
+            self._hold_next = False
+            self._held = data
+            return
+        if self._held:
+            held, self._held = self._held, b""
+            if not isinstance(data, bytes):
+                super().send(held)
+            else:
+                data = held + data
+        super().send(data)
+
+    def getresponse(self, *args: Any, **kwargs: Any) -> Any:
+        if self._held:
+            held, self._held = self._held, b""
+            super().send(held)
+        return super().getresponse(*args, **kwargs)
+
+    def close(self) -> None:
+        self._held = b""
+        super().close()
+
+
+class _HTTPConnection(_OneWriteRequests):
     def connect(self) -> None:
         super().connect()
         _register(self.sock)
 
 
-class _HTTPSConnection(urllib3.connection.HTTPSConnection):
+class _HTTPSConnection(_OneWriteRequests, urllib3.connection.HTTPSConnection):
     def connect(self) -> None:
         super().connect()
         _register(self.sock)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import socket
 import ssl
+import threading
 from collections.abc import Iterator
 
 import pytest
 import requests
 
-from dashfloat.llm._http import body_chunks, process_session
+from dashfloat.llm._http import _Adapter, body_chunks, process_session
 from dashfloat.llm._limits import READ_CHUNK_BYTES
 from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, sse_event
 from tests.e2e import wait_for
@@ -79,3 +80,75 @@ def test_a_read_takes_at_most_read_chunk_bytes_of_waiting_records(tls_server: Sc
         while len(data) < len(b"".join(comments)):
             data += next(reads)
         assert data == b"".join(comments)
+
+
+def _records_per_request(context: ssl.SSLContext, listener: socket.socket, counts: list[int], requests: int) -> None:
+    """A TLS server that counts the records each request arrives in (it reads the record layer itself, through a
+    MemoryBIO) and answers ``ok``, for ``requests`` requests on one connection."""
+    conn, _ = listener.accept()
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_side=True)
+    raw = b""
+    handshaking = True
+    records = 0
+    request = b""
+    with conn:
+        while True:
+            while len(raw) < 5 or len(raw) < 5 + int.from_bytes(raw[3:5], "big"):
+                more = conn.recv(65536)
+                if not more:
+                    return
+                raw += more
+            size = 5 + int.from_bytes(raw[3:5], "big")
+            record, raw = raw[:size], raw[size:]
+            incoming.write(record)  # one record at a time: the handshake's last one is told from the request's
+            if handshaking:
+                try:
+                    tls.do_handshake()
+                    handshaking = False
+                except ssl.SSLWantReadError:
+                    pass
+                conn.sendall(outgoing.read())
+                continue
+            records += 1
+            try:
+                while chunk := tls.read(65536):
+                    request += chunk
+            except ssl.SSLWantReadError:
+                pass
+            head, _, body = request.partition(b"\r\n\r\n")
+            fields = dict(line.lower().split(b": ", 1) for line in head.split(b"\r\n")[1:] if b": " in line)
+            length = int(fields.get(b"content-length", b"0"))
+            if b"\r\n\r\n" in request and len(body) >= length:
+                counts.append(records)
+                records, request = 0, b""
+                tls.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                conn.sendall(outgoing.read())
+                if len(counts) == requests:
+                    return
+
+
+def test_a_request_goes_out_in_one_tls_record() -> None:
+    """urllib3 writes a request's header block and its body apart (two records, two packets, two reads on the
+    server); they go out in one write. A request without a body still goes, when its answer is awaited."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(TLS_DIR / "cert.pem", TLS_DIR / "key.pem")
+    counts: list[int] = []
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        server = threading.Thread(target=_records_per_request, args=(context, listener, counts, 3), daemon=True)
+        server.start()
+        url = f"https://127.0.0.1:{listener.getsockname()[1]}/v1"
+        session = requests.Session()  # its own pool (closed below), connections made as the LLM process makes them
+        session.mount("https://", _Adapter())
+        verify = str(TLS_DIR / "cert.pem")
+        body = b'{"messages": "' + b"x" * 5000 + b'"}'
+        for response in (
+            session.post(f"{url}/chat/completions", data=body, headers=HEADERS, timeout=30, verify=verify),
+            session.get(f"{url}/props", timeout=30, verify=verify),
+            session.post(f"{url}/chat/completions", data=body, headers=HEADERS, timeout=30, verify=verify),
+        ):
+            assert response.status_code == 200 and response.content == b"ok"
+        session.close()
+        server.join(30)
+    assert not server.is_alive()
+    assert counts == [1, 1, 1]
