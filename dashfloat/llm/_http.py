@@ -156,6 +156,11 @@ def body_chunks(response: requests.Response) -> Iterator[bytes]:
     fp = getattr(raw, "_fp", None)
     catcher = getattr(raw, "_error_catcher", None)
     source = getattr(fp, "fp", None)
+    # The socket: the connection's, or (a response that closes its connection at the end: the connection has let go
+    # of it) the one http.client's reader reads, behind socket.makefile's SocketIO.
+    sock = getattr(getattr(raw, "connection", None), "sock", None)
+    sock = sock or getattr(getattr(source, "raw", None), "_sock", None)
+    tls = sock if isinstance(sock, ssl.SSLSocket) else None
     if not (
         getattr(raw, "chunked", False)
         and isinstance(fp, http.client.HTTPResponse)
@@ -163,14 +168,17 @@ def body_chunks(response: requests.Response) -> Iterator[bytes]:
         and catcher is not None
         and source is not None
     ):
+        # A body that ends when the connection closes (no length, not chunked: an SSE server speaking HTTP/1.0)
+        # takes its waiting TLS records from http.client directly: urllib3 has no length to keep count of, and its
+        # error handling would take "nothing more yet" for a broken connection.
+        close_delimited = isinstance(fp, http.client.HTTPResponse) and fp.length is None and not fp.chunked
         while chunk := raw.read1(READ_CHUNK_BYTES):
+            if tls is not None and close_delimited and isinstance(fp, http.client.HTTPResponse):
+                chunk = with_records_waiting(fp.read1, tls, chunk)
             yield chunk
         return
     body = ChunkedBody()
     read1 = source.read1
-    connection = getattr(raw, "connection", None)
-    tls = getattr(connection, "sock", None)
-    tls = tls if isinstance(tls, ssl.SSLSocket) else None
     while not body.done:
         try:
             read = read1(READ_CHUNK_BYTES)

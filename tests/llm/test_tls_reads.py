@@ -43,9 +43,11 @@ def records_waiting(sock: socket.socket) -> int:
     return count
 
 
-def _stream(server: ScriptedServer, items: list[bytes]) -> tuple[requests.Response, ssl.SSLSocket]:
+def _stream(
+    server: ScriptedServer, items: list[bytes], chunked: bool = True
+) -> tuple[requests.Response, ssl.SSLSocket]:
     """A streamed response whose body items the server wrote one by one (a TLS record each), then kept open."""
-    server.enqueue(Reply(body=[*items, Pause(30)]))
+    server.enqueue(Reply(body=[*items, Pause(30)], chunked=chunked))
     sockets: list[socket.socket] = []
     session = process_session(sockets.append)
     verify = str(TLS_DIR / "cert.pem")
@@ -64,6 +66,16 @@ def test_one_read_takes_every_event_a_provider_wrote_on_its_own(tls_server: Scri
     events = [sse_event({"choices": [{"index": 0, "delta": {"content": f"t{n} "}}]}) for n in range(20)]
     response, _ = _stream(tls_server, events)
     with response:
+        assert next(body_chunks(response)) == b"".join(events)
+
+
+def test_a_body_that_ends_with_its_connection_reads_every_waiting_event_at_once(tls_server: ScriptedServer) -> None:
+    """The same for an SSE server that neither chunks nor gives a length (HTTP/1.0 style: the body ends when the
+    connection closes): the connection has let go of its socket, the read finds it behind http.client's reader."""
+    events = [sse_event({"choices": [{"index": 0, "delta": {"content": f"t{n} "}}]}) for n in range(20)]
+    response, _ = _stream(tls_server, events, chunked=False)
+    with response:
+        assert response.raw.connection is not None and response.raw.connection.sock is None
         assert next(body_chunks(response)) == b"".join(events)
 
 
