@@ -170,6 +170,8 @@ class TuiShell:
         self._status_key: tuple[str, ...] = ()
         self._live_cache: tuple[UiState, tuple[Entry, ...], int, list[Row]] | None = None
         self._fd: int | None = None
+        self._fd_identity: tuple[int, int, int] | None = None
+        """The watched fd, and the device and inode of the pipe it was when it was registered."""
         self._history = HistoryCursor()
         self.paths = PathCompletion()
         self.completer = merge_completers(
@@ -245,7 +247,7 @@ class TuiShell:
         finally:
             if self._fd is not None:
                 loop.remove_reader(self._fd)
-                self._fd = None
+                self._fd = self._fd_identity = None
             self._print_remaining()
 
     def _print_remaining(self) -> None:
@@ -262,12 +264,17 @@ class TuiShell:
         self.app.create_background_task(self._tick_loop())
 
     def _watch(self, fd: int) -> None:
-        # Re-registered after every receive, even under the same number: a restarted agent's new pipe
-        # often reuses the closed one's fd number, which epoll has silently dropped.
+        # Checked after every receive, even under the same number: a restarted agent's new pipe often reuses the
+        # closed one's fd number, which epoll has silently dropped. A new pipe is a new inode; the same pipe keeps
+        # its registration (registering anew on each of a paced stream's reads cost ~5 % of the UI's CPU).
+        status = os.fstat(fd)
+        identity = (fd, status.st_dev, status.st_ino)
+        if identity == self._fd_identity:
+            return
         loop = asyncio.get_running_loop()
         if self._fd is not None:
             loop.remove_reader(self._fd)
-        self._fd = fd
+        self._fd, self._fd_identity = fd, identity
         loop.add_reader(fd, self._on_readable)
 
     def _on_readable(self) -> None:
@@ -968,6 +975,8 @@ def scrub(row: Row) -> Row:
 
     The live region shows control characters in caret form, but printed text goes to the terminal as is.
     """
+    if "".join([text for _, text in row]).isprintable():
+        return row  # what sanitize leaves as it is (no line break either): a streamed paragraph's rows, every tick
     return tuple((style, sanitize(text.replace("\n", " "))) for style, text in row)
 
 

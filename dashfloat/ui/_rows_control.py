@@ -31,8 +31,9 @@ class RowsControl(UIControl):
         rows = self._rows()
         if self._content is None or self._content[0] is not rows:
             lines: list[StyleAndTextTuples] = [list(row) for row in rows]
-            self._content = (rows, UIContent(get_line=lambda i: lines[i], line_count=len(lines), show_cursor=False))
             self._plain = {}
+            content = _RowsContent(self, get_line=lambda i: lines[i], line_count=len(lines), show_cursor=False)
+            self._content = (rows, content)
         return self._content[1]
 
     def plain_cells(self, width: int) -> list[dict[int, Char]] | None:
@@ -78,6 +79,29 @@ class RowsControl(UIControl):
             if height >= max_available_height:
                 return max_available_height
         return height
+
+
+class _RowsContent(UIContent):
+    """The rows' content: a plain row is one line high, known without measuring it (Window asks for every line's
+    height to scroll, each frame, and measures a line of over 64 characters one character at a time)."""
+
+    def __init__(
+        self, control: RowsControl, get_line: Callable[[int], StyleAndTextTuples], line_count: int, show_cursor: bool
+    ) -> None:
+        super().__init__(get_line=get_line, line_count=line_count, show_cursor=show_cursor)
+        self._control = control
+        self._plain = control._plain  # the control's answers for these rows (a new dict for new rows)
+
+    def get_height_for_line(
+        self, lineno: int, width: int, get_line_prefix: GetLinePrefixCallable | None, slice_stop: int | None = None
+    ) -> int:
+        if (
+            get_line_prefix is None
+            and self._control.plain_cells(width) is not None
+            and self._plain is self._control._plain
+        ):
+            return 1  # within the width, a cell a character (any slice of it too)
+        return super().get_height_for_line(lineno, width, get_line_prefix, slice_stop)
 
 
 class RowsWindow(Window):

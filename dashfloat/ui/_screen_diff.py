@@ -78,9 +78,15 @@ def output_screen_diff(
         return new
 
     def get_max_column_index(row: dict[int, Char]) -> int:
-        # Trailing unstyled blanks are not written (copy and paste from the terminal keeps no trailing spaces).
-        numbers = (index for index, cell in row.items() if cell.char != " " or style_string_has_style[cell.style])
-        return max(numbers, default=0)
+        # The last cell that is not an unstyled blank (copy and paste from the terminal keeps no trailing spaces),
+        # found from the row's end: the original scans every cell of the row.
+        x = max(row, default=0)
+        while x > 0:
+            cell = row.get(x)
+            if cell is not None and (cell.char != " " or style_string_has_style[cell.style]):
+                return x
+            x -= 1
+        return 0
 
     if not previous_screen:
         reset_attributes()
@@ -92,13 +98,16 @@ def output_screen_diff(
         output.erase_down()
         previous_screen = Screen()
 
+    # A cell never written is its screen's default character (the original's defaultdicts make one per look-up).
+    new_blank, old_blank = _default_char(screen), _default_char(previous_screen)
+    same_blank = new_blank == old_blank
     current_height = min(screen.height, height)
     row_count = min(max(screen.height, previous_screen.height), height)
 
     for y in range(row_count):
         new_row = screen.data_buffer[y]
         previous_row = previous_screen.data_buffer[y]
-        if new_row == previous_row:
+        if same_blank and new_row == previous_row:
             continue  # no cell differs and both end at the same column: the original writes nothing either
         zero_width_escapes_row = screen.zero_width_escapes[y]
 
@@ -107,8 +116,8 @@ def output_screen_diff(
 
         c = 0
         while c <= new_max_line_len:
-            new_char = new_row[c]
-            old_char = previous_row[c]
+            new_char = new_row.get(c, new_blank)
+            old_char = previous_row.get(c, old_blank)
             char_width = new_char.width or 1
             if new_char.char != old_char.char or new_char.style != old_char.style:
                 current_pos = move_cursor(Point(x=c, y=y))
@@ -121,10 +130,10 @@ def output_screen_diff(
                 c += char_width
                 if char_width == 1:
                     while c <= new_max_line_len:
-                        next_char = new_row[c]
+                        next_char = new_row.get(c, new_blank)
                         if next_char.width != 1 or next_char.style != style or c in zero_width_escapes_row:
                             break
-                        old_char = previous_row[c]
+                        old_char = previous_row.get(c, old_blank)
                         if next_char.char == old_char.char and style == old_char.style:
                             break
                         text.append(next_char.char)
@@ -164,6 +173,15 @@ def output_screen_diff(
     if screen.show_cursor:
         output.show_cursor()
     return current_pos, last_style
+
+
+def _default_char(screen: Screen) -> Char:
+    """The character ``screen`` holds where nothing was written."""
+    new_row = screen.data_buffer.default_factory
+    assert new_row is not None
+    blank = new_row().default_factory
+    assert blank is not None
+    return blank()
 
 
 def install() -> None:

@@ -404,7 +404,7 @@ def reduce(state: UiState, event: Event) -> UiState:
         case UserPromptShown():
             return _commit(_flush_open(state), UserPrompt(event.text))
         case TokenReceived():
-            return _stream(dataclasses.replace(state, answered=True), event.text)
+            return _stream(state, event.text)
         case ReasoningReceived():
             state = dataclasses.replace(state, answered=True)
             if state.open_prose:
@@ -528,8 +528,10 @@ def _stream(state: UiState, text: str) -> UiState:
         else:
             entries.append(Prose(finished.strip("\n")))
         skip = 0
-    state = dataclasses.replace(state, open_prose=rest, open_skip=skip, open_reasoning="")
-    return _commit(state, *entries)
+    # One replace a message (each re-runs the state's __init__ over all its fields, and the tokens of a paced
+    # stream arrive every few milliseconds); committing nothing with no call held changes nothing.
+    state = dataclasses.replace(state, answered=True, open_prose=rest, open_skip=skip, open_reasoning="")
+    return _commit(state, *entries) if entries or state.held_call is not None else state
 
 
 def _reflowed_skip(state: UiState, width: int) -> int:

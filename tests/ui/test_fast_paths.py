@@ -11,8 +11,9 @@ from prompt_toolkit.layout.mouse_handlers import MouseHandlers
 from prompt_toolkit.layout.screen import Screen, WritePosition
 from prompt_toolkit.utils import get_cwidth
 
+from dashfloat.ui._app import scrub
 from dashfloat.ui._rows_control import RowsControl, RowsWindow
-from dashfloat.ui._text import Row, row_width, width_of
+from dashfloat.ui._text import Row, row_width, sanitize, width_of
 from dashfloat.ui.state import _source_cut
 
 # whitespace str.split knows beyond the space: tab, line break, the file separators, no-break space, line separator
@@ -53,6 +54,12 @@ def test_the_cut_ends_inside_a_word_and_refuses_other_text() -> None:
 def test_widths_are_get_cwidths(text: str) -> None:
     assert width_of(text) == get_cwidth(text)
     assert row_width((("", text), ("x", text[::-1]))) == 2 * get_cwidth(text)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["", "class:dim"]), TEXT), max_size=4))
+def test_a_printable_row_is_scrubbed_as_any_row(fragments: list[tuple[str, str]]) -> None:
+    row: Row = tuple(fragments)
+    assert scrub(row) == tuple((style, sanitize(text.replace("\n", " "))) for style, text in row)
 
 
 ROW = st.lists(st.tuples(st.sampled_from(["", "class:dim"]), st.text(alphabet="ab 界\t", max_size=8)), max_size=3).map(
@@ -106,3 +113,12 @@ def test_plain_rows_are_one_line_each_up_to_the_height_available() -> None:
     assert RowsControl(lambda: []).preferred_height(4, 3, True, None) == 0
     assert control.plain_cells(2) is None  # "row" is wider: Window wraps it
     assert control.preferred_height(2, 20, True, None) == 10
+
+
+def test_a_content_of_rows_replaced_since_measures_its_own_lines() -> None:
+    shown: list[list[Row]] = [[(("", "abcdef"),)]]
+    control = RowsControl(lambda: shown[0])
+    content = control.create_content(4, None)
+    shown[0] = [(("", "ab"),)]  # plain at 4 columns; the content made before holds the wider row
+    assert control.create_content(4, None).get_height_for_line(0, 4, None) == 1
+    assert content.get_height_for_line(0, 4, None) == 2

@@ -47,8 +47,8 @@ CELLS = st.builds(
 )
 
 
-def _screen(cells: Cells) -> Screen:
-    screen = Screen()
+def _screen(cells: Cells, dotted: bool = False) -> Screen:
+    screen = Screen(default_char=Char("·", "class:b")) if dotted else Screen()  # what is there where nothing is
     for y, row in cells.rows.items():
         for x, (char, style) in row.items():
             screen.data_buffer[y][x] = Char(char, style)
@@ -115,18 +115,18 @@ def _terminal(data: str) -> tuple[list[list[tuple[str, str, str, bool, bool]]], 
 
 
 @settings(max_examples=300, deadline=None)
-@given(CELLS, CELLS, st.booleans(), st.booleans(), st.booleans())
+@given(CELLS, CELLS, st.booleans(), st.booleans(), st.booleans(), st.booleans())
 def test_the_runs_draw_what_the_original_draws(
-    last: Cells, new: Cells, first_frame: bool, done: bool, width_changed: bool
+    last: Cells, new: Cells, first_frame: bool, done: bool, width_changed: bool, dotted: bool
 ) -> None:
     # The last frame drawn from an empty terminal by the original: where the cursor and the style are now.
     drawn, pos, style = _diff(ORIGINAL_SCREEN_DIFF, _screen(last), None, Point(0, 0), None, 0, False)
     previous = None if first_frame else _screen(last)
     width = COLUMNS + 1 if width_changed else COLUMNS
     # Each diff gets its own copies: a diff reads through defaultdicts, which add the rows and cells it looks at.
-    theirs = _diff(ORIGINAL_SCREEN_DIFF, _screen(new), previous, pos, style, width, done)
+    theirs = _diff(ORIGINAL_SCREEN_DIFF, _screen(new, dotted), previous, pos, style, width, done)
     previous = None if first_frame else _screen(last)
-    ours = _diff(output_screen_diff, _screen(new), previous, pos, style, width, done)
+    ours = _diff(output_screen_diff, _screen(new, dotted), previous, pos, style, width, done)
     assert ours[1:] == theirs[1:]
     assert _terminal(drawn + ours[0]) == _terminal(drawn + theirs[0])
 

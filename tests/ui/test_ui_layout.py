@@ -245,6 +245,18 @@ def test_a_changed_link_fd_is_watched_again() -> None:
     asyncio.run(main())
 
 
+def test_a_new_pipe_under_the_old_fd_number_is_watched_again() -> None:
+    async def main() -> None:
+        async with running_ui() as ui:
+            ui.link.reuse_fd_on_receive = True
+            ui.link.push(SystemEntry(text="the agent process stopped; restarted it", level="error"))
+            await ui.until(lambda: any("restarted it" in line for line in ui.lines()))
+            ui.link.push(SystemEntry(text="after the restart"))
+            await ui.until(lambda: any("after the restart" in line for line in ui.lines()))
+
+    asyncio.run(main())
+
+
 def test_forty_columns_cjk_emoji_and_a_long_line_stay_inside_the_screen() -> None:
     async def main() -> None:
         async with running_ui(cols=40, rows=12) as ui:

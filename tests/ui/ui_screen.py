@@ -25,6 +25,7 @@ class PipeLink:
         self._queue: list[AgentToUi] = []
         self._r, self._w = os.pipe()
         self.swap_fd_on_receive = False
+        self.reuse_fd_on_receive = False
         self.closed: list[int] = []
 
     def fileno(self) -> int:
@@ -44,6 +45,13 @@ class PipeLink:
             self.closed += [self._r, self._w]
             self._r, self._w = os.pipe()
             self.swap_fd_on_receive = False
+        if self.reuse_fd_on_receive:  # the same, the new pipe under the closed one's numbers
+            r, w = os.pipe()
+            os.dup2(r, self._r)  # closes the old pipe's end first
+            os.dup2(w, self._w)
+            os.close(r)
+            os.close(w)
+            self.reuse_fd_on_receive = False
         return out
 
     def close(self) -> None:
