@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import prompt_toolkit.renderer
 from prompt_toolkit.data_structures import Point, Size
+from prompt_toolkit.layout.mouse_handlers import MouseHandler, MouseHandlers
 from prompt_toolkit.layout.screen import Char, Screen
 from prompt_toolkit.output import ColorDepth, Output
 
@@ -184,6 +185,21 @@ def _default_char(screen: Screen) -> Char:
     return blank()
 
 
+ORIGINAL_SET_MOUSE_HANDLER_FOR_RANGE = MouseHandlers.set_mouse_handler_for_range
+"""prompt_toolkit's own, which sets every cell of a window's area one by one, every frame."""
+
+
+def set_mouse_handler_for_range(
+    self: MouseHandlers, x_min: int, x_max: int, y_min: int, y_max: int, handler: MouseHandler
+) -> None:
+    """The same cells set, a row at a time (``dict.update``)."""
+    cells = dict.fromkeys(range(x_min, x_max), handler)
+    for y in range(y_min, y_max):
+        self.mouse_handlers[y].update(cells)
+
+
 def install() -> None:
-    """Make every prompt_toolkit renderer in this process draw its frames with ``output_screen_diff``."""
+    """Make every prompt_toolkit renderer in this process draw its frames with ``output_screen_diff`` (and set a
+    window's mouse handlers a row at a time)."""
     prompt_toolkit.renderer._output_screen_diff = output_screen_diff
+    MouseHandlers.set_mouse_handler_for_range = set_mouse_handler_for_range  # type: ignore[method-assign]

@@ -12,13 +12,20 @@ import pyte
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from prompt_toolkit.data_structures import Point, Size
+from prompt_toolkit.layout.mouse_handlers import MouseHandlers
 from prompt_toolkit.layout.screen import Char, Screen
 from prompt_toolkit.output import ColorDepth
 from prompt_toolkit.output.vt100 import Vt100_Output
 from prompt_toolkit.renderer import _StyleStringHasStyleCache, _StyleStringToAttrsCache
 from prompt_toolkit.styles import DummyStyleTransformation, Style
 
-from dashfloat.ui._screen_diff import ORIGINAL_SCREEN_DIFF, install, output_screen_diff
+from dashfloat.ui._screen_diff import (
+    ORIGINAL_SCREEN_DIFF,
+    ORIGINAL_SET_MOUSE_HANDLER_FOR_RANGE,
+    install,
+    output_screen_diff,
+    set_mouse_handler_for_range,
+)
 
 COLUMNS, LINES = 12, 6
 STYLE = Style.from_dict({"a": "bold", "b": "#ff0000", "c": "reverse"})
@@ -147,3 +154,19 @@ def test_install_replaces_the_renderers_diff() -> None:
 
     install()
     assert prompt_toolkit.renderer._output_screen_diff is output_screen_diff
+    assert MouseHandlers.set_mouse_handler_for_range is set_mouse_handler_for_range
+
+
+@given(st.integers(0, 5), st.integers(0, 8), st.integers(0, 5), st.integers(0, 8))
+def test_mouse_handlers_are_set_on_the_same_cells(x_min: int, x_max: int, y_min: int, y_max: int) -> None:
+    def handler(event: object) -> None:
+        return None
+
+    theirs, ours = MouseHandlers(), MouseHandlers()
+    for handlers in (theirs, ours):  # a cell set before, inside the area and outside it
+        ORIGINAL_SET_MOUSE_HANDLER_FOR_RANGE(handlers, 1, 3, 1, 3, print)
+    ORIGINAL_SET_MOUSE_HANDLER_FOR_RANGE(theirs, x_min, x_max, y_min, y_max, handler)
+    set_mouse_handler_for_range(ours, x_min, x_max, y_min, y_max, handler)
+    assert {y: dict(row) for y, row in ours.mouse_handlers.items()} == {
+        y: dict(row) for y, row in theirs.mouse_handlers.items()
+    }
