@@ -12,13 +12,15 @@ import signal
 import struct
 import termios
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pyte
 
 # How long a wait may take before the test fails: generous, since a condition that holds ends the wait at once,
 # and a loaded two-core machine running eight test processes can take over 10 s to finish a turn.
 WAIT_S = 30.0
+FRAME_MARK = b"\x1b]7707;"
+"""How a frame ends when the UI runs with DASHFLOAT_FRAME_MARKS=1 (dashfloat/ui/_frames.py)."""
 
 
 class Terminal:
@@ -38,6 +40,7 @@ class Terminal:
         self.pid, self.fd = pid, fd
         self._set_size(cols, rows)
         self.exit_status: int | None = None
+        self._watched: dict[str, bool] = {}
 
     def _set_size(self, cols: int, rows: int) -> None:
         fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
@@ -59,8 +62,36 @@ class Terminal:
         if not data:
             return False
         self.raw += data
-        self.stream.feed(self._decoder.decode(data))
+        # Frame by frame where the program marks its frames (DASHFLOAT_FRAME_MARKS): a state drawn and replaced
+        # within one read (a one-second hint, read late by a starved test) is still seen by ``watch``.
+        start = 0
+        while start < len(data):
+            end = data.find(FRAME_MARK, start)
+            end = len(data) if end < 0 else end + len(FRAME_MARK)
+            self.stream.feed(self._decoder.decode(data[start:end]))
+            start = end
+            if self._watched:
+                shown = self.visible()
+                self._watched.update({n: True for n, seen in self._watched.items() if not seen and n in shown})
         return True
+
+    def watch(self, needle: str) -> None:
+        """From now on, note whether any frame shows ``needle`` on the visible screen (see ``wait_shown``)."""
+        self._watched[needle] = needle in self.visible()
+
+    def wait_shown(self, needle: str, timeout_s: float = WAIT_S) -> bool:
+        """Wait until a frame since ``watch(needle)`` showed it, however briefly."""
+        return self.wait_until(lambda: self._watched[needle], timeout_s)
+
+    def wait_until(self, holds: Callable[[], bool], timeout_s: float = WAIT_S) -> bool:
+        """Read until ``holds()``; whether it does."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if holds():
+                return True
+            if not self.pump():
+                break
+        return holds()
 
     def lines(self) -> list[str]:
         """Scrollback then the visible screen, as text."""

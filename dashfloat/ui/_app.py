@@ -729,7 +729,9 @@ class TuiShell:
                 case "exit":
                     self.app.exit(result=0)
                 case "arm":
-                    pass
+                    # Drawn now, not by the next tick: the hint lives a second from the key, and a tick delayed past
+                    # that (a loaded machine) cleared it before any frame had shown it.
+                    self.tick()
 
         @kb.add("c-d")
         def _(event: KeyPressEvent) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from dashfloat.ui import FRAME_MARKS_ENV
 from tests.pty_harness import Terminal
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,10 +27,16 @@ class Term(Terminal):
         os.write(self.fd, data.encode())
 
 
-def fake_app(tmp_path: Path, cols: int = 80, rows: int = 24, *extra: str) -> tuple[Term, Path]:
-    """The test launcher (run_tui + a scripted fake agent process) in a pty, cwd ``tmp_path``."""
+def fake_app(
+    tmp_path: Path, cols: int = 80, rows: int = 24, *extra: str, frame_marks: bool = False
+) -> tuple[Term, Path]:
+    """The test launcher (run_tui + a scripted fake agent process) in a pty, cwd ``tmp_path``; ``frame_marks``:
+    the UI marks the end of every frame, so the harness sees frames one by one (``Terminal.watch``)."""
     log = tmp_path / "fake.log"
     env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(tmp_path)}
+    env.pop(FRAME_MARKS_ENV, None)
+    if frame_marks:
+        env[FRAME_MARKS_ENV] = "1"
     argv = [sys.executable, "-m", "tests.ui.fake_agent_app", "--log", str(log), "--cwd", str(tmp_path), *extra]
     return Term(argv, env, cols, rows), log
 
