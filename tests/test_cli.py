@@ -135,6 +135,10 @@ def test_a_usage_error_stops_the_early_agent(isolated_env: dict[str, str], tmp_p
     forked, after = done.stdout.splitlines()
     pid, alive = forked.split()
     assert alive == "True"
-    assert after == "2 0"  # the usage error's code; the agent was stopped and reaped before main returned
+    code, agent_exit = after.split()
+    assert code == "2"  # the usage error's
+    # Stopped and reaped before main returned: it exits 0 at the closed pipe, or is killed once the stop's grace is
+    # over (a loaded machine: the agent was still importing, -9), never left running (None).
+    assert agent_exit in ("0", "-9"), after
     assert "not a directory" in done.stderr
     assert wait_for(lambda: not _running(int(pid)))
