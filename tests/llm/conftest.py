@@ -6,9 +6,11 @@ import itertools
 import multiprocessing
 import os
 import random
+import ssl
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -27,6 +29,9 @@ from dashfloat.protocol import (
     StreamFailed,
 )
 from dashfloat.testing.sse_server import ScriptedServer
+
+TLS_DIR = Path(__file__).parent / "tls"
+"""A self-signed certificate for 127.0.0.1 (the TLS provider tests)."""
 
 TEST_KEY_ENV = "DASHFLOAT_TEST_LLM_KEY"
 TEST_KEY = "sk-test-not-a-real-key"
@@ -133,6 +138,15 @@ def llm() -> Iterator[Llm]:
     process = Llm()
     yield process
     process.close()
+
+
+@pytest.fixture
+def tls_server() -> Iterator[ScriptedServer]:
+    """The scripted server over TLS, with the self-signed certificate in tests/llm/tls."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(TLS_DIR / "cert.pem", TLS_DIR / "key.pem")
+    with ScriptedServer(tls=context) as scripted:
+        yield scripted
 
 
 @pytest.fixture

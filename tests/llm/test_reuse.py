@@ -4,9 +4,7 @@ still cuts a reused connection mid-stream (real server, real LLM process)."""
 from __future__ import annotations
 
 import os
-import ssl
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -22,9 +20,8 @@ from dashfloat.testing.sse_server import (
     text_reply,
     tool_calls_reply,
 )
-from tests.llm.conftest import Llm
+from tests.llm.conftest import TLS_DIR, Llm
 
-TLS_DIR = Path(__file__).parent / "tls"
 """A self-signed certificate for 127.0.0.1 (test only; valid until 2126)."""
 
 DONE = sse_event("[DONE]")
@@ -49,14 +46,6 @@ def tls_llm() -> Iterator[Llm]:
             os.environ["REQUESTS_CA_BUNDLE"] = previous
     yield process
     process.close()
-
-
-@pytest.fixture
-def tls_server() -> Iterator[ScriptedServer]:
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(TLS_DIR / "cert.pem", TLS_DIR / "key.pem")
-    with ScriptedServer(tls=context) as scripted:
-        yield scripted
 
 
 def _episodes_over_one_connection(llm: Llm, server: ScriptedServer) -> None:

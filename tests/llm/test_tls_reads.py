@@ -6,26 +6,16 @@ from __future__ import annotations
 import socket
 import ssl
 import threading
-from collections.abc import Iterator
 
-import pytest
 import requests
 
 from dashfloat.llm._http import _Adapter, body_chunks, process_session
 from dashfloat.llm._limits import READ_CHUNK_BYTES
 from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, sse_event
 from tests.e2e import wait_for
-from tests.llm.test_reuse import TLS_DIR
+from tests.llm.conftest import TLS_DIR
 
 HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream", "Accept-Encoding": "identity"}
-
-
-@pytest.fixture
-def tls_server() -> Iterator[ScriptedServer]:
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(TLS_DIR / "cert.pem", TLS_DIR / "key.pem")
-    with ScriptedServer(tls=context) as scripted:
-        yield scripted
 
 
 def records_waiting(sock: socket.socket) -> int:
