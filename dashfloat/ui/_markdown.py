@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 from typing import TYPE_CHECKING
 
 from pygments.token import Token  # loaded with the UI's pygments style anyway
@@ -35,6 +36,20 @@ def _parser() -> MarkdownIt:
 @functools.lru_cache(maxsize=MARKDOWN_CACHE_ENTRIES)
 def render_markdown(source: str, width: int) -> tuple[Row, ...]:
     """Rows for a Markdown document at ``width`` columns (raw HTML is shown as text)."""
+    if _PLAIN_PARAGRAPH.fullmatch(source):
+        # A streamed paragraph is rendered twice a tick (the whole, then the rest after a cut, ADR 0040): text that
+        # no Markdown rule can act on is one paragraph of itself, so it needs no parse (tests/ui/test_fast_paths.py).
+        return tuple(wrap([("", source)], max(8, width)))
+    return render_parsed(source, width)
+
+
+_PLAIN_PARAGRAPH = re.compile(r"[A-Za-z](?:[A-Za-z0-9 ,.;:?!'()]*[A-Za-z0-9,.;:?!'()])?")
+"""One line that Markdown leaves as it is: no markup character, no line break, nothing that opens a block at its
+start (a letter first: not an indent, list number or marker), no space at either end (a paragraph strips them)."""
+
+
+def render_parsed(source: str, width: int) -> tuple[Row, ...]:
+    """``render_markdown`` by the parser, for any source."""
     from markdown_it.tree import SyntaxTreeNode
 
     tree = SyntaxTreeNode(_parser().parse(sanitize(source)))

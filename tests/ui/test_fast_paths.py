@@ -12,6 +12,7 @@ from prompt_toolkit.layout.screen import Screen, WritePosition
 from prompt_toolkit.utils import get_cwidth
 
 from dashfloat.ui._app import scrub
+from dashfloat.ui._markdown import _PLAIN_PARAGRAPH, render_markdown, render_parsed
 from dashfloat.ui._rows_control import RowsControl, RowsWindow
 from dashfloat.ui._text import Row, row_width, sanitize, width_of
 from dashfloat.ui.state import _source_cut
@@ -122,3 +123,38 @@ def test_a_content_of_rows_replaced_since_measures_its_own_lines() -> None:
     shown[0] = [(("", "ab"),)]  # plain at 4 columns; the content made before holds the wider row
     assert control.create_content(4, None).get_height_for_line(0, 4, None) == 1
     assert content.get_height_for_line(0, 4, None) == 2
+
+
+# Markup that acts where it stands: a line break, a list, a heading, emphasis, a code span, an entity, a link, an
+# autolink, a table, an escape, an indent, a setext underline, strikethrough, a hard break, a fence.
+MARKUP = st.sampled_from(
+    ["\n", "\n- ", "- ", "**b**", "*e*", "_u_", "`c`", "&amp;", "1. ", "2) ", "# ", "[a](b)", "<a@b.c>", "|", "\\",
+     "    ", "\n===", "~~s~~", "  \n", "```", "\t", "-", "=", ">", "!"]
+)  # fmt: skip
+
+
+@settings(max_examples=500)
+@given(
+    st.text(alphabet="aZ09 ,.;:?!'()", max_size=40),
+    st.lists(st.tuples(st.integers(0, 40), MARKUP), max_size=3),
+    st.integers(1, 40),
+)
+def test_plain_prose_renders_as_the_parser_renders_it(plain: str, marks: list[tuple[int, str]], width: int) -> None:
+    source = "w" + plain  # a letter first: most of these are one plain paragraph before their markup goes in
+    for at, mark in marks:
+        source = source[:at] + mark + source[at:]
+    assert render_markdown.__wrapped__(source, width) == render_parsed(source, width)
+    for _, mark in marks:
+        assert render_markdown.__wrapped__(mark + source, width) == render_parsed(mark + source, width)
+
+
+@given(st.lists(st.sampled_from(["a", "Z9", "it's", "(so)", "yes,", "no.", "why?", "w00001", "x:"]), min_size=1))
+def test_a_streamed_paragraph_of_words_takes_the_plain_path(words: list[str]) -> None:
+    source = "w" + " ".join(words)
+    assert _PLAIN_PARAGRAPH.fullmatch(source)
+    assert render_markdown.__wrapped__(source, 30) == render_parsed(source, 30)
+
+
+def test_text_markdown_acts_on_takes_the_parser() -> None:
+    for source in ("1. one", "a *b*", "a\nb", " a", "a ", "# a", "a `b`", "a &amp; b", "a | b", "a - b", "- a"):
+        assert not _PLAIN_PARAGRAPH.fullmatch(source), source
