@@ -70,6 +70,38 @@ def hard_break(fragments: list[Fragment], width: int, room: int | None = None) -
     return [tuple(f for f in row if f[1]) for row in rows]
 
 
+def soft_break(line: str, width: int) -> list[str]:
+    """One line of verbatim text (a diff line, command output) in rows of at most ``width`` columns, nothing lost
+    or added: a row ends after a space where one follows a word on it, so a word that fits a row is never split;
+    only a word wider than the row (or a character wider than it) is cut by columns. Spaces stay where they were
+    (the end of a row, or a row's start when the space itself did not fit), so the rows joined are the line."""
+    width = max(1, width)
+    ascii_only = line.isascii() and line.isprintable()
+    rows: list[str] = []
+    start = used = 0
+    cut = -1  # just after the row's last space that follows a non-space: where a row may end
+    word_seen = False
+    for i, ch in enumerate(line):
+        w = 1 if ascii_only else get_cwidth(ch)
+        if used + w > width and i > start:
+            if ch != " " and cut > start:
+                rows.append(line[start:cut])
+                start = cut
+                used = width_of(line[cut:i])
+                word_seen = i > cut
+            else:
+                rows.append(line[start:i])
+                start, used, word_seen = i, 0, False
+            cut = -1
+        used += w
+        if ch != " ":
+            word_seen = True
+        elif word_seen:
+            cut = i + 1
+    rows.append(line[start:])
+    return rows
+
+
 WRAP_RESUME_MIN_CHARS = 2048
 """Text at least this long is wrapped resumably: a streamed paragraph grows by a few words per frame, and
 wrapping it whole every frame cost O(n) per frame, O(n²) per paragraph (issue 19: most of the TUI's CPU)."""

@@ -9,7 +9,7 @@ from prompt_toolkit.formatted_text import FormattedText
 from dashfloat.catalogue import call_name, describe_change, summarize_call
 from dashfloat.protocol import ChangeRecorded, ConfirmRequested, ConfirmSubject, MalformedCall
 from dashfloat.ui._markdown import render_markdown
-from dashfloat.ui._text import Fragment, Row, clip, hanging_wrap, hard_break, row_width, sanitize, width_of, wrap
+from dashfloat.ui._text import Fragment, Row, clip, hanging_wrap, row_width, sanitize, soft_break, width_of, wrap
 from dashfloat.ui.state import (
     ChangeRecord,
     ChangesTable,
@@ -133,7 +133,7 @@ def _change_rows(change: ChangeRecorded, width: int, with_diff: bool) -> list[Ro
     rows: list[Row] = [(("class:dim", "  "), ("class:tool", clip(sanitize(change_line(change)), max(1, width - 2))))]
     if with_diff:
         for line in change.diff:
-            rows.extend(((_diff_style(line), OUTPUT_INDENT + p),) for p in _columns(sanitize(line), max(1, width - 4)))
+            rows.extend(((_diff_style(line), OUTPUT_INDENT + p),) for p in _diff_line(sanitize(line), width - 4))
     return rows
 
 
@@ -174,7 +174,7 @@ def _verbatim(text: str, width: int, style: str) -> list[Row]:
     rows: list[Row] = []
     room = max(1, width - len(OUTPUT_INDENT))
     for line in shown:
-        pieces = _columns(line, room)
+        pieces = soft_break(line, room)
         rows.extend(((style, OUTPUT_INDENT + p),) for p in pieces)
     if len(lines) > len(shown):
         more = len(lines) - len(shown)
@@ -182,8 +182,13 @@ def _verbatim(text: str, width: int, style: str) -> list[Row]:
     return rows
 
 
-def _columns(line: str, width: int) -> list[str]:
-    return ["".join(text for _, text in row) for row in hard_break([("", line)], width)]
+def _diff_line(line: str, width: int) -> list[str]:
+    """One diff line in rows: its marker (+, -, space) keeps its column alone, the continuation rows start one in,
+    and words are not split where they fit (``soft_break``)."""
+    if len(line) < 2 or width < 2:
+        return soft_break(line, width)
+    first, *more = soft_break(line[1:], width - 1)
+    return [line[0] + first, *(" " + piece for piece in more)]
 
 
 def _result_rows(entry: ToolResult, width: int) -> list[Row]:
@@ -282,7 +287,7 @@ def _confirm_rows(state: UiState, width: int, budget: int) -> list[Row]:
         return [*rows, *_viewer_rows(state, confirm, width)]
     body: list[Row] = []
     for line in confirm.lines:
-        body.extend(((_diff_style(line), p),) for p in _columns(sanitize(line), max(1, width - 2)))
+        body.extend(((_diff_style(line), p),) for p in _diff_line(sanitize(line), width - 2))
     room = max(1, budget - 2)
     if len(body) > room:
         # head and tail: what a command line or a diff ends with matters as much as how it starts
