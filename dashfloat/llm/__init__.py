@@ -1,5 +1,9 @@
 """The LLM stream process: OpenAI-compatible streaming, tool-call assembly, failure taxonomy, bounds."""
 
+# First, before any module of ours imports requests: its import without the modules we never use.
+from dashfloat.llm import _imports  # noqa: F401
+
+# isort: split
 from dashfloat.llm._errors import Kind as FailureKind
 from dashfloat.llm._limits import (
     EPISODE_MAX_BYTES,
