@@ -152,6 +152,10 @@ def parameter_schemas() -> dict[str, JsonObject]:
     return {str(f["name"]): _object(f["parameters"]) for f in functions}
 
 
+UNNAMED_CALL = "(unnamed call)"
+"""What a row shows for a call the model sent without a function name."""
+
+
 def call_name(call: ConfirmSubject | MalformedCall) -> str:
     """The name a row shows for a call or a confirmation's subject: the tool's, or the restore's."""
     match call:
@@ -166,7 +170,7 @@ def call_name(call: ConfirmSubject | MalformedCall) -> str:
         case ListDirectoryArgs():
             return LIST_DIRECTORY
         case MalformedCall(name=name):
-            return name
+            return name or UNNAMED_CALL
         case UndoChanges():
             return "undo"
         case RewindConversation():

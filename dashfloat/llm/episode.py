@@ -18,7 +18,7 @@ from dashfloat.llm._errors import StreamError, clause, context_exceeded, error_t
 from dashfloat.llm._limits import EPISODE_MAX_BYTES, EPISODE_MAX_TOOL_CALLS, REPEAT_MIN_COUNT
 from dashfloat.llm._repeat import RepetitionGuard
 from dashfloat.llm.textcalls import text_tool_calls
-from dashfloat.llm.toolcalls import ToolCalls
+from dashfloat.llm.toolcalls import ToolCalls, empty_call
 from dashfloat.protocol import AssembledCall, StreamDone, StreamFailed, StreamFailureKind, Usage
 
 DeltaKind = Literal["content", "reasoning", "status", "warning"]
@@ -275,6 +275,9 @@ class Episode:
         content = self.content
         if text_calls and not calls:
             content, calls = text_tool_calls(content)
+        if not calls and not content.strip() and self._calls.empty_index is not None:
+            # Nothing but empty tool-call items: an error result the model reads, not "returned nothing".
+            calls = [empty_call(self._calls.empty_index)]
         reason = self.finish_reason or ("tool_calls" if calls else "stop")
         if reason == "stop" and calls:
             reason = "tool_calls"  # Gemini, Ollama, LocalAI finish tool calls with "stop"

@@ -53,6 +53,8 @@ class ToolCalls:
         self._last: _Call | None = None
         self.fragment_bytes = 0
         """Bytes of ids, names and arguments received, counted per fragment (repeats included)."""
+        self.empty_index: int | None = None
+        """The index of the first item that carried nothing (id, name and arguments all null or empty)."""
 
     @property
     def distinct_calls(self) -> int:
@@ -79,10 +81,14 @@ class ToolCalls:
             # MiniMax and others send the arguments as a JSON value instead of a string.
             args = msgspec.json.encode(raw_args).decode()
         self.fragment_bytes += len(call_id.encode()) + len(name.encode()) + len(args.encode())
-        if not (call_id or name or args):
-            return  # a phantom item (empty id, no function): it carries nothing, so it starts nothing
         raw_index = item.get("index")
         index = raw_index if isinstance(raw_index, int) and not isinstance(raw_index, bool) else None
+        if not (call_id or name or args):
+            # A phantom item (empty id, no function): it carries nothing, so it starts nothing; an answer
+            # made of nothing else is still a call the model tried to make (Episode.finished).
+            if self.empty_index is None:
+                self.empty_index = index if index is not None else 0
+            return
         call = self._target(call_id, index, name)
         if call is None:
             call = self._start(index)
@@ -149,6 +155,17 @@ class ToolCalls:
         if not call.name:
             error = "the tool call has no function name"
         return assemble(call_id, call.name, args, error)
+
+
+EMPTY_CALL_ERROR = (
+    "the tool call arrived empty: its id, function name and arguments were all null or missing; "
+    "call the tool again with its name and arguments"
+)
+
+
+def empty_call(index: int) -> AssembledCall:
+    """The error call an answer made only of empty tool-call items becomes: the model reads why it did nothing."""
+    return assemble(f"call_{index}_empty", "", None, EMPTY_CALL_ERROR)
 
 
 def _parse_args(text: str) -> tuple[JsonObject | None, str | None]:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from dashfloat.llm import EPISODE_MAX_BYTES, EPISODE_MAX_TOOL_CALLS, Episode
 from dashfloat.llm._errors import StreamError
+from dashfloat.llm.toolcalls import EMPTY_CALL_ERROR
 from dashfloat.protocol import ReadFileArgs, StreamFailureKind, Usage
 from tests.llm.conftest import varied
 
@@ -113,6 +114,36 @@ def test_groq_empty_tool_call_lists_are_not_calls() -> None:
     episode, _ = feed_all(chunk({"content": "hi", "tool_calls": []}), chunk({"tool_calls": []}, "stop"))
     done = episode.finished(1)
     assert (done.content, done.tool_calls, done.finish_reason) == ("hi", [], "stop")
+
+
+EMPTY_ITEMS = [
+    {"index": 0, "id": None, "type": "function", "function": {"name": None, "arguments": None}},
+    {"index": 0, "id": "", "function": {}},
+    {"id": None},
+]
+
+
+@pytest.mark.parametrize("item", EMPTY_ITEMS)
+def test_an_answer_of_nothing_but_an_empty_call_is_an_error_call_not_nothing(item: dict[str, Any]) -> None:
+    for events in (
+        [chunk({"role": "assistant", "content": None}), chunk({"tool_calls": [item]}), chunk({}, "tool_calls")],
+        [chunk({"tool_calls": [item]}, "stop")],
+        [chunk({"content": "  \n", "tool_calls": [item, item]}), "[DONE]"],
+    ):
+        done = feed_all(*events)[0].finished(1)
+        [call] = done.tool_calls
+        assert (call.name, call.args, call.error) == ("", None, EMPTY_CALL_ERROR)
+        assert call.id and done.finish_reason == "tool_calls"
+
+
+@pytest.mark.parametrize("item", EMPTY_ITEMS)
+def test_an_empty_item_beside_prose_or_a_real_call_is_still_dropped(item: dict[str, Any]) -> None:
+    prose = feed_all(chunk({"content": "hi", "tool_calls": [item]}), chunk({}, "stop"))[0].finished(1)
+    assert (prose.content, prose.tool_calls, prose.finish_reason) == ("hi", [], "stop")
+    call = {"index": 0, "id": "c1", "function": {"name": "read_file", "arguments": '{"path": "a"}'}}
+    for order in ([item, call], [call, item]):
+        done = feed_all(chunk({"tool_calls": order}, "tool_calls"))[0].finished(1)
+        assert [(c.id, c.error) for c in done.tool_calls] == [("c1", None)]
 
 
 def test_tool_calls_finished_with_stop_later_or_never_are_tool_calls() -> None:

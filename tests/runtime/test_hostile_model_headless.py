@@ -1,0 +1,42 @@
+"""What a demanding daily user met running `dashfloat -p` against odd model output (real server, real CLI)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from dashfloat.catalogue import UNNAMED_CALL
+from dashfloat.llm.toolcalls import EMPTY_CALL_ERROR
+from dashfloat.testing.sse_server import Reply, ScriptedServer, sse_event, text_reply
+from tests.e2e import dashfloat_argv
+
+
+def chunk(delta: dict[str, object], finish_reason: str | None = None) -> bytes:
+    return sse_event({"choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]})
+
+
+def run(server: ScriptedServer, tree: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
+    argv = dashfloat_argv(server, tree, *extra)
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_a_tool_call_with_every_field_null_is_an_error_result_the_model_reads(
+    tree: Path, isolated_env: dict[str, str]
+) -> None:
+    empty = {"index": 0, "id": None, "type": "function", "function": {"name": None, "arguments": None}}
+    body = [chunk({"role": "assistant", "content": None}), chunk({"tool_calls": [empty]})]
+    with ScriptedServer() as server:
+        server.enqueue(
+            Reply(body=[*body, chunk({}, "tool_calls"), sse_event("[DONE]")]), text_reply("I will name it this time.")
+        )
+        result = run(server, tree, isolated_env, "-p", "go")
+        assert result.returncode == 0, result.stderr
+        assert "[model returned nothing]" not in result.stderr
+        assert f"⚙ {UNNAMED_CALL}" in result.stderr, result.stderr
+        assert f"→ error: {EMPTY_CALL_ERROR}" in result.stderr, result.stderr
+        assert result.stdout == "I will name it this time.\n"
+        [_, second] = server.requests
+        assistant, tool = second["messages"][-2:]
+        assert tool["role"] == "tool" and tool["tool_call_id"] == assistant["tool_calls"][0]["id"]
+        assert json.loads(tool["content"]) == {"ok": False, "error": EMPTY_CALL_ERROR}
