@@ -222,22 +222,22 @@ def _tests(turn: _Turn) -> Reply:
 
 
 def _tour(turn: _Turn) -> Reply:
-    step = len(turn.results)
-    entries = _entries(turn)
-    if step == 0:
+    # The next step is the first one not taken yet, not a count of results: in a directory with nothing to
+    # read the read is skipped, and a count then asked for the new file a second time.
+    done = [name for name, _ in turn.results]
+    if not done:
         return Reply("A short tour. First, what is here:", [ListDirectoryArgs(path=".")])
-    if step == 1:
-        target = _pick_file(entries)
+    if done == ["list_directory"]:
+        target = _pick_file(_entries(turn))
         if target:
             return Reply("", [ReadFileArgs(path=target, limit=40)])
-        step = 2
-    if step == 2:
+    if "write_file" not in done:
         body = "# DashFloat demo\n\nThis file was written by the offline demo model.\nIt is safe to delete.\n"
         return Reply(
             f"Now a change: a new file, `{DEMO_FILE}`. The preview shows every line; `y` writes it.",
             [WriteFileArgs(path=DEMO_FILE, content=body)],
         )
-    if step == 3:
+    if "edit_file" not in done:
         return Reply(
             "And an edit of that file: one line replaced, shown as a diff.",
             [
@@ -248,7 +248,7 @@ def _tour(turn: _Turn) -> Reply:
                 )
             ],
         )
-    if step == 4:
+    if "execute_command" not in done:
         return Reply(
             "Finally a command. `cksum` is not on the read-only list (`ls`, `cat`, `rg`, `git status`... run "
             "unasked), so it asks too:",

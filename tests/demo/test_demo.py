@@ -41,7 +41,7 @@ LISTING = {
 }
 
 
-def test_tour_walks_list_read_write_edit_command_then_answers() -> None:
+def walk_tour(listing: dict[str, Any]) -> tuple[list[str], str]:
     steps: list[tuple[ToolArgs, dict[str, Any]]] = []
     names = []
     for _ in range(6):
@@ -52,14 +52,26 @@ def test_tour_walks_list_read_write_edit_command_then_answers() -> None:
         names.append(call_name(args))
         result: dict[str, Any] = {"ok": True}
         if isinstance(args, ListDirectoryArgs):
-            result = LISTING
+            result = listing
         elif isinstance(args, ReadFileArgs):
             result = {"ok": True, "path": args.path, "content": "# Title\n"}
         elif call_name(args) == "execute_command":
             result = {"ok": True, "exit_code": 0, "output": "4 dashfloat-demo.md\n"}
         steps.append((args, result))
+    return names, reply.text
+
+
+def test_tour_walks_list_read_write_edit_command_then_answers() -> None:
+    names, text = walk_tour(LISTING)
     assert names == ["list_directory", "read_file", "write_file", "edit_file", "execute_command"]
-    assert "```sh" in reply.text and "Tour complete" in reply.text
+    assert "```sh" in text and "Tour complete" in text
+
+
+def test_a_tour_of_an_empty_directory_writes_its_file_once() -> None:
+    """Found in tmux: `tour` in an empty directory asked to write dashfloat-demo.md a second time."""
+    names, text = walk_tour({"ok": True, "entries": []})
+    assert names == ["list_directory", "write_file", "edit_file", "execute_command"]
+    assert "Tour complete" in text
 
 
 def test_a_rejection_stops_the_demo_politely() -> None:
