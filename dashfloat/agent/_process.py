@@ -58,6 +58,10 @@ class Workers(Protocol):
 
     def start_executor(self) -> Worker: ...
 
+    def preload_executor(self) -> int | None:
+        """Prepare ``start_executor`` without blocking; a descriptor readable once it is ready (None: it is)."""
+        ...
+
 
 def coalesce_text(outbox: list[tuple[Dest, Message]]) -> list[tuple[Dest, Message]]:
     """Adjacent text for the UI in one message: when the agent falls behind a fast stream, the UI gets
@@ -93,6 +97,8 @@ class AgentShell:
         self.workers = workers
         self.llm = workers.start_llm()
         self._executor: Worker | None = None
+        self._executor_ready: int | None = None
+        """While the executor's code is imported on a thread: readable once the executor can be forked."""
         self.pgids: dict[str, int] = {}
         self.ui_gone = False
         self.llm_heard = time.monotonic()
@@ -102,6 +108,7 @@ class AgentShell:
     def executor(self) -> Worker:
         """The executor process, started on first use (``run`` starts it once the first messages are sent)."""
         if self._executor is None:
+            self._executor_ready = None
             self._executor = self.workers.start_executor()
         return self._executor
 
@@ -225,8 +232,16 @@ class AgentShell:
     def run(self) -> None:
         # The first messages (the window discovery, the ready message) go before the executor is started: its
         # imports would compete with the LLM worker's for the two cores on the first request's path (issue 19).
+        # So does what the UI sent meanwhile (a headless run's prompt): its session file is written and fsynced,
+        # and its request waits only for the window. The executor's code is then imported on a thread, so that the
+        # window's arrival is answered at once rather than after that import (ADR 0045); the executor is forked
+        # when it is done (or on first use, should a tool be needed before).
         self.flush()
-        self._start_executor()
+        self._from_ui()
+        self.flush()
+        self._executor_ready = self.workers.preload_executor()
+        if self._executor_ready is None:
+            self._start_executor()
         deadline: float | None = None
         while True:
             self.flush()
@@ -248,18 +263,25 @@ class AgentShell:
                     self._llm_died(f"it sent nothing for {silent_for:.0f} s and was stopped")
                     continue
                 timeout = min(timeout if timeout is not None else silent_limit, silent_limit - silent_for)
-            llm, executor = self.llm, self.executor
-            sources: list[Connection | int] = [llm.channel.conn, executor.channel.conn, llm.sentinel, executor.sentinel]
+            llm = self.llm
+            sources: list[Connection | int] = [llm.channel.conn, llm.sentinel]
+            executor = self._executor
+            if executor is not None:
+                sources += [executor.channel.conn, executor.sentinel]
+            elif self._executor_ready is not None:
+                sources.append(self._executor_ready)
             if not self.ui_gone:
                 sources.append(self.ui.conn)
             ready = self.readiness.wait(sources, timeout)
+            if self._executor_ready is not None and self._executor_ready in ready:
+                self._start_executor()
             if self.ui.conn in ready:
                 self._from_ui()
             if llm.channel.conn in ready or llm.sentinel in ready:
                 self._from_llm()
                 if llm.sentinel in ready and self.llm is llm:
                     self._llm_died()
-            if executor.channel.conn in ready or executor.sentinel in ready:
+            if executor is not None and (executor.channel.conn in ready or executor.sentinel in ready):
                 self._from_executor()
                 if executor.sentinel in ready and self.executor is executor:
                     self._executor_died()

@@ -9,11 +9,11 @@ from multiprocessing.process import BaseProcess
 from typing import Any, Final
 
 from dashfloat.channel import Channel, PeerDied
+from dashfloat.preload import Preload
 from dashfloat.procutil import (
     FORK,
     become_child,
     die_with_parent,
-    release_free_heap,
     set_name,
     start_sharing,
     stop_process,
@@ -24,6 +24,8 @@ STOP_GRACE_S: Final = 0.3
 AGENT_PROCESS_NAME: Final = "dashfloat-agent"
 LLM_PROCESS_NAME: Final = "dashfloat-llm"
 EXECUTOR_PROCESS_NAME: Final = "dashfloat-exec"
+EXECUTOR_CODE: Final = ("dashfloat.executor:serve",)
+"""What the agent imports before it forks the executor (the pages are then shared: ADR 0038)."""
 
 
 class ForkedWorker:
@@ -62,9 +64,9 @@ class ForkedWorker:
 
 
 def _llm_main(conn: Connection) -> None:
-    from dashfloat.llm import serve  # imported in the child: requests is the LLM process's own, not the agent's
+    # Imported in the child; serve imports requests on a thread of its own (and trims the heap after it).
+    from dashfloat.llm import serve
 
-    release_free_heap()  # the HTTP stack's import scratch, freed but resident
     serve(conn)
 
 
@@ -103,6 +105,7 @@ class ForkWorkers:
         self.held_fds = list(held_fds)
         self._live: list[ForkedWorker] = []
         self._preforked_llm: ForkedWorker | None = None
+        self._preload: Preload | None = None
 
     def configure(self, root: str, exec_timeout_s: float, sandbox: SandboxState) -> None:
         """The executor's settings, when they come after the LLM worker was forked (the agent's options)."""
@@ -114,6 +117,20 @@ class ForkWorkers:
         """Fork the LLM worker now, before the agent imports its own code: its imports run in parallel with ours."""
         self._preforked_llm = self.start_llm()
 
+    def preload_executor(self) -> int | None:
+        """Import the executor's code on a thread (the agent goes on answering its pipes meanwhile); the descriptor
+        returned becomes readable when ``start_executor`` can fork without waiting for it."""
+        if self._preload is None:
+            self._preload = Preload(EXECUTOR_CODE, notify=True)
+        return self._preload.fileno()
+
+    def _finish_preload(self) -> None:
+        """Wait for a preload still importing: a fork meanwhile would hand the child the import's locks."""
+        if self._preload is not None:
+            preload, self._preload = self._preload, None
+            preload.wait()
+            preload.close()
+
     def abandon(self) -> None:
         """Kill every worker at once: they were forked for a start that did not happen and hold nothing yet."""
         for worker in self._live:
@@ -124,6 +141,7 @@ class ForkWorkers:
 
     def _start(self, target: Callable[..., None], union: Any, name: str, process_name: str, *args: Any) -> ForkedWorker:
         """Fork ``target(conn, *args)``; ``name`` names the channel, ``process_name`` the process."""
+        self._finish_preload()
         self._live = [w for w in self._live if w.process.is_alive()]
         ours, theirs = FORK.Pipe()
         close = [*self.held_fds, ours.fileno()]
@@ -148,9 +166,10 @@ class ForkWorkers:
         return self._start(_llm_main, LlmToAgent, "llm->agent", LLM_PROCESS_NAME)
 
     def start_executor(self) -> ForkedWorker:
-        # Its code is imported here first, in the agent: the pages are then shared, and a child importing after
-        # the fork copies more than its modules (the interned names, sys.modules): measured ~2 MB less across the
-        # two (ADR 0038).
+        # Its code is imported here first, in the agent (by the preload, if one ran): the pages are then shared,
+        # and a child importing after the fork copies more than its modules (the interned names, sys.modules):
+        # measured ~2 MB less across the two (ADR 0038).
+        self._finish_preload()
         from dashfloat.executor import serve  # noqa: F401
 
         return self._start(

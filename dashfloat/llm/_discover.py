@@ -1,7 +1,9 @@
 """Asking a server for its context window: a few short GETs in a worker thread, answered once per model.
 
 The parsers are in ``_window``; this module only makes the requests, in an order that costs a hosted API
-one request (``/models``) and a local server at most five, each with DISCOVERY_TIMEOUT_S.
+one request (``/models``) and a local server at most five, each with DISCOVERY_TIMEOUT_S. A local plain-HTTP
+server is asked through http.client while ``requests`` is still being imported (``_probe``, ADR 0045); anything
+else through ``requests``, once it is.
 """
 
 from __future__ import annotations
@@ -9,41 +11,60 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import msgspec
-import requests
 
 from dashfloat.config import is_local_url
 from dashfloat.jsonvalue import JsonValue
 from dashfloat.llm import _window as w
-from dashfloat.llm._http import process_session
+from dashfloat.llm._probe import PlainProber, plain_probes
 from dashfloat.protocol import DiscoverWindow, ProviderConfig, WindowFound
 
+if TYPE_CHECKING:
+    import requests
+
+    from dashfloat.preload import Preload
+
 Probe = Callable[[JsonValue], object]
+Get = Callable[[str, str, dict[str, str], JsonValue], JsonValue]
+"""``get(method, url, headers, json_body)``: the decoded JSON body of a 200, or None (any failure: "this server
+does not say")."""
 
 
-def _get(
-    session: requests.Session, method: str, url: str, headers: dict[str, str], json: JsonValue = None
-) -> JsonValue:
-    """The decoded JSON body of a 200, or None (any failure means "this server does not say")."""
-    try:
-        response = session.request(
-            method, url, headers=headers, json=json, timeout=(w.DISCOVERY_TIMEOUT_S, w.DISCOVERY_TIMEOUT_S)
-        )
-        if response.status_code != 200:
+def requests_get(session: requests.Session) -> Get:
+    """The getter through ``requests`` (this process's Session: the chat request that follows reuses the
+    connection)."""
+    import requests
+
+    def get(method: str, url: str, headers: dict[str, str], json: JsonValue = None) -> JsonValue:
+        try:
+            response = session.request(
+                method, url, headers=headers, json=json, timeout=(w.DISCOVERY_TIMEOUT_S, w.DISCOVERY_TIMEOUT_S)
+            )
+            if response.status_code != 200:
+                return None
+            body: JsonValue = msgspec.json.decode(response.content[: 4 * 1024 * 1024])
+            return body
+        except (requests.RequestException, msgspec.DecodeError, OSError, ValueError):
             return None
-        body: JsonValue = msgspec.json.decode(response.content[: 4 * 1024 * 1024])
-        return body
-    except (requests.RequestException, msgspec.DecodeError, OSError, ValueError):
-        return None
+
+    return get
 
 
-def discover(provider: ProviderConfig, request_id: int = 0, props: dict[str, JsonValue] | None = None) -> WindowFound:
+def discover(
+    provider: ProviderConfig, request_id: int = 0, props: dict[str, JsonValue] | None = None, get: Get | None = None
+) -> WindowFound:
     """Ask the server behind ``provider`` (blocking; at most a few short requests).
 
     ``props``: where to leave a local server's ``/props`` answer (None when it gave none) under the provider's base
     URL, when the probes got that far, so that the stream's look at the chat template does not ask again.
+    ``get``: how to ask (None: through this process's ``requests`` Session).
     """
+    if get is None:
+        from dashfloat.llm._http import process_session
+
+        get = requests_get(process_session())
     headers = {"Accept": "application/json", **provider.headers}
     key = os.environ.get(provider.api_key_env) if provider.api_key_env else None
     if key:
@@ -62,9 +83,8 @@ def discover(provider: ProviderConfig, request_id: int = 0, props: dict[str, Jso
             ("Ollama /api/ps context_length", "GET", f"{root}/api/ps", None, lambda b: w.ollama_ps(b, model)),
         ]
     notices: list[str] = []
-    session = process_session()  # the chat request that follows reuses the connection
     for detail, method, url, body, parse in probes:
-        answer = _get(session, method, url, headers, body)
+        answer = get(method, url, headers, body)
         if url == props_url and props is not None:
             props[provider.base_url] = answer
         value = parse(answer)
@@ -73,7 +93,7 @@ def discover(provider: ProviderConfig, request_id: int = 0, props: dict[str, Jso
         if w.reported(value):
             notices.append(f"ignored a context window of {value!r} reported by {url}")
     if is_local_url(base):
-        value, which = w.ollama_show(_get(session, "POST", f"{root}/api/show", headers, {"model": model}))
+        value, which = w.ollama_show(get("POST", f"{root}/api/show", headers, {"model": model}))
         if (window := w.sane(value)) is not None:
             return WindowFound(request_id, window, "server", f"Ollama /api/show {which}", "; ".join(notices))
         if w.reported(value):
@@ -86,25 +106,39 @@ def discover(provider: ProviderConfig, request_id: int = 0, props: dict[str, Jso
 
 
 class Discovery:
-    """One DiscoverWindow answered from a worker thread; ``done`` is called with the reply."""
+    """One DiscoverWindow answered from a worker thread; ``done`` is called with the reply. ``stack``: the HTTP
+    stack's import; while it runs, a local plain-HTTP server is asked through http.client, else the thread waits
+    for it."""
 
     def __init__(
         self,
         ask: DiscoverWindow,
         done: Callable[[DiscoverWindow, WindowFound], None],
         props: dict[str, JsonValue] | None = None,
+        stack: Preload | None = None,
     ) -> None:
         self._ask = ask
         self._done = done
         self._props = props
+        self._stack = stack
         self._thread = threading.Thread(target=self._run, name=f"llm-window-{ask.request_id}", daemon=True)
 
     def begin(self) -> None:
         self._thread.start()
 
     def _run(self) -> None:
+        provider, request_id = self._ask.provider, self._ask.request_id
         try:
-            found = discover(self._ask.provider, self._ask.request_id, self._props)
+            if self._stack is not None and not self._stack.done() and plain_probes(provider.base_url, os.environ):
+                prober = PlainProber(w.DISCOVERY_TIMEOUT_S)
+                try:
+                    found = discover(provider, request_id, self._props, prober.get)
+                finally:
+                    prober.close()
+            else:
+                if self._stack is not None:
+                    self._stack.wait()
+                found = discover(provider, request_id, self._props)
         except Exception as exc:  # answer whatever broke: the agent waits for this reply
             found = WindowFound(
                 self._ask.request_id,

@@ -6,6 +6,11 @@ non-SSE bodies onto them, each with a sentence that says what to do.
 
 from __future__ import annotations
 
+# First, before requests: its import without the modules this process never uses (_imports, ADR 0046).
+from dashfloat.llm import _imports  # noqa: F401
+
+# isort: split
+
 import email.utils
 import re
 import socket

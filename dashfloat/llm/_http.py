@@ -7,6 +7,11 @@ abort still cuts it.
 
 from __future__ import annotations
 
+# First, before requests: its import without the modules this process never uses (_imports, ADR 0046).
+from dashfloat.llm import _imports  # noqa: F401
+
+# isort: split
+
 import contextlib
 import http.client
 import os

@@ -1,4 +1,8 @@
-"""The LLM stream process loop: the pipe on the main thread, each HTTP stream on a worker thread."""
+"""The LLM stream process loop: the pipe on the main thread, each HTTP stream on a worker thread.
+
+The loop starts before the HTTP stack is imported (on a thread of its own: ``dashfloat.preload``), so a window
+discovery can begin at once; a stream waits for the import (ADR 0045).
+"""
 
 from __future__ import annotations
 
@@ -8,15 +12,16 @@ import os
 import sys
 import time
 from multiprocessing.connection import Connection
-from typing import assert_never
+from typing import TYPE_CHECKING, Final, assert_never
 
 import msgspec
 
 from dashfloat import procutil
 from dashfloat.channel import Channel, PeerDied, ProtocolError, Readiness
+from dashfloat.jsonvalue import JsonValue
 from dashfloat.llm._discover import Discovery
 from dashfloat.llm._limits import DELTA_BATCH_S, DELTA_MAX_CHARS, HOLD_MIN_S
-from dashfloat.llm._stream import DeltaKind, ProviderMemory, Stream, StreamThreads
+from dashfloat.preload import Preload
 from dashfloat.protocol import (
     AgentToLlm,
     CancelStream,
@@ -30,7 +35,14 @@ from dashfloat.protocol import (
     WindowFound,
 )
 
+if TYPE_CHECKING:
+    from dashfloat.llm._stream import DeltaKind, ProviderMemory, Stream, StreamThreads
+
 _ABORT_JOIN_S = 0.5
+HTTP_STACK_MODULES: Final = ("dashfloat.llm._imports", "dashfloat.llm._stream", "netrc")
+"""Imported on a thread as the process starts: requests without what we never use (``_imports``), the stream code
+with urllib3; and what requests imports on its first request (``netrc``, for credentials it looks up), which was
+the discovery's first request and is now often the chat's."""
 
 
 def worth_holding(left_s: float) -> bool:
@@ -41,11 +53,14 @@ def worth_holding(left_s: float) -> bool:
 
 
 class _Loop:
-    def __init__(self, channel: Channel[AgentToLlm]) -> None:
+    def __init__(self, channel: Channel[AgentToLlm], stack: Preload) -> None:
         self.channel = channel
+        self.stack = stack
         self.streams: dict[int, Stream] = {}
-        self.memory = ProviderMemory()
-        self.threads = StreamThreads()
+        self.props: dict[str, JsonValue] = {}
+        """``/props`` answers the discovery got, by base URL (the streams' ProviderMemory holds the same dict)."""
+        self._memory: ProviderMemory | None = None
+        self._threads: StreamThreads | None = None
         self.windows: dict[tuple[str, str], WindowFound] = {}
         """Discovered windows by (base URL, model): each server is asked once per model."""
         self.found: collections.deque[tuple[DiscoverWindow, WindowFound]] = collections.deque()
@@ -54,6 +69,15 @@ class _Loop:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
+
+    def _streams(self) -> tuple[ProviderMemory, StreamThreads]:
+        """What streams need, once the HTTP stack is imported (waits for it the first time)."""
+        if self._memory is None or self._threads is None:
+            self.stack.wait()
+            from dashfloat.llm._stream import ProviderMemory, StreamThreads
+
+            self._memory, self._threads = ProviderMemory(props=self.props), StreamThreads()
+        return self._memory, self._threads
 
     def _wake(self, _stream: Stream) -> None:
         with contextlib.suppress(BlockingIOError):  # a full pipe already means "wake up"
@@ -104,15 +128,18 @@ class _Loop:
             case StartStream():
                 if message.request_id in self.streams:
                     self._cancel(message.request_id, "replaced by a new request with the same id.")
-                stream = Stream(message, self._wake, self.memory)
+                memory, threads = self._streams()
+                from dashfloat.llm._stream import Stream
+
+                stream = Stream(message, self._wake, memory)
                 self.streams[message.request_id] = stream
-                stream.begin(self.threads)
+                stream.begin(threads)
             case DiscoverWindow(request_id=request_id, provider=provider):
                 cached = self.windows.get((provider.base_url, provider.model))
                 if cached is not None:
                     self.channel.send(msgspec.structs.replace(cached, request_id=request_id))
                 else:
-                    Discovery(message, self._discovered, self.memory.props).begin()
+                    Discovery(message, self._discovered, self.props, self.stack).begin()
             case CancelStream():
                 self._cancel(message.request_id, "the request was cancelled.")
             case Shutdown():
@@ -190,9 +217,10 @@ class _Loop:
 def serve(conn: Connection) -> None:
     """Run the LLM stream process on ``conn`` until Shutdown or the agent goes away."""
     procutil.die_with_parent()
+    stack = Preload(HTTP_STACK_MODULES, trim=True)  # requests & co., while this loop already reads the pipe
     channel: Channel[AgentToLlm] = Channel(conn, AgentToLlm, "agent->llm")
     try:
-        _Loop(channel).run()
+        _Loop(channel, stack).run()
     except ProtocolError as exc:
         # The agent speaks another protocol version: nothing sensible can be answered.
         print(f"dashfloat llm: {exc}", file=sys.stderr)

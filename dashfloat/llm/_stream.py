@@ -6,6 +6,11 @@ coalesces and sends them. That keeps the pipe single-writer and the terminal mes
 
 from __future__ import annotations
 
+# First, before requests: its import without the modules this process never uses (_imports, ADR 0046).
+from dashfloat.llm import _imports  # noqa: F401
+
+# isort: split
+
 import collections
 import contextlib
 import itertools

@@ -415,8 +415,8 @@ class ScriptedServer:
         self.connections = 0
         """TCP connections accepted: a client that reuses its connection makes one for many requests."""
         self.disconnected = threading.Event()
-        self.routes: dict[tuple[str, str], tuple[int, Any]] = {}
-        """(method, path) -> (status, JSON body) for the paths other than chat/completions."""
+        self.routes: dict[tuple[str, str], tuple[int, Any] | Reply] = {}
+        """(method, path) -> (status, JSON body), or a whole Reply, for the paths other than chat/completions."""
         self.other_requests: list[tuple[str, str, Any]] = []
         self.window: int | None = None
         """Reject chat requests whose prompt (count_tokens) is above this, the way ``window_error`` does."""
@@ -477,6 +477,8 @@ class ScriptedServer:
             found = self.routes.get((method, path.split("?", 1)[0]))
         if found is None:
             return error_reply(404, f"no route {method} {path}")
+        if isinstance(found, Reply):
+            return found
         status, payload = found
         return Reply(status, {"Content-Type": "application/json"}, [json.dumps(payload).encode()])
 

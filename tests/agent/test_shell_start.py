@@ -5,6 +5,7 @@ before either is waited for."""
 from __future__ import annotations
 
 import os
+import threading
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -22,6 +23,9 @@ from dashfloat.protocol import (
     LlmToAgent,
     ProviderConfig,
     Shutdown,
+    StartStream,
+    SubmitPrompt,
+    WindowFound,
 )
 
 
@@ -65,6 +69,9 @@ class _Workers:
         self.llm = _Worker("llm", LlmToAgent, self.events)
         return self.llm
 
+    def preload_executor(self) -> int | None:
+        return None  # ready at once: the shell forks the executor straight after its first messages
+
     def start_executor(self) -> _Worker:
         assert self.llm is not None
         far: Channel[AgentToLlm] = Channel(self.llm.far, AgentToLlm, "agent->llm")
@@ -100,3 +107,50 @@ def test_the_window_discovery_goes_out_before_the_executor_is_forked_and_workers
 def _close(*conns: Connection) -> None:
     for conn in conns:
         conn.close()
+
+
+class _PreloadingWorkers(_Workers):
+    """Workers whose executor code is still being imported until the test writes to ``ready``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ready_r, self.ready_w = os.pipe()
+
+    def preload_executor(self) -> int | None:
+        self.events.append("preload_executor")
+        return self.ready_r
+
+    def start_executor(self) -> _Worker:
+        self.events.append("start_executor")
+        return _Worker("executor", ExecutorToAgent, self.events)
+
+
+def test_the_first_request_waits_for_the_window_not_for_the_executors_code(tmp_path: Path) -> None:
+    """The prompt already sent is taken before the executor's code is imported, the request goes out as soon as the
+    window is known (the executor still unforked), and the executor is forked once its code is in (ADR 0045)."""
+    provider = ProviderConfig(name="t", base_url="http://127.0.0.1:9/v1", model="m")
+    options = AgentOptions(provider=provider, cwd=str(tmp_path))
+    ui_far, ui_ours = Pipe()
+    ui: Channel[AgentToUi] = Channel(ui_far, AgentToUi, "agent->ui")
+    workers = _PreloadingWorkers()
+    shell = AgentShell(ui_ours, build_core(options), workers)
+    ui.send(SubmitPrompt(text="hello"))
+    thread = threading.Thread(target=shell.run, daemon=True)
+    thread.start()
+    assert workers.llm is not None
+    llm: Channel[AgentToLlm] = Channel(workers.llm.far, AgentToLlm, "agent->llm")
+    assert llm.poll(30)
+    ask = llm.recv()
+    assert isinstance(ask, DiscoverWindow)
+    llm.send(WindowFound(ask.request_id, 32768, "server", "test"))
+    assert llm.poll(30)
+    assert isinstance(llm.recv(), StartStream)
+    assert "start_executor" not in workers.events  # the request did not wait for it
+    os.write(workers.ready_w, b"!")
+    ui.send(Shutdown())
+    thread.join(30)
+    assert not thread.is_alive()
+    assert workers.events[:3] == ["start_llm", "preload_executor", "start_executor"]
+    for fd in (workers.ready_r, workers.ready_w):
+        os.close(fd)
+    _close(ui_far, ui_ours)

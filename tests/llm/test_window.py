@@ -12,6 +12,7 @@ from dashfloat.config import is_local_url
 from dashfloat.jsonvalue import JsonValue
 from dashfloat.llm import _window as w
 from dashfloat.llm._discover import discover
+from dashfloat.llm._probe import PlainProber
 from dashfloat.protocol import ProviderConfig
 from dashfloat.testing.sse_server import ScriptedServer
 from tests.llm import window_responses as r
@@ -85,9 +86,18 @@ def test_local_hosts() -> None:
         assert not is_local_url(url), url
 
 
-def _ask(server: ScriptedServer, model: str, routes: dict[tuple[str, str], Any]) -> Any:
+def _ask(server: ScriptedServer, model: str, routes: dict[tuple[str, str], Any], route: str = "requests") -> Any:
+    """Discover through ``requests`` or through http.client (``plain``: a local server asked while requests is
+    still being imported, ADR 0045); both must find the same."""
     server.routes.update({key: (200, body) for key, body in routes.items()})
-    return discover(ProviderConfig(name="t", base_url=server.base_url, model=model))
+    provider = ProviderConfig(name="t", base_url=server.base_url, model=model)
+    if route == "requests":
+        return discover(provider)
+    prober = PlainProber(w.DISCOVERY_TIMEOUT_S)
+    try:
+        return discover(provider, get=prober.get)
+    finally:
+        prober.close()
 
 
 VLLM_MODEL = "Qwen/Qwen2.5-Coder-7B-Instruct"
@@ -126,24 +136,27 @@ KINDS: dict[str, tuple[str, dict[tuple[str, str], Any], int, str]] = {
 }
 
 
+@pytest.mark.parametrize("route", ["requests", "plain"])
 @pytest.mark.parametrize("kind", sorted(KINDS))
-def test_discovery_over_http_for_each_server_kind(kind: str) -> None:
+def test_discovery_over_http_for_each_server_kind(kind: str, route: str) -> None:
     model, routes, window, detail = KINDS[kind]
     with ScriptedServer() as server:
-        found = _ask(server, model, routes)
+        found = _ask(server, model, routes, route)
     assert (found.window, found.source, found.detail, found.notice) == (window, "server", detail, "")
     assert server.requests == []  # discovery never reaches chat/completions
 
 
-def test_a_server_that_says_nothing_falls_back_to_the_table_then_to_the_assumed_default() -> None:
+@pytest.mark.parametrize("route", ["requests", "plain"])
+def test_a_server_that_says_nothing_falls_back_to_the_table_then_to_the_assumed_default(route: str) -> None:
     with ScriptedServer() as server:
-        found = _ask(server, "gpt-4o-mini", {("GET", "/v1/models"): r.OPENAI_MODELS})
+        found = _ask(server, "gpt-4o-mini", {("GET", "/v1/models"): r.OPENAI_MODELS}, route)
         assert (found.window, found.source) == (128_000, "table")
-        found = _ask(server, "my-finetune", {})
+        found = _ask(server, "my-finetune", {}, route)
         assert (found.window, found.source) == (w.DEFAULT_ASSUMED_WINDOW, "assumed")
 
 
-def test_nonsense_from_the_server_is_ignored_with_a_notice() -> None:
+@pytest.mark.parametrize("route", ["requests", "plain"])
+def test_nonsense_from_the_server_is_ignored_with_a_notice(route: str) -> None:
     with ScriptedServer() as server:
         found = _ask(
             server,
@@ -152,6 +165,7 @@ def test_nonsense_from_the_server_is_ignored_with_a_notice() -> None:
                 ("GET", "/v1/models"): {"data": [{"id": "m", "max_model_len": 0}]},
                 ("GET", "/props"): {"default_generation_settings": {"n_ctx": -4}},
             },
+            route,
         )
     assert (found.window, found.source) == (w.DEFAULT_ASSUMED_WINDOW, "assumed")
     assert "ignored a context window of 0" in found.notice and "of -4" in found.notice

@@ -1,0 +1,99 @@
+"""Window discovery's GETs to a local plain-HTTP server through http.client, before ``requests`` is imported.
+
+The LLM process imports ``requests`` (its longest import) on a thread of its own as it starts (``_stack``); a
+discovery that asked through ``requests`` waited for that import, then made its probes one after the other, and
+only then could the first chat request go out. A local server over plain HTTP needs nothing ``requests`` adds, as
+long as the environment gives it nothing to add: no proxy variable (``requests`` would route through it) and no
+netrc file (``requests`` would send its credentials). Then these probes run while ``requests`` is still importing,
+and the window is known when it is done. Anything else (a hosted API, TLS, a proxy) is asked through ``requests``,
+whose kept-alive connection the chat request then reuses.
+"""
+
+from __future__ import annotations
+
+import http.client
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+from urllib.parse import urljoin, urlsplit
+
+import msgspec
+
+from dashfloat.config import is_local_url
+from dashfloat.jsonvalue import JsonValue
+from dashfloat.llm._limits import MAX_REDIRECTS
+
+PROBE_BODY_MAX_BYTES: Final = 4 * 1024 * 1024
+"""The most of a discovery answer that is read and decoded (a model list with many entries is well below)."""
+PROXY_VARIABLES: Final = ("http_proxy", "all_proxy")
+"""Environment variables (either case) that make ``requests`` send a plain-HTTP request through a proxy."""
+_REDIRECTS: Final = (301, 302, 303, 307, 308)
+
+
+def plain_probes(base_url: str, env: Mapping[str, str], home: Path | None = None) -> bool:
+    """Whether the discovery may ask ``base_url`` through http.client: a local plain-HTTP server, and nothing in
+    the environment that ``requests`` would have used (a proxy, a netrc file)."""
+    if urlsplit(base_url).scheme != "http" or not is_local_url(base_url):
+        return False
+    if any(env.get(name) or env.get(name.upper()) for name in PROXY_VARIABLES):
+        return False
+    if env.get("NETRC"):
+        return False
+    home = home if home is not None else Path(env.get("HOME") or Path.home())
+    return not any((home / name).exists() for name in (".netrc", "_netrc"))
+
+
+class PlainProber:
+    """One http.client connection for a discovery's probes (kept alive between them, reopened if the server
+    closes it); ``get`` has the contract of the ``requests`` getter: the JSON body of a 200, else None."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self._timeout_s = timeout_s
+        self._connection: http.client.HTTPConnection | None = None
+        self._origin = ""
+
+    def _connect(self, url: str) -> http.client.HTTPConnection:
+        parts = urlsplit(url)
+        origin = f"{parts.hostname}:{parts.port or 80}"
+        if self._connection is None or origin != self._origin:
+            self.close()
+            self._connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=self._timeout_s)
+            self._origin = origin
+        return self._connection
+
+    def get(self, method: str, url: str, headers: dict[str, str], json: JsonValue = None) -> JsonValue:
+        try:
+            return self._ask(method, url, headers, json)
+        except (OSError, http.client.HTTPException, msgspec.DecodeError, ValueError):
+            self.close()  # a broken connection is not reused for the next probe
+            return None
+
+    def _ask(self, method: str, url: str, headers: dict[str, str], json: JsonValue) -> JsonValue:
+        body = None if json is None else msgspec.json.encode(json)
+        sent = {**headers, "Content-Type": "application/json"} if body is not None else headers
+        origin = urlsplit(url)[:2]
+        for _ in range(MAX_REDIRECTS + 1):
+            connection = self._connect(url)
+            parts = urlsplit(url)
+            target = parts.path + (f"?{parts.query}" if parts.query else "")
+            connection.request(method, target or "/", body=body, headers=sent)
+            response = connection.getresponse()
+            data = response.read(PROBE_BODY_MAX_BYTES)
+            if not response.isclosed():
+                self.close()  # a body over the cap: not read further (its decode below fails), the connection goes
+            location = response.getheader("Location")
+            if response.status in _REDIRECTS and location and method == "GET":
+                url = urljoin(url, location)
+                if urlsplit(url)[:2] != origin:
+                    return None  # a redirect to another origin is not followed (as the chat request does not)
+                continue
+            if response.status != 200:
+                return None
+            decoded: JsonValue = msgspec.json.decode(data)
+            return decoded
+        return None
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
