@@ -418,6 +418,8 @@ class ScriptedServer:
         self.routes: dict[tuple[str, str], tuple[int, Any] | Reply] = {}
         """(method, path) -> (status, JSON body), or a whole Reply, for the paths other than chat/completions."""
         self.other_requests: list[tuple[str, str, Any]] = []
+        self.other_arrived: list[float] = []
+        """``time.perf_counter()`` when each of ``other_requests`` arrived (a bench times the first window probe)."""
         self.window: int | None = None
         """Reject chat requests whose prompt (count_tokens) is above this, the way ``window_error`` does."""
         self.window_error = "openai"
@@ -472,8 +474,10 @@ class ScriptedServer:
         return True
 
     def _route(self, method: str, path: str, body: Any) -> Reply:
+        arrived = time.perf_counter()
         with self._lock:
             self.other_requests.append((method, path, body))
+            self.other_arrived.append(arrived)
             found = self.routes.get((method, path.split("?", 1)[0]))
         if found is None:
             return error_reply(404, f"no route {method} {path}")
