@@ -226,7 +226,7 @@ def headless(quick: bool, root: Path, env: dict[str, str]) -> list[Figure]:
             [idle_pss],
             target=f"≤ {IDLE_PSS_HEADLESS_TARGET_MB} MB",
             met=idle_pss <= IDLE_PSS_HEADLESS_TARGET_MB,
-            note=f"2 s after start, mid-request; per process PSS/private MB: {idle_each}",
+            note=f"2 s after start, mid-request; per process PSS/private MB: {idle_each} (the floor: ADR 0046)",
         ),
     ]
 
@@ -328,7 +328,7 @@ def tui(quick: bool, root: Path, env: dict[str, str]) -> list[Figure]:
             pss,
             target=f"≤ {IDLE_PSS_TUI_TARGET_MB} MB",
             met=bool(pss) and statistics.median(pss) <= IDLE_PSS_TUI_TARGET_MB,
-            note=f"2 s after the prompt shows; per process PSS/private MB: {pss_each}",
+            note=f"2 s after the prompt shows; per process PSS/private MB: {pss_each} (the floor: ADR 0046)",
         ),
     ]
 
