@@ -209,3 +209,54 @@ def test_the_fork_check_sees_a_process_started_directly(tmp_path: Path) -> None:
     source = tmp_path / "spawner.py"
     source.write_text("p = FORK.Process(target=f)\np.start()\nself.q = ctx.Process()\nself.q.start()\n")
     assert _started_directly(source) == ["spawner.py:2", "spawner.py:4"]
+
+
+THREAD_ARENA_RESERVED_BYTES = 64 * 2**20
+"""glibc's reservation for a thread's own arena on 64-bit Linux (HEAP_MAX_SIZE): aligned to its size, the part not
+yet used mapped without access. No other mapping of ours is that large and that aligned."""
+
+_THREAD_ALLOCATES = """
+import os, sys, threading
+from dashfloat.procutil import FORK, single_malloc_arena, start_sharing
+
+def thread_arenas() -> int:
+    count = 0
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split()
+            start, end = (int(address, 16) for address in fields[0].split("-"))
+            reserved = fields[1] == "---p" and len(fields) == 5 and end - start > {reserved} // 2
+            count += reserved and end % {reserved} == 0
+    return count
+
+def allocate() -> None:
+    global kept
+    kept = [bytearray(1000) for _ in range(1000)]  # above pymalloc's 512 bytes: from a malloc arena
+
+def report(out) -> None:
+    before = thread_arenas()
+    thread = threading.Thread(target=allocate)
+    thread.start()
+    thread.join()
+    os.write(out, f"{{before}} {{thread_arenas()}}\\n".encode())
+
+if sys.argv[1] == "single":
+    single_malloc_arena()
+if sys.argv[1] == "fork":  # a child forked through start_sharing, as every worker is
+    child = FORK.Process(target=report, args=(1,))
+    start_sharing(child)
+    child.join()
+else:
+    report(1)
+"""
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt's M_ARENA_MAX is glibc's")
+@pytest.mark.parametrize(("how", "arenas_after"), [("default", 1), ("single", 0), ("fork", 0)])
+def test_threads_allocate_from_the_main_arena_once_asked(how: str, arenas_after: int) -> None:
+    script = _THREAD_ALLOCATES.format(reserved=THREAD_ARENA_RESERVED_BYTES)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    result = subprocess.run(
+        [sys.executable, "-c", script, how], capture_output=True, text=True, timeout=60, check=True, env=env
+    )
+    assert result.stdout.split() == ["0", str(arenas_after)]
