@@ -21,7 +21,7 @@ from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
 from prompt_toolkit.key_binding.bindings.basic import load_basic_bindings
 from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, Window
-from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
+from prompt_toolkit.layout.controls import FormattedTextControl
 from prompt_toolkit.layout.dimension import Dimension
 from prompt_toolkit.layout.menus import CompletionsMenu
 from prompt_toolkit.layout.screen import Screen
@@ -45,6 +45,7 @@ from dashfloat.protocol import (
 from dashfloat.ui import _commands as commands
 from dashfloat.ui._frames import frame_mark, frame_marks_on
 from dashfloat.ui._history import HistoryCursor, ReverseSearch
+from dashfloat.ui._kept_content import KeptBufferControl
 from dashfloat.ui._markdown import render_markdown
 from dashfloat.ui._mentions import MentionCompleter, PathCompletion, partial_in
 from dashfloat.ui._notify import NOTIFY_LONG_TURN_S, notification
@@ -678,7 +679,7 @@ class TuiShell:
             return [("class:prompt", PROMPT_MARK)] if line == 0 and wrap_count == 0 else [("", "  ")]
 
         prompt = Window(
-            BufferControl(self.buffer),
+            KeptBufferControl(self.buffer),  # made again only when the input changed (ADR 0044)
             get_line_prefix=prefix,
             wrap_lines=True,
             height=Dimension(min=1, max=INPUT_MAX_ROWS),
