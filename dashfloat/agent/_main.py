@@ -16,22 +16,24 @@ def agent_process_main(conn: Connection, log_path: str, close_fds: list[int]) ->
 
     The options are the pipe's first frame (``AgentOptions`` as JSON), not a fork argument: the main process forks
     us before it reads the configuration, so the LLM worker's imports (its HTTP stack, the longest of all) overlap
-    that work and ours (issue 19). The executor needs the options (root, sandbox); the shell forks it once its first
-    messages went out (the window discovery is on the first request's path, the executor is not).
+    that work (issue 19). Our own code is imported once the options came, not before: until then the main process
+    and the LLM worker keep both cores busy, and a third process importing only slowed the worker, the first
+    request's critical path (ADR 0045). The executor needs the options (root, sandbox); the shell forks it once its
+    first messages went out (the window discovery is on the first request's path, the executor is not).
     """
     become_child(log_path, close_fds)
     die_with_parent()
     set_name(AGENT_PROCESS_NAME)
     workers = ForkWorkers("", 0.0, log_path, [conn.fileno()])
     workers.prefork_llm()
-    from dashfloat.agent._process import serve  # the core, while the LLM worker imports requests
-
     try:
         options_json = conn.recv_bytes()
     except (EOFError, OSError):
         # The main process gave up before it had options (a bad config, Ctrl-C): nothing was started yet.
         workers.abandon()
         return
+    from dashfloat.agent._process import serve  # the core, once the main process's own start-up work is done
+
     options = msgspec.json.decode(options_json, type=AgentOptions)
     workers.configure(options.cwd, options.exec_timeout_s, options.sandbox)
     serve(conn, options, workers)
