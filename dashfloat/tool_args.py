@@ -94,6 +94,8 @@ def parse_args(name: object, args: object) -> ToolArgs | str:
     checked = _checked(name, args)
     if isinstance(checked, str):
         return checked
+    if name == EXECUTE_COMMAND and not str(checked["command"]).strip():
+        return "execute_command: command is empty (nothing to run)"
     if name == EDIT_FILE and checked["search_block"] == "":
         return "edit_file: search_block is empty (it would match everywhere)"
     if name == EDIT_FILE and checked["search_block"] == checked["replace_block"]:

@@ -57,6 +57,8 @@ def test_defaults_are_filled_in() -> None:
         ("edit_file", {"path": "a", "search_block": "", "replace_block": "x"}, "search_block is empty"),
         ("edit_file", {"path": "a", "search_block": "x", "replace_block": "x"}, "identical"),
         ("execute_command", {"command": ["ls"]}, "command must be a string"),
+        ("execute_command", {"command": ""}, "command is empty"),
+        ("execute_command", {"command": " \n\t"}, "command is empty"),
         ("list_directory", {"path": None}, "path must be a string"),
     ],
 )
@@ -198,6 +200,8 @@ def old_validate(name: Any, args: Any) -> dict[str, Any] | str:
         if error:
             return error
         normalized[key] = args[key]
+    if name == "execute_command" and not normalized["command"].strip():
+        return "execute_command: command is empty (nothing to run)"
     if name == "edit_file":
         if normalized["search_block"] == "":
             return "edit_file: search_block is empty (it would match everywhere)"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dashfloat.catalogue import UNNAMED_CALL
 from dashfloat.llm.toolcalls import EMPTY_CALL_ERROR
-from dashfloat.testing.sse_server import Reply, ScriptedServer, sse_event, text_reply
+from dashfloat.testing.sse_server import Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
 from tests.e2e import dashfloat_argv
 
 
@@ -40,3 +40,19 @@ def test_a_tool_call_with_every_field_null_is_an_error_result_the_model_reads(
         assistant, tool = second["messages"][-2:]
         assert tool["role"] == "tool" and tool["tool_call_id"] == assistant["tool_calls"][0]["id"]
         assert json.loads(tool["content"]) == {"ok": False, "error": EMPTY_CALL_ERROR}
+
+
+def test_an_empty_command_is_an_error_result_not_a_confirmation(tree: Path, isolated_env: dict[str, str]) -> None:
+    """Found running hostile arguments headless: `""` was asked for (and, headless, rejected) as a command."""
+    with ScriptedServer() as server:
+        server.enqueue(
+            tool_calls_reply([("c1", "execute_command", {"command": ""}), ("c2", "execute_command", {"command": " "})]),
+            text_reply("understood"),
+        )
+        result = run(server, tree, isolated_env, "-p", "go")
+        assert result.returncode == 0, result.stderr
+        assert "rejected" not in result.stderr, result.stderr
+        [_, second] = server.requests
+        results = [json.loads(m["content"]) for m in second["messages"] if m["role"] == "tool"]
+        error = "execute_command: command is empty (nothing to run)"
+        assert results == [{"ok": False, "error": error}] * 2
