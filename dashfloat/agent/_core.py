@@ -1635,6 +1635,9 @@ class AgentCore:
             self._ui(UsageShown(usage=self.last_usage))
             self.turn_usage.append(self.last_usage)
             self.journal.record_usage(len(self.turn_usage), self.last_usage)
+        elif self.last_estimate:
+            # A provider that reports no usage: the status bar shows the estimate /usage gives, not 0 forever.
+            self._ui(ContextChanged(tokens=estimate(self._request_messages(), self.calibration)))
         self._ui(TurnEnded(outcome=outcome))
         self._reset_turn()
         self._ui(PhaseChanged(phase="idle"))

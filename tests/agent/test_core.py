@@ -17,6 +17,7 @@ from dashfloat.protocol import (
     ClearSession,
     ConfirmRequested,
     ContentDelta,
+    ContextChanged,
     DecideConfirmation,
     EditFileResult,
     FrameRejected,
@@ -152,6 +153,17 @@ def test_only_the_final_episode_usage_is_forwarded() -> None:
     done(core, "fin", usage=Usage(200, 2, 202))
     usages = [m for m in take(core) if isinstance(m, UsageShown)]
     assert usages == [UsageShown(usage=Usage(200, 2, 202))]
+
+
+def test_a_turn_without_usage_shows_the_estimated_context_instead() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="x"))
+    done(core, "fin")
+    out = take(core)
+    [changed] = [m for m in out if isinstance(m, ContextChanged)]
+    assert changed.tokens > 0
+    assert out.index(changed) < out.index(TurnEnded(outcome="completed"))
+    assert not any(isinstance(m, UsageShown) for m in out)
 
 
 def confirm_flow(core: AgentCore) -> ConfirmRequested:

@@ -218,3 +218,21 @@ def test_the_editor_round_trip(
         assert user["content"] == "edited first line\nand a second"
     finally:
         term.close()
+
+
+def test_the_status_bar_shows_the_estimated_context_when_the_provider_reports_no_usage(
+    tree: Path, isolated_env: dict[str, str], server: ScriptedServer
+) -> None:
+    """Found in tmux: against a provider without usage the status bar read `0 / 32.8k` after every turn,
+    while /usage said ~1.3k."""
+    server.enqueue(text_reply("answered"))  # no usage chunk, as many local servers stream
+    term = launch(server, tree, isolated_env)
+    try:
+        term.send("hi\r")
+        assert term.wait_for("answered"), term.text()
+        assert term.wait_for("● Idle", visible_only=True), term.text()
+        [status] = [line for line in term.visible().splitlines() if line.startswith("● Idle")]
+        used = status.split(" · ")[2].split(" / ")[0]
+        assert used.removesuffix("k").replace(".", "").isdigit() and float(used.removesuffix("k")) > 0, status
+    finally:
+        term.close()
