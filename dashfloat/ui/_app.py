@@ -20,6 +20,7 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
 from prompt_toolkit.key_binding.bindings.basic import load_basic_bindings
+from prompt_toolkit.keys import Keys
 from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, Window
 from prompt_toolkit.layout.controls import FormattedTextControl
 from prompt_toolkit.layout.dimension import Dimension
@@ -885,6 +886,12 @@ class TuiShell:
         @kb.add("escape", filter=viewing)
         def _(event: KeyPressEvent) -> None:
             self._view(close_viewer(self.state))
+
+        @kb.add(Keys.Any, filter=viewing)
+        def _(event: KeyPressEvent) -> None:
+            # The viewer is modal: a key it does not use must not type into the input hidden behind it (a "y" meant
+            # to approve landed there, and the typed text then held the confirmation back).
+            pass
 
         for keys, step in (
             (("up",), -1), (("k",), -1), (("down",), 1), (("j",), 1), (("enter",), 1),

@@ -82,3 +82,31 @@ def test_a_search_begun_during_a_turn_stays_shown_when_the_turn_ends(
         assert term.wait_for("(reverse-i-search)", visible_only=True), term.text()
     finally:
         term.close()
+
+
+def test_keys_the_viewer_does_not_use_never_reach_the_input(
+    tree: Path, isolated_env: dict[str, str], server: ScriptedServer
+) -> None:
+    """Found in tmux: `y` pressed while reading the whole change (`v`) went into the input, and the typed `y`
+    then held the confirmation back once the viewer closed."""
+    content = "".join(f"line {i}\n" for i in range(80))
+    server.enqueue(tool_calls_reply([("w1", "write_file", {"path": "big.txt", "content": content})]), text_reply("ok"))
+    term = Terminal(dashfloat_argv(server, tree), isolated_env, cols=100, rows=30)
+    try:
+        assert term.wait_for("Idle", visible_only=True, timeout_s=20), term.text()
+        term.send("write it\r")
+        assert term.wait_for("y/Enter approve", visible_only=True), term.text()
+        term.send("v")
+        assert term.wait_for("q or v back to the keys", visible_only=True), term.text()
+        term.send("y")
+        term.send("x")
+        term.send("q")
+        assert term.wait_for("y/Enter approve", visible_only=True), term.text()
+        term.settle()
+        assert _input_row(term) == "❯", term.visible()
+        assert not (tree / "big.txt").exists() and len(server.requests) == 1
+        term.send("y")
+        assert term.wait_for("approved write_file big.txt"), term.text()
+        assert wait_for(lambda: (tree / "big.txt").exists())
+    finally:
+        term.close()
