@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 EXIT_USAGE: Final = 2
 EXIT_INTERRUPTED: Final = 130
 
+SESSIONS_COMMAND: Final = "sessions"
+"""The one word that is a command, not a prompt: ``dashfloat sessions`` lists the saved sessions."""
+
 _DESCRIPTION = "DashFloat: a coding agent in your terminal, for any OpenAI-compatible endpoint."
 _EPILOG = """\
 configuration: ~/.config/dashfloat/config.toml (see docs/providers.md); environment OPENAI_BASE_URL,
@@ -45,8 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, max_help_position=30, width=110),
     )
     parser.add_argument("--version", action="version", version=f"dashfloat {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    commands.add_parser("sessions", help="list saved sessions (id, last activity, cwd, messages, title)")
+    parser.add_argument(
+        "words",
+        nargs="*",
+        metavar="PROMPT",
+        help="start the TUI with this prompt sent (`dashfloat sessions`: list saved sessions instead)",
+    )
     run = parser.add_argument_group("one turn without the TUI")
     run.add_argument("-p", "--print", dest="prompt", metavar="PROMPT", help="run one turn headless ('-' = stdin)")
     run.add_argument("--json", action="store_true", help="headless: display messages as JSON lines on stdout")
@@ -127,8 +134,14 @@ def _list_sessions() -> int:
     if not sessions:
         print("no saved sessions")
         return 0
-    for info in sessions:
-        print(f"{info.id}  {info.last_activity}  {info.messages:>4} msgs  {info.cwd}  {info.title}")
+    try:
+        for info in sessions:
+            print(f"{info.id}  {info.last_activity}  {info.messages:>4} msgs  {info.cwd}  {info.title}")
+    except BrokenPipeError:
+        # `dashfloat sessions | head -1`: the reader went away; quietly, as the headless printer leaves then.
+        from dashfloat.runtime.printer import EXIT_BROKEN_PIPE
+
+        return EXIT_BROKEN_PIPE
     return 0
 
 
@@ -177,8 +190,9 @@ def main(argv: Sequence[str] | None = None, early_agent: AgentProcess | None = N
 
 
 def _main(argv: Sequence[str] | None, early: _EarlyAgent) -> int:
-    args = build_parser().parse_args(argv)
-    if args.command == "sessions":
+    # Intermixed: `dashfloat fix the typo --yes` as `claude "…"` / `codex "…"` users type it.
+    args = build_parser().parse_intermixed_args(argv)
+    if args.words == [SESSIONS_COMMAND]:
         return _list_sessions()
     if not (math.isfinite(args.exec_timeout) and args.exec_timeout > 0):
         return _fail("--exec-timeout must be a positive number of seconds")
@@ -197,7 +211,10 @@ def _main(argv: Sequence[str] | None, early: _EarlyAgent) -> int:
             sys.stderr.write(f"dashfloat: nothing on stdin within {STDIN_FIRST_BYTE_WAIT_S:g} s: not read\n")
         else:
             prompt = with_piped(prompt, piped)
-    if prompt is not None and not prompt.strip():
+    first_prompt = " ".join(args.words) if args.words else None
+    if first_prompt is not None and (prompt is not None or args.undo or args.rewind is not None):
+        return _fail("a PROMPT starts the TUI: give it alone, not with -p, --undo or --rewind")
+    if (prompt is not None and not prompt.strip()) or (first_prompt is not None and not first_prompt.strip()):
         return _fail("the prompt is empty")
     if prompt is None and args.undo is False and args.rewind is None and not _terminal_both():
         return _fail("the TUI needs a terminal on stdin and stdout; in a script use -p PROMPT (or -p - for stdin)")
@@ -215,7 +232,7 @@ def _main(argv: Sequence[str] | None, early: _EarlyAgent) -> int:
     # First, before the heavy imports: keys typed while the TUI starts are held, not echoed (terminal.py).
     restore_terminal = hold_terminal(hold_keys=prompt is None and restore is None)
     try:
-        return _launch(args, cwd, prompt, restore, restore_terminal, early)
+        return _launch(args, cwd, prompt, restore, restore_terminal, early, first_prompt)
     finally:
         restore_terminal()
 
@@ -227,6 +244,7 @@ def _launch(
     restore: tuple[int | None, bool] | None,
     restore_terminal: Callable[[], None],
     early: _EarlyAgent,
+    first_prompt: str | None,
 ) -> int:
     from dashfloat.runtime import run, start_agent
     from dashfloat.sessions.state import LOG_FILENAME, ensure_private_dir, state_dir
@@ -256,6 +274,7 @@ def _launch(
         log_path=log_path,
         link=link,
         prompt=prompt,
+        first_prompt=first_prompt,
         json_mode=args.json,
         undo_request=restore,
         verbose=args.verbose,

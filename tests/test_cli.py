@@ -142,3 +142,19 @@ def test_a_usage_error_stops_the_early_agent(isolated_env: dict[str, str], tmp_p
     assert agent_exit in ("0", "-9"), after
     assert "not a directory" in done.stderr
     assert wait_for(lambda: not _running(int(pid)))
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["-p", "hi", "there"], "a PROMPT starts the TUI: give it alone, not with -p, --undo or --rewind"),
+        (["--undo", "hi"], "a PROMPT starts the TUI: give it alone, not with -p, --undo or --rewind"),
+        (["  "], "the prompt is empty"),
+        (["fix", "it"], "the TUI needs a terminal on stdin and stdout; in a script use -p PROMPT (or -p - for stdin)"),
+    ],
+)
+def test_a_prompt_word_is_a_usage_error_where_it_cannot_start_the_tui(
+    args: list[str], error: str, isolated_env: dict[str, str]
+) -> None:
+    result = dashfloat(*args, env=isolated_env)
+    assert (result.returncode, result.stderr) == (2, f"dashfloat: {error}\n")

@@ -27,6 +27,7 @@ def run(
     log_path: str,
     link: AgentProcess | None = None,
     prompt: str | None,
+    first_prompt: str | None = None,
     json_mode: bool = False,
     undo_request: tuple[int | None, bool] | None = None,
     verbose: bool = False,
@@ -36,7 +37,8 @@ def run(
     restore_terminal: Callable[[], None] = lambda: None,
 ) -> int:
     """Start the agent; one headless turn (``prompt``) or undo/rewind (``undo_request``: rewind turns or None for
-    an undo, and whether to apply it), else the TUI; always stop all. ``link``: an agent from ``start_agent``."""
+    an undo, and whether to apply it), else the TUI (``first_prompt``: sent once the agent is ready); always stop all.
+    ``link``: an agent from ``start_agent``."""
     restore = restore_terminal
     # Here, not in start_agent: the sandbox probe's own orphan (bwrap's child) is not ours to reap.
     become_subreaper()
@@ -76,6 +78,7 @@ def run(
             model=options.provider.model,
             cwd=options.cwd,
             notify=notify,
+            first_prompt=first_prompt,
         )
         return run_tui(link, ui_options)
     finally:

@@ -139,6 +139,8 @@ class UiOptions:
     theme: Theme = field(default_factory=Theme)
     notify: bool = True
     """The bell (and OSC 9/777) when a confirmation waits or a long turn ends (--no-notify: off)."""
+    first_prompt: str | None = None
+    """Sent as if typed and entered once the agent is first ready (``dashfloat PROMPT``)."""
     idle_tick_s: float = IDLE_TICK_S
     """How long an idle tick waits without a change (tests set it long, to show that changes wake it)."""
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
@@ -163,6 +165,7 @@ class TuiShell:
         self.options = options
         self._turn_started: float | None = None
         self._search: ReverseSearch | None = None
+        self._first_prompt = options.first_prompt
         self.clock = clock
         self.state: UiState = initial(clock(), model=options.model, cwd=options.cwd, approval=options.approval)
         self.pending: tuple[Entry, ...] = ()
@@ -289,6 +292,11 @@ class TuiShell:
             self._notify(message)
             if isinstance(message, PathsFound) and self.paths.answer(message):
                 self._show_paths()
+        if self._first_prompt is not None and self.state.ready:
+            # `dashfloat PROMPT`: entered as if typed, so a /command or an @mention in it works as typed ones do
+            self._set_text(self._first_prompt)
+            self._first_prompt = None
+            self.submit()
         if self.state.input_restore is not None:
             # a rewind gave the prompt back: into the input, to edit and resend
             self._set_text(self.state.input_restore)

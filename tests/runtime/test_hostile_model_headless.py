@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 from dashfloat.catalogue import UNNAMED_CALL
 from dashfloat.llm.toolcalls import EMPTY_CALL_ERROR
+from dashfloat.runtime.printer import EXIT_BROKEN_PIPE
 from dashfloat.testing.sse_server import Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
 from tests.e2e import dashfloat_argv
 
@@ -56,3 +59,26 @@ def test_an_empty_command_is_an_error_result_not_a_confirmation(tree: Path, isol
         results = [json.loads(m["content"]) for m in second["messages"] if m["role"] == "tool"]
         error = "execute_command: command is empty (nothing to run)"
         assert results == [{"ok": False, "error": error}] * 2
+
+
+def test_sessions_into_a_closed_pipe_leaves_quietly(tree: Path, isolated_env: dict[str, str]) -> None:
+    """Found running `dashfloat sessions | head -2`: a BrokenPipeError traceback."""
+    with ScriptedServer() as server:
+        server.enqueue(text_reply("one"))
+        assert run(server, tree, isolated_env, "-p", "first").returncode == 0
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first row is written
+    try:
+        listing = subprocess.run(
+            [sys.executable, "-m", "dashfloat", "sessions"],
+            env=isolated_env,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert listing.returncode == EXIT_BROKEN_PIPE, listing.stderr
+    assert listing.stderr == ""

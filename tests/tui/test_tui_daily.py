@@ -236,3 +236,24 @@ def test_the_status_bar_shows_the_estimated_context_when_the_provider_reports_no
         assert used.removesuffix("k").replace(".", "").isdigit() and float(used.removesuffix("k")) > 0, status
     finally:
         term.close()
+
+
+def test_a_prompt_on_the_command_line_starts_the_tui_with_it_sent(
+    tree: Path, isolated_env: dict[str, str], server: ScriptedServer
+) -> None:
+    """`dashfloat explain @a.txt --yes`, as `claude "…"` and `codex "…"` start: it was `invalid choice: 'explain'
+    (choose from 'sessions')`. The prompt goes as if typed, so its @mention attaches the file."""
+    server.enqueue(text_reply("it says hello"))
+    term = Terminal(dashfloat_argv(server, tree, "explain", "@a.txt", "--yes"), isolated_env, cols=100, rows=30)
+    try:
+        assert term.wait_for("it says hello", timeout_s=20), term.text()
+        assert "❯ explain @a.txt" in term.lines(), term.text()
+        assert term.wait_for("● Idle", visible_only=True), term.text()
+        assert "approve: all" in term.visible()
+        [request] = server.requests
+        assert request["messages"][-1]["content"].startswith("explain @a.txt")
+        assert "hello" in request["messages"][-1]["content"].removeprefix("explain @a.txt")  # a.txt attached
+        term.send("\x04")  # the TUI stays for the next prompt; Ctrl-D quits it
+        assert term.wait_exit(10) == 0
+    finally:
+        term.close()
