@@ -11,6 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+ATTACHMENTS_LINE: Final = "[DashFloat attached what the @mentions above name:]"
+"""The line between the prompt as typed and its attachments (a rewind gives back only what is above it)."""
+
+
+def typed_prompt(content: str) -> str:
+    """The prompt of a user message as it was typed (and !command outputs before it), without attachments."""
+    return content.split(f"\n\n{ATTACHMENTS_LINE}", 1)[0]
+
+
 TRAILING_PUNCTUATION: Final = ".,;:!?)]}'\""
 """Characters a bare mention does not end with: they end the sentence around it (a path ending in one is
 written quoted)."""

@@ -10,7 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Final, assert_never
 
-from dashfloat.mentions import find_mentions
+from dashfloat.mentions import ATTACHMENTS_LINE, find_mentions
+from dashfloat.mentions import typed_prompt as typed_prompt  # the agent reads typed prompts here too (a rewind)
 from dashfloat.protocol import (
     CommandExited,
     CommandTimedOut,
@@ -110,15 +111,6 @@ def attachment(path: str, result: ToolResult, budget: int) -> Attachment:
     return Attachment(f"{what}\n{fence}\n{body}{fence}", used, cut)
 
 
-ATTACHMENTS_LINE: Final = "[DashFloat attached what the @mentions above name:]"
-"""The line between the prompt as typed and its attachments (a rewind gives back only what is above it)."""
-
-
 def with_attachments(prompt: str, parts: list[str]) -> str:
     """The user message: the prompt as typed, the attachments line, then each attachment, apart by blank lines."""
     return "\n\n".join([prompt, ATTACHMENTS_LINE, *parts]) if parts else prompt
-
-
-def typed_prompt(content: str) -> str:
-    """The prompt of a user message as it was typed (and !command outputs before it), without attachments."""
-    return content.split(f"\n\n{ATTACHMENTS_LINE}", 1)[0]

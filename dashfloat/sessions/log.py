@@ -31,6 +31,7 @@ from typing import Self, assert_never
 
 import msgspec
 
+from dashfloat.mentions import typed_prompt
 from dashfloat.protocol import (
     CapturedOutput,
     ChatMessage,
@@ -633,7 +634,7 @@ def _mtime_ns(path: Path) -> int | None:
 def _title(messages: Sequence[ConversationEntry]) -> str:
     for m in messages:
         if isinstance(m, ChatMessage) and m.role == "user" and m.content:
-            text = " ".join(m.content.split())
+            text = " ".join(typed_prompt(m.content).split())  # not the files its @mentions attached
             return text if len(text) <= TITLE_MAX_CHARS else text[: TITLE_MAX_CHARS - 1] + "…"
     return ""
 

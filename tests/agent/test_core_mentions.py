@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dashfloat.agent import AgentCore
-from dashfloat.agent._mentions import ATTACHMENTS_LINE, MENTIONS_ATTACHED_MAX_BYTES, MENTIONS_MAX_PER_PROMPT
+from dashfloat.agent._mentions import MENTIONS_ATTACHED_MAX_BYTES, MENTIONS_MAX_PER_PROMPT
+from dashfloat.mentions import ATTACHMENTS_LINE
 from dashfloat.protocol import (
     Cancel,
     DirectoryEntry,

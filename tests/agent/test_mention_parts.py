@@ -6,7 +6,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dashfloat.agent._mentions import (
-    ATTACHMENTS_LINE,
     MENTIONS_ATTACHED_MAX_BYTES,
     MENTIONS_MAX_PER_PROMPT,
     attachment,
@@ -15,6 +14,7 @@ from dashfloat.agent._mentions import (
     typed_prompt,
     with_attachments,
 )
+from dashfloat.mentions import ATTACHMENTS_LINE
 from dashfloat.protocol import ListDirectoryArgs, ReadFileArgs, ReadFileResult, ToolCancelled, ToolFailed
 
 

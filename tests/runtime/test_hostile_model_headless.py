@@ -82,3 +82,15 @@ def test_sessions_into_a_closed_pipe_leaves_quietly(tree: Path, isolated_env: di
         os.close(write_end)
     assert listing.returncode == EXIT_BROKEN_PIPE, listing.stderr
     assert listing.stderr == ""
+
+
+def test_a_sessions_title_is_the_prompt_as_typed_not_its_attachments(tree: Path, isolated_env: dict[str, str]) -> None:
+    """Found in `dashfloat sessions` after `explain @a.txt`: the title ran on into "[DashFloat attached what…"."""
+    with ScriptedServer() as server:
+        server.enqueue(text_reply("it says hello"))
+        assert run(server, tree, isolated_env, "-p", "explain @a.txt").returncode == 0
+    listing = subprocess.run(
+        [sys.executable, "-m", "dashfloat", "sessions"], env=isolated_env, capture_output=True, text=True, timeout=30
+    )
+    [row] = listing.stdout.splitlines()
+    assert row.endswith(f"{tree}  explain @a.txt"), row

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from dashfloat.agent._mentions import ATTACHMENTS_LINE
+from dashfloat.mentions import ATTACHMENTS_LINE
 from dashfloat.testing.sse_server import ScriptedServer, text_reply
 from tests.e2e import dashfloat_argv, isolated_environment
 
