@@ -46,8 +46,12 @@ def _text(result: ToolResult) -> str:
             return content
         case ListDirectoryResult(entries=entries):
             return "\n".join(f"{e.name}{'/' if e.type == 'dir' else ''}  {e.size}" for e in entries)
-        case CommandExited(output=output):
+        case CommandExited(exit_code=0, output=output):
             return output.output
+        case CommandExited(exit_code=code, output=output, signal=killed_by):
+            # The row says why it failed first: "→ error: exit code 3", not just the output's first line.
+            why = f"killed by {killed_by}" if killed_by else f"exit code {code}"
+            return f"{why}\n{output.output}" if output.output else why
         case CommandTimedOut(error=error, output=output):
             return f"{error}\n{output.output}" if output.output else error
         case ToolFailed(error=error):

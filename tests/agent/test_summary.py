@@ -61,3 +61,11 @@ def test_a_command_is_ok_only_when_it_exits_zero() -> None:
     assert result_status(WriteFileResult(path="a", bytes=1, created=True)) == "ok"
     assert result_status(EditFileResult(path="a", line=1, bytes=1)) == "ok"
     assert result_excerpt(WriteFileResult(path="a", bytes=1, created=True)) == ""
+
+
+def test_a_failed_command_leads_with_its_exit_code_or_signal() -> None:
+    """Found in tmux: `exit 3` showed as `→ error: out`, the code nowhere on screen."""
+    assert result_excerpt(CommandExited(exit_code=3, output=output("out\nerr\n"))) == "exit code 3\nout\nerr"
+    assert result_excerpt(CommandExited(exit_code=1, output=output(""))) == "exit code 1"
+    assert result_excerpt(CommandExited(exit_code=137, output=output("x"), signal="SIGKILL")) == "killed by SIGKILL\nx"
+    assert result_excerpt(CommandExited(exit_code=0, output=output("fine\n"))) == "fine"

@@ -94,3 +94,11 @@ def test_a_sessions_title_is_the_prompt_as_typed_not_its_attachments(tree: Path,
     )
     [row] = listing.stdout.splitlines()
     assert row.endswith(f"{tree}  explain @a.txt"), row
+
+
+def test_a_failed_commands_row_names_its_exit_code(tree: Path, isolated_env: dict[str, str]) -> None:
+    with ScriptedServer() as server:
+        server.enqueue(tool_calls_reply([("c1", "execute_command", {"command": "echo out; exit 3"})]), text_reply("ok"))
+        result = run(server, tree, isolated_env, "--yes", "-p", "go")
+        assert result.returncode == 0, result.stderr
+        assert "→ error: exit code 3\n  out\n" in result.stderr, result.stderr
