@@ -137,10 +137,11 @@ def _field_error(path: Path, prefix: str, exc: msgspec.ValidationError) -> Confi
     return ConfigError(f"{path}: {field}: {what.replace('`', '')[:1].lower() + what.replace('`', '')[1:]}")
 
 
-def _check_url(path: Path | str, field: str, url: str) -> str:
+def _check_url(where: str, url: str) -> str:
+    """``url`` without its trailing slash; ``where`` names what set it (``file: field``, a flag, a variable)."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(f"{path}: {field}: {url!r} is not an http:// or https:// URL")
+        raise ConfigError(f"{where}: {url!r} is not an http:// or https:// URL")
     return url.rstrip("/")
 
 
@@ -179,7 +180,7 @@ def load_config(env: Mapping[str, str]) -> ConfigFile | None:
             entry = msgspec.convert(table, ProviderEntry)
         except msgspec.ValidationError as exc:
             raise _field_error(path, f"providers.{name}", exc) from exc
-        entry.base_url = _check_url(path, f"providers.{name}.base_url", entry.base_url)
+        entry.base_url = _check_url(f"{path}: providers.{name}.base_url", entry.base_url)
         if entry.context_window is not None and entry.context_window <= 0:
             raise ConfigError(f"{path}: providers.{name}.context_window: must be a positive number of tokens")
         if entry.max_tokens is not None and entry.max_tokens < 0:
@@ -244,7 +245,7 @@ def resolve_provider(flags: ProviderFlags, env: Mapping[str, str]) -> ProviderCo
     if picked is None and base_url is None and model is None and not env.get(KEY_ENV):
         return None
     origin = "--base-url" if flags.base_url else "OPENAI_BASE_URL" if env_url else None
-    base_url = _check_url(origin or config_path(env), origin or "base_url", base_url or OPENAI_BASE_URL)
+    base_url = _check_url(origin or f"{config_path(env)}: base_url", base_url or OPENAI_BASE_URL)
     if model is None:
         if base_url != OPENAI_BASE_URL:
             where = f"providers.{picked[0]}.model" if picked else "model"

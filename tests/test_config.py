@@ -199,3 +199,19 @@ def test_the_idle_timeout_source_is_named_as_a_person_would_change_it(tmp_path: 
     assert idle_timeout_from(env_with(tmp_path, GOOD)) == f"settings.idle_timeout_s in {tmp_path}/dashfloat/config.toml"
     assert idle_timeout_from(env_with(tmp_path, GOOD, DASHFLOAT_IDLE_TIMEOUT_S="9")).startswith("DASHFLOAT_IDLE")
     assert idle_timeout_from(env_with(tmp_path, '[providers.a]\nbase_url = "http://x/v1"\n')) == ""
+
+
+@pytest.mark.parametrize(
+    ("flags", "extra", "origin"),
+    [
+        (ProviderFlags(base_url="ftp://x", model="m"), {}, "--base-url"),
+        (ProviderFlags(), {"OPENAI_BASE_URL": "ftp://x", "DASHFLOAT_MODEL": "m"}, "OPENAI_BASE_URL"),
+    ],
+)
+def test_a_bad_url_from_a_flag_or_the_environment_is_named_once(
+    tmp_path: Path, flags: ProviderFlags, extra: dict[str, str], origin: str
+) -> None:
+    """Found running `dashfloat --base-url ftp://x`: "--base-url: --base-url: 'ftp://x' is not…"."""
+    with pytest.raises(ConfigError) as caught:
+        resolve_provider(flags, env_with(tmp_path, None, **extra))
+    assert str(caught.value) == f"{origin}: 'ftp://x' is not an http:// or https:// URL"
