@@ -371,6 +371,8 @@ class AgentCore:
         """A submitted prompt whose @mentions are being read (it goes to the model once they all are)."""
         self.episodes = 0
         self.partial: list[str] = []
+        self.reasoning_chars = 0
+        """Reasoning received for the current request (an answer with only reasoning is not "nothing")."""
         self.calls: list[AssembledCall] = []
         self.next_call = 0
         self.preview_digest: str | None = None
@@ -891,6 +893,7 @@ class AgentCore:
         self.request_id += 1
         self.answered = False
         self.partial = []
+        self.reasoning_chars = 0
         self.last_usage = None
         self.waiting = "stream"
         self.last_sent = self._request_messages()
@@ -1067,6 +1070,7 @@ class AgentCore:
                 if self.stop_result is None:
                     self._ui(TokenReceived(text=text))
             case ReasoningDelta(text=text):
+                self.reasoning_chars += len(text)
                 if self.stop_result is None:
                     self._ui(ReasoningReceived(text=text))
             case StreamStatus(text=text, level=level):
@@ -1134,7 +1138,15 @@ class AgentCore:
             suspect = window and fill_percent(self.last_estimate, window) >= EMPTY_ANSWER_SUSPECT_PERCENT
             if suspect and self._context_exceeded("an empty answer to a large request", "", []):
                 return
-            self._ui(SystemEntry(text="[model returned nothing]"))
+            if self.reasoning_chars:
+                # Seen with local reasoning models whose chat template never closes the thinking block.
+                text = (
+                    f"the model only reasoned ({self.reasoning_chars} characters) and gave no answer text: "
+                    "ask again, or check the server's reasoning settings"
+                )
+                self._ui(SystemEntry(text=text, level="warning"))
+            else:
+                self._ui(SystemEntry(text="[model returned nothing]"))
             self._end_turn(self.stop_outcome)
             return
         calls = self._unique_ids(done.tool_calls)

@@ -30,6 +30,7 @@ from dashfloat.protocol import (
     ProviderConfig,
     ReadFileArgs,
     ReadFileResult,
+    ReasoningDelta,
     RunTool,
     SandboxPolicy,
     SandboxState,
@@ -414,6 +415,21 @@ def test_late_messages_of_a_finished_stream_are_ignored() -> None:
     take(core)
     core.on_llm(ContentDelta(request_id=old, text="late"))
     assert take(core) == []
+
+
+def test_an_answer_of_only_reasoning_says_so_not_nothing() -> None:
+    """Found with `-p` against a reasoning-only stream: "[model returned nothing]" though the model had reasoned."""
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="x"))
+    core.on_llm(ReasoningDelta(request_id=core.request_id, text="thinking hard"))
+    done(core, "")
+    out = take(core)
+    assert SystemEntry(text="[model returned nothing]") not in out
+    [entry] = [m for m in out if isinstance(m, SystemEntry)]
+    assert entry.level == "warning" and entry.text.startswith("the model only reasoned (13 characters)")
+    core.on_ui(SubmitPrompt(text="y"))
+    done(core, "")  # the next request's count starts again
+    assert SystemEntry(text="[model returned nothing]") in take(core)
 
 
 def test_empty_episode_says_model_returned_nothing() -> None:

@@ -102,3 +102,13 @@ def test_a_failed_commands_row_names_its_exit_code(tree: Path, isolated_env: dic
         result = run(server, tree, isolated_env, "--yes", "-p", "go")
         assert result.returncode == 0, result.stderr
         assert "→ error: exit code 3\n  out\n" in result.stderr, result.stderr
+
+
+def test_an_answer_of_only_reasoning_is_named_not_nothing(tree: Path, isolated_env: dict[str, str]) -> None:
+    with ScriptedServer() as server:
+        server.enqueue(text_reply("", reasoning="the answer is 42, but I never say it"))
+        result = run(server, tree, isolated_env, "-p", "go")
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == ""
+        assert "[model returned nothing]" not in result.stderr
+        assert "the model only reasoned (36 characters) and gave no answer text" in result.stderr, result.stderr
