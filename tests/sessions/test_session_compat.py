@@ -48,9 +48,9 @@ EXCERPTS = {
     "call_write": "",
     "call_edit": "",
     "call_reject": "",
-    "call_exit": "out\nerr",
+    "call_exit": "exit code 3\nout\nerr",  # since a failed command's row leads with why (daily-use fix)
     "call_ok": "fine",
-    "call_signal": "",
+    "call_signal": "killed by SIGKILL",
     "call_timeout": "timed out after 1s\nbefore",
     "call_badargs": "read_file: offset must be >= 1, got 0",
     "call_cancel": "started",
