@@ -92,10 +92,23 @@ def render_entry(entry: Entry, width: int) -> list[Row]:
     return rows if _continues(entry) else [*rows, ()]
 
 
+def _prompt_rows(text: str, width: int) -> list[Row]:
+    """A prompt as sent, line by line: each line's indentation kept, its continuation rows under its text (a
+    word wrap of the whole prompt dropped the leading spaces of a pasted snippet's lines)."""
+    rows: list[Row] = []
+    for line in sanitize(text).split("\n"):
+        rest = line.lstrip(" ")
+        # An indent leaves at least half the row, and room for a wide character, to the text.
+        lead = " " * max(0, min(len(line) - len(rest), width // 2, width - 2))
+        wrapped = wrap([("class:user", rest)], max(1, width - len(lead))) if rest else [()]
+        rows += [(("class:user", lead), *row) if lead else row for row in wrapped]
+    return rows
+
+
 def _entry_rows(entry: Entry, width: int) -> list[Row]:
     match entry:
         case UserPrompt():
-            body = wrap([("class:user", sanitize(entry.text))], width - 2)
+            body = _prompt_rows(entry.text, width - 2)
             return [(("class:user.mark", PROMPT_MARK if i == 0 else "  "), *r) for i, r in enumerate(body)]
         case Prose():
             return list(render_markdown(entry.source, width))

@@ -86,6 +86,39 @@ def test_user_prompt_row_has_the_mark_and_a_blank_row_after() -> None:
     assert plain(rows) == ["❯ fix", "  the bug", ""]
 
 
+def test_a_pasted_snippets_indentation_stays_in_the_prompt_row() -> None:
+    """Found pasting code in tmux: the prompt's echo lost every line's leading spaces (and a tab's)."""
+    rows = render_entry(UserPrompt("fix this:\ndef f():\n    return 1\n\tpass\n\nplease"), 40)
+    assert plain(rows) == ["❯ fix this:", "  def f():", "      return 1", "      pass", "  ", "  please", ""]
+    wrapped = plain(render_entry(UserPrompt("  " + "word " * 10), 20))
+    assert wrapped[:3] == ["❯   word word word", "    word word word", "    word word word"]  # under its text
+
+
+_indented_lines = st.lists(
+    st.tuples(st.integers(0, 12), st.text(st.sampled_from("ab é界"), max_size=40)), min_size=1, max_size=5
+)
+
+
+@given(_indented_lines, st.integers(4, 60))
+def test_a_prompts_rows_fit_and_keep_each_lines_indent_and_words(lines: list[tuple[int, str]], width: int) -> None:
+    text = "\n".join(" " * spaces + body for spaces, body in lines)
+    rows = plain(render_entry(UserPrompt(text), width))[:-1]
+    assert all(row_width((("", row),)) <= width for row in rows)
+    bodies = [row[2:] for row in rows]
+    inner = width - 2
+    for spaces, body in lines:
+        line = " " * spaces + body
+        indent = len(line) - len(line.lstrip(" "))
+        lead = max(0, min(indent, inner // 2, inner - 2)) if line.strip(" ") else 0
+        assert bodies[0].startswith(" " * lead) and (not line.strip(" ") or bodies[0][lead] != " ")
+        wanted = body.replace(" ", "")
+        taken = bodies.pop(0).replace(" ", "")
+        while len(taken) < len(wanted):
+            taken += bodies.pop(0).replace(" ", "")
+        assert taken == wanted  # every character, in order; a word is cut only when wider than the row
+    assert bodies == []
+
+
 def test_prose_renders_markdown() -> None:
     rows = render_entry(Prose("# Title\n\nSome **bold** `code` [docs](http://x)"), 60)
     assert plain(rows) == ["Title", "", "Some bold code docs (http://x)", ""]
