@@ -26,6 +26,9 @@ def agent_process_main(conn: Connection, log_path: str, close_fds: list[int]) ->
     set_name(AGENT_PROCESS_NAME)
     workers = ForkWorkers("", 0.0, log_path, [conn.fileno()])
     workers.prefork_llm()
+    # The executor's code imports on a thread while we wait for the options (the executor is forked once they came
+    # and our first messages went out), so it is ready long before the first tool call (ADR 0045).
+    workers.preload_executor()
     try:
         options_json = conn.recv_bytes()
     except (EOFError, OSError):
