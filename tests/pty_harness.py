@@ -47,7 +47,12 @@ class Terminal:
 
     def resize(self, cols: int, rows: int) -> None:
         """Resize like a terminal window does (the kernel sends SIGWINCH)."""
+        cut = max(0, self.screen.lines - rows)
+        cursor_y = self.screen.cursor.y
         self.screen.resize(rows, cols)
+        # pyte drops a shorter screen's top rows but puts the cursor back on its old row number, below the new
+        # bottom, where what is drawn next is never shown; a terminal keeps the cursor on its line, which moved up.
+        self.screen.cursor.y = min(max(0, cursor_y - cut), rows - 1)
         self._set_size(cols, rows)
 
     def pump(self, timeout_s: float = 0.05) -> bool:
