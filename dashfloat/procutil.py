@@ -41,8 +41,8 @@ def single_malloc_arena() -> bool:
 
     By default glibc gives each new thread an arena of its own, and what the thread allocated there stays resident
     beside the main arena's free pages. The LLM worker and the agent import on a thread while their loop serves
-    (ADR 0045): each import left its scraps in a second arena (issue 19: the four processes' idle PSS 0.7 MB
-    higher, ADR 0046). Our threads allocate holding the GIL, so one arena's lock is hardly contended. It takes
+    (ADR 0045): each import left its scraps in a second arena (issue 19: a few tenths of a MB of idle PSS across
+    the four, ADR 0046). Our threads allocate holding the GIL, so one arena's lock is hardly contended. It takes
     effect if no thread of this process has had an arena yet; forked children inherit it.
     """
     try:
