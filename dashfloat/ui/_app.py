@@ -25,6 +25,7 @@ from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, Window
 from prompt_toolkit.layout.controls import FormattedTextControl
 from prompt_toolkit.layout.dimension import Dimension
 from prompt_toolkit.layout.menus import CompletionsMenu
+from prompt_toolkit.layout.processors import TabsProcessor
 from prompt_toolkit.layout.screen import Screen
 from prompt_toolkit.output import ColorDepth, Output
 from prompt_toolkit.renderer import CPR_Support
@@ -43,6 +44,7 @@ from dashfloat.protocol import (
     TurnEnded,
     UiToAgent,
 )
+from dashfloat.textsafe import TAB_WIDTH
 from dashfloat.ui import _commands as commands
 from dashfloat.ui._frames import frame_mark, frame_marks_on
 from dashfloat.ui._history import HistoryCursor, ReverseSearch
@@ -688,7 +690,8 @@ class TuiShell:
             return [("class:prompt", PROMPT_MARK)] if line == 0 and wrap_count == 0 else [("", "  ")]
 
         prompt = Window(
-            KeptBufferControl(self.buffer),  # made again only when the input changed (ADR 0044)
+            # A pasted tab shows as the spaces it stands for (the transcript's echo expands it too), not as ^I.
+            KeptBufferControl(self.buffer, [TabsProcessor(tabstop=TAB_WIDTH, char1=" ", char2=" ")]),
             get_line_prefix=prefix,
             wrap_lines=True,
             height=Dimension(min=1, max=INPUT_MAX_ROWS),

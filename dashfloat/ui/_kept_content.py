@@ -10,6 +10,7 @@ from prompt_toolkit.application.current import get_app
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.enums import EditingMode
 from prompt_toolkit.layout.controls import BufferControl, UIContent
+from prompt_toolkit.layout.processors import Processor
 
 KEPT_CONTENTS = 4
 """Contents kept at once: the sizes one frame asks for (two), and the last frame's while the size changes."""
@@ -21,8 +22,9 @@ class KeptBufferControl(BufferControl):
     the focus, the search text, the editing mode, the app being done. While completions are shown (the menu's
     position is read from them) it is made every time, as prompt_toolkit does."""
 
-    def __init__(self, buffer: Buffer) -> None:
-        super().__init__(buffer)
+    def __init__(self, buffer: Buffer, input_processors: list[Processor] | None = None) -> None:
+        """``input_processors``: ones whose output depends only on the document (a tab's expansion)."""
+        super().__init__(buffer, input_processors=input_processors)
         self._kept: dict[Hashable, UIContent] = {}
         """A few sizes are asked for each frame (a window's height with a height of 1, its drawing with its own)."""
 

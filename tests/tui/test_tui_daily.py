@@ -257,3 +257,23 @@ def test_a_prompt_on_the_command_line_starts_the_tui_with_it_sent(
         assert term.wait_exit(10) == 0
     finally:
         term.close()
+
+
+def test_a_pasted_tab_shows_as_spaces_in_the_input_and_its_echo(
+    tree: Path, isolated_env: dict[str, str], server: ScriptedServer
+) -> None:
+    """Found pasting a Makefile snippet in tmux: the input showed `^I`, the echo dropped the line's indentation."""
+    server.enqueue(text_reply("read it"))
+    term = launch(server, tree, isolated_env)
+    try:
+        term.send("\x1b[200~all:\n\tmake x\x1b[201~")  # a bracketed paste, as terminals send one
+        assert term.wait_for("❯ all:", visible_only=True), term.text()
+        assert term.wait_for("      make x", visible_only=True), term.visible()
+        assert "^I" not in term.visible()
+        term.send("\r")
+        assert term.wait_for("read it"), term.text()
+        assert server.requests[0]["messages"][-1]["content"] == "all:\n\tmake x"
+        lines = term.lines()
+        assert lines[lines.index("❯ all:") + 1] == "      make x", term.text()  # the echo, indented as typed
+    finally:
+        term.close()
