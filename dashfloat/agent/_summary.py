@@ -20,6 +20,7 @@ from dashfloat.protocol import (
 
 RESULT_EXCERPT_MAX_LINES: Final = 30
 RESULT_EXCERPT_MAX_LINE_CHARS: Final = 500
+_TYPE_MARKS: Final = {"dir": "/", "symlink": "@"}
 
 
 def result_status(result: ToolResult) -> ResultStatus:
@@ -45,7 +46,8 @@ def _text(result: ToolResult) -> str:
         case ReadFileResult(content=content):
             return content
         case ListDirectoryResult(entries=entries):
-            return "\n".join(f"{e.name}{'/' if e.type == 'dir' else ''}  {e.size}" for e in entries)
+            # Marked as `ls -F` does: a symlink read as a 4-byte file (its target's path length) misled.
+            return "\n".join(f"{e.name}{_TYPE_MARKS.get(e.type, '')}  {e.size}" for e in entries)
         case CommandExited(exit_code=0, output=output):
             return output.output
         case CommandExited(exit_code=code, output=output, signal=killed_by):

@@ -49,9 +49,13 @@ def test_errors_lead_and_statuses_are_named() -> None:
     assert result_status(ToolRejected()) == "rejected" and result_excerpt(ToolRejected()) == ""
     assert result_status(ToolCancelled()) == "cancelled"
     assert result_excerpt(ToolCancelled(output=output("so far\n"))) == "so far"
-    entries = [DirectoryEntry(name="src", type="dir", size=0), DirectoryEntry(name="a", type="file", size=3)]
-    listing = ListDirectoryResult(path=".", entries=entries, total=2, truncated=False)
-    assert result_excerpt(listing) == "src/  0\na  3" and result_status(listing) == "ok"
+    entries = [
+        DirectoryEntry(name="src", type="dir", size=0),
+        DirectoryEntry(name="a", type="file", size=3),
+        DirectoryEntry(name="link", type="symlink", size=4),  # found in tmux: it read as a 4-byte file
+    ]
+    listing = ListDirectoryResult(path=".", entries=entries, total=3, truncated=False)
+    assert result_excerpt(listing) == "src/  0\na  3\nlink@  4" and result_status(listing) == "ok"
 
 
 def test_a_command_is_ok_only_when_it_exits_zero() -> None:

@@ -40,7 +40,7 @@ SESSION_ID = "20261203-121545-23617f"
 
 # What the user saw for each call when it ran: its status word and its excerpt (captured before the change).
 EXCERPTS = {
-    "call_ls": "a.txt  12\ncaf\\xe9.txt  1\nleak  11\nsrc/  4096",
+    "call_ls": "a.txt  12\ncaf\\xe9.txt  1\nleak@  11\nsrc/  4096",  # a symlink marked since (daily-use fix)
     "call_read": "hello\n[truncated: showing lines 1-1 of 2 lines, 12 bytes; at most 2000 lines / 65536 bytes per call;"
     " continue with offset=2]",
     "call_missing": "file not found: nope.txt",
