@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import errno
+from typing import Final
+
 from dashfloat.protocol import ToolFailed
+
+ERROR_PATH_MAX_CHARS: Final = 200
+"""A path named in an error is cut to this many characters (a model once sent a 6000-character one)."""
 
 
 class ToolError(Exception):
@@ -16,6 +22,8 @@ def error_result(message: str) -> ToolFailed:
 
 def os_message(exc: OSError, path: str) -> str:
     """A short, model-facing description of a file-system failure on ``path``."""
+    if len(path) > ERROR_PATH_MAX_CHARS:
+        path = path[: ERROR_PATH_MAX_CHARS - 1] + "…"
     match exc:
         case FileNotFoundError():
             return f"file not found: {path}"
@@ -25,5 +33,8 @@ def os_message(exc: OSError, path: str) -> str:
             return f"not a directory (or a parent is a file): {path}"
         case PermissionError():
             return f"permission denied: {path}"
+        case _ if exc.errno == errno.ENAMETOOLONG:
+            return f"path too long (a name over 255 bytes, or the whole path over 4096): {path}"
         case _:
-            return f"{exc.strerror or exc}: {path}"
+            why = exc.strerror or str(exc)
+            return f"{why[:1].lower()}{why[1:]}: {path}"  # one style with the messages above

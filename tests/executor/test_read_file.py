@@ -12,6 +12,7 @@ from dashfloat.executor import (
     READ_MAX_LINES,
     READ_STREAM_THRESHOLD_BYTES,
 )
+from dashfloat.executor._errors import ERROR_PATH_MAX_CHARS
 from tests.executor.conftest import PEAK_RSS_SNIPPET, run_json, run_python
 
 
@@ -129,8 +130,24 @@ def test_window_at_the_end_of_a_sparse_gigabyte_file_keeps_memory_flat(root: Pat
 def test_file_system_errors_name_the_path_in_words(root: Path) -> None:
     (root / "a.txt").write_text("hi\n")
     assert read(root, "a.txt/inner") == {"ok": False, "error": "not a directory (or a parent is a file): a.txt/inner"}
-    long_name = "n" * 300  # over NAME_MAX (255): the kernel's own words, then the path
-    assert read(root, long_name) == {"ok": False, "error": f"File name too long: {long_name}"}
+    long_name = "n" * 300  # over NAME_MAX (255): said in words, the path cut at ERROR_PATH_MAX_CHARS
+    shown = long_name[: ERROR_PATH_MAX_CHARS - 1] + "…"
+    too_long = "path too long (a name over 255 bytes, or the whole path over 4096)"
+    assert read(root, long_name) == {"ok": False, "error": f"{too_long}: {shown}"}
     written = run_json("write_file", {"path": f"a.txt/{long_name}", "content": "x"}, str(root))
-    assert written["ok"] is False and str(written["error"]).endswith(f": a.txt/{long_name}")
+    assert written["ok"] is False and str(written["error"]).endswith(
+        f": a.txt/{long_name[: ERROR_PATH_MAX_CHARS - 7]}…"
+    )
     assert sorted(p.name for p in root.iterdir()) == ["a.txt"]  # nothing was created
+
+
+def test_a_path_too_long_is_named_cut_and_in_words(root: Path) -> None:
+    """Found sending a 6000-character path: `File name too long: <the whole path>` went back to the model."""
+    path = "a/" * 3000 + "x"
+    error = str(read(root, path)["error"])
+    shown = path[: ERROR_PATH_MAX_CHARS - 1] + "…"
+    assert error == f"path too long (a name over 255 bytes, or the whole path over 4096): {shown}"
+    at_bound = "b" * ERROR_PATH_MAX_CHARS  # one name over 255 bytes, named whole at the bound
+    assert str(read(root, at_bound)["error"]).endswith(f": {at_bound}")
+    over = "b" * (ERROR_PATH_MAX_CHARS + 1)
+    assert str(read(root, over)["error"]).endswith(f": {over[: ERROR_PATH_MAX_CHARS - 1]}…")
