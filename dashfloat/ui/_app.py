@@ -175,6 +175,7 @@ class TuiShell:
         self._wake = asyncio.Event()
         self._dirty_flag = True
         self._status_key: tuple[str, ...] = ()
+        self._status_rows: list[Row] = []
         self._live_cache: tuple[UiState, tuple[Entry, ...], int, list[Row]] | None = None
         self._fd: int | None = None
         self._fd_identity: tuple[int, int, int] | None = None
@@ -674,9 +675,14 @@ class TuiShell:
         self._live_cache = (self.state, self.pending, width, rows)
         return rows
 
-    def _status(self) -> StyleAndTextTuples:
+    def _status(self) -> list[Row]:
+        """The status bar's row; the same list while it reads the same (its control keeps its cells: ADR 0044)."""
         width = self.app.output.get_size().columns
-        return list(render_status(self.state, self.clock(), width, self.options.home))
+        row = render_status(self.state, self.clock(), width, self.options.home)
+        if self._status_rows and self._status_rows[0] == row:
+            return self._status_rows
+        self._status_rows = [row]
+        return self._status_rows
 
     def _layout(self) -> Layout:
         self._live_window = RowsWindow(RowsControl(self._live_rows), wrap_lines=True, dont_extend_height=True)
@@ -697,7 +703,7 @@ class TuiShell:
             height=Dimension(min=1, max=INPUT_MAX_ROWS),
             dont_extend_height=True,
         )
-        status = Window(FormattedTextControl(self._status), height=1, style="class:status")
+        status = RowsWindow(RowsControl(self._status), height=1, style="class:status")  # copied a row at a time
         menu = CompletionsMenu(max_height=COMPLETION_MENU_ROWS)
         return Layout(HSplit([live, hint, prompt, menu, status]), focused_element=prompt)
 

@@ -9,6 +9,7 @@ from prompt_toolkit.formatted_text import AnyFormattedText, StyleAndTextTuples
 from prompt_toolkit.layout.containers import Window, WindowAlign
 from prompt_toolkit.layout.controls import GetLinePrefixCallable, UIContent, UIControl
 from prompt_toolkit.layout.screen import _CHAR_CACHE, Char, Screen, WritePosition
+from prompt_toolkit.utils import get_cwidth
 
 from dashfloat.ui._text import Row
 
@@ -148,10 +149,13 @@ class RowsWindow(Window):
 
 
 def _fits_plainly(line: Row, width: int) -> bool:
-    """One cell per character, no escape to inject, within the width."""
+    """One cell per character (printable, one column each: ASCII, or the status bar's ● · ⠹), no escape to inject,
+    within the width."""
     used = 0
     for style, text, *_ in line:
-        if not (text.isascii() and text.isprintable()) or "[ZeroWidthEscape]" in style:
+        if not text.isprintable() or "[ZeroWidthEscape]" in style:
+            return False
+        if not text.isascii() and not all(get_cwidth(char) == 1 for char in text):
             return False
         used += len(text)
     return used <= width

@@ -3,7 +3,7 @@ per rows list."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from prompt_toolkit.layout.containers import Window
 from prompt_toolkit.layout.controls import FormattedTextControl
@@ -79,3 +79,18 @@ def _drawn(
     cells = {y: {x: (c.char, c.style) for x, c in row.items()} for y, row in screen.data_buffer.items() if row}
     escapes = {y: dict(row) for y, row in screen.zero_width_escapes.items() if row}
     return cells, escapes, screen.height
+
+
+ONE_COLUMN_OR_NOT = st.tuples(
+    st.sampled_from(["", "class:status"]), st.text(alphabet="ab ●·⠹é界\u0301", min_size=1, max_size=12)
+)
+
+
+@settings(max_examples=15, deadline=None)
+@example([(("class:status", "● aéb"),)], 10)  # a combining mark: no cell of its own
+@example([(("", "·界"),)], 10)  # two columns
+@given(st.lists(st.lists(ONE_COLUMN_OR_NOT, max_size=3).map(tuple), min_size=1, max_size=4), st.integers(1, 20))
+def test_rows_of_one_column_characters_are_drawn_as_window_draws_them(rows: list[Row], width: int) -> None:
+    """Non-ASCII characters of one column (the status bar's ● · ⠹) take the one-pass copy; two columns or a
+    combining mark take Window's."""
+    assert _drawn(RowsWindow, rows, width, 4) == _drawn(Window, rows, width, 4)
