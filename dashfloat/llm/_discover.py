@@ -11,20 +11,25 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
+from urllib.parse import urljoin, urlsplit
 
 import msgspec
 
 from dashfloat.config import is_local_url
 from dashfloat.jsonvalue import JsonValue
 from dashfloat.llm import _window as w
-from dashfloat.llm._probe import PlainProber, plain_probes
+from dashfloat.llm._limits import MAX_REDIRECTS
+from dashfloat.llm._probe import PROBE_BODY_MAX_BYTES, REDIRECT_STATUSES, PlainProber, plain_probes
 from dashfloat.protocol import DiscoverWindow, ProviderConfig, WindowFound
 
 if TYPE_CHECKING:
     import requests
 
     from dashfloat.preload import Preload
+
+_CHUNK_BYTES: Final = 64 * 1024
+"""How much of a discovery answer ``requests`` is asked for at a time (checked against PROBE_BODY_MAX_BYTES)."""
 
 Probe = Callable[[JsonValue], object]
 Get = Callable[[str, str, dict[str, str], JsonValue], JsonValue]
@@ -39,15 +44,38 @@ def requests_get(session: requests.Session) -> Get:
 
     def get(method: str, url: str, headers: dict[str, str], json: JsonValue = None) -> JsonValue:
         try:
-            response = session.request(
-                method, url, headers=headers, json=json, timeout=(w.DISCOVERY_TIMEOUT_S, w.DISCOVERY_TIMEOUT_S)
-            )
-            if response.status_code != 200:
-                return None
-            body: JsonValue = msgspec.json.decode(response.content[: 4 * 1024 * 1024])
-            return body
+            return ask(method, url, headers, json)
         except (requests.RequestException, msgspec.DecodeError, OSError, ValueError):
             return None
+
+    def ask(method: str, url: str, headers: dict[str, str], json: JsonValue) -> JsonValue:
+        origin = urlsplit(url)[:2]
+        for _ in range(MAX_REDIRECTS + 1):
+            with session.request(
+                method,
+                url,
+                headers=headers,
+                json=json,
+                timeout=(w.DISCOVERY_TIMEOUT_S, w.DISCOVERY_TIMEOUT_S),
+                stream=True,  # read up to the cap below, not a body of any size into memory
+                allow_redirects=False,  # followed below, within the server only
+            ) as response:
+                data = bytearray()  # read to its end, a refusal's too: the connection is then kept for the chat
+                for chunk in response.iter_content(_CHUNK_BYTES):
+                    data += chunk
+                    if len(data) > PROBE_BODY_MAX_BYTES:
+                        return None  # over the cap: not read further (leaving closes the connection)
+            location = response.headers.get("Location")
+            if response.status_code in REDIRECT_STATUSES and location and method == "GET":
+                url = urljoin(url, location)
+                if urlsplit(url)[:2] != origin:
+                    return None  # another origin is not asked (as the chat request does not): it gets no headers
+                continue
+            if response.status_code != 200:
+                return None
+            body: JsonValue = msgspec.json.decode(data)
+            return body
+        return None
 
     return get
 
@@ -98,17 +126,22 @@ def discover(
             return WindowFound(request_id, window, "server", f"Ollama /api/show {which}", "; ".join(notices))
         if w.reported(value):
             notices.append(f"ignored a context window of {value!r} reported by {root}/api/show")
-    notice = "; ".join(notices)
+    return unreported(model, request_id, "nothing reported", "; ".join(notices))
+
+
+def unreported(model: str, request_id: int, detail: str, notice: str) -> WindowFound:
+    """The answer when the server says nothing usable: the table's window for ``model``, else the assumed one."""
     table = w.known_window(model)
     if table is not None:
         return WindowFound(request_id, table, "table", f"known window of {model}", notice)
-    return WindowFound(request_id, w.DEFAULT_ASSUMED_WINDOW, "assumed", "nothing reported", notice)
+    return WindowFound(request_id, w.DEFAULT_ASSUMED_WINDOW, "assumed", detail, notice)
 
 
 class Discovery:
-    """One DiscoverWindow answered from a worker thread; ``done`` is called with the reply. ``stack``: the HTTP
-    stack's import; while it runs, a local plain-HTTP server is asked through http.client, else the thread waits
-    for it."""
+    """One DiscoverWindow answered from a worker thread; ``done`` is called with the reply, once, within
+    DISCOVERY_DEADLINE_S (a timer answers for a discovery still asking then; its late answer is dropped).
+    ``stack``: the HTTP stack's import; while it runs, a local plain-HTTP server is asked through http.client, else
+    the thread waits for it."""
 
     def __init__(
         self,
@@ -121,16 +154,41 @@ class Discovery:
         self._done = done
         self._props = props
         self._stack = stack
+        self._lock = threading.Lock()
+        self._answered = False
+        self._prober: PlainProber | None = None
         self._thread = threading.Thread(target=self._run, name=f"llm-window-{ask.request_id}", daemon=True)
+        self._deadline = threading.Timer(w.DISCOVERY_DEADLINE_S, self._expire)
+        self._deadline.daemon = True
 
     def begin(self) -> None:
+        self._deadline.start()
         self._thread.start()
+
+    def _claim(self) -> bool:
+        """Whether this caller answers: the first to ask (the thread or the deadline) does, the other not."""
+        with self._lock:
+            answered, self._answered = self._answered, True
+        return not answered
+
+    def _answer(self, found: WindowFound) -> None:
+        if self._claim():
+            self._deadline.cancel()
+            self._done(self._ask, found)
+
+    def _expire(self) -> None:
+        if not self._claim():
+            return
+        if (prober := self._prober) is not None:
+            prober.abort()  # its blocked read ends; the thread's answer, after this one, is dropped
+        late = f"window discovery: {self._ask.provider.base_url} gave no answer within {w.DISCOVERY_DEADLINE_S:g} s"
+        self._done(self._ask, unreported(self._ask.provider.model, self._ask.request_id, "no answer in time", late))
 
     def _run(self) -> None:
         provider, request_id = self._ask.provider, self._ask.request_id
         try:
             if self._stack is not None and not self._stack.done() and plain_probes(provider.base_url, os.environ):
-                prober = PlainProber(w.DISCOVERY_TIMEOUT_S)
+                prober = self._prober = PlainProber(w.DISCOVERY_TIMEOUT_S)
                 try:
                     found = discover(provider, request_id, self._props, prober.get)
                 finally:
@@ -147,4 +205,4 @@ class Discovery:
                 "discovery failed",
                 f"window discovery: {exc}",
             )
-        self._done(self._ask, found)
+        self._answer(found)

@@ -11,7 +11,9 @@ whose kept-alive connection the chat request then reuses.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
@@ -27,7 +29,8 @@ PROBE_BODY_MAX_BYTES: Final = 4 * 1024 * 1024
 """The most of a discovery answer that is read and decoded (a model list with many entries is well below)."""
 PROXY_VARIABLES: Final = ("http_proxy", "all_proxy")
 """Environment variables (either case) that make ``requests`` send a plain-HTTP request through a proxy."""
-_REDIRECTS: Final = (301, 302, 303, 307, 308)
+REDIRECT_STATUSES: Final = (301, 302, 303, 307, 308)
+"""Answers whose Location a probe follows (GET only, within the server's origin, at most MAX_REDIRECTS)."""
 
 
 def plain_probes(base_url: str, env: Mapping[str, str], home: Path | None = None) -> bool:
@@ -51,6 +54,9 @@ class PlainProber:
         self._timeout_s = timeout_s
         self._connection: http.client.HTTPConnection | None = None
         self._origin = ""
+        self._aborted = False
+        self._socket: socket.socket | None = None
+        """The socket of the request being answered (http.client lets go of it while a closing answer is read)."""
 
     def _connect(self, url: str) -> http.client.HTTPConnection:
         parts = urlsplit(url)
@@ -62,6 +68,8 @@ class PlainProber:
         return self._connection
 
     def get(self, method: str, url: str, headers: dict[str, str], json: JsonValue = None) -> JsonValue:
+        if self._aborted:
+            return None
         try:
             return self._ask(method, url, headers, json)
         except (OSError, http.client.HTTPException, msgspec.DecodeError, ValueError):
@@ -77,12 +85,15 @@ class PlainProber:
             parts = urlsplit(url)
             target = parts.path + (f"?{parts.query}" if parts.query else "")
             connection.request(method, target or "/", body=body, headers=sent)
+            self._socket = connection.sock
+            if self._aborted:
+                return None  # the deadline came while this connected: it may have missed the socket
             response = connection.getresponse()
             data = response.read(PROBE_BODY_MAX_BYTES)
             if not response.isclosed():
                 self.close()  # a body over the cap: not read further (its decode below fails), the connection goes
             location = response.getheader("Location")
-            if response.status in _REDIRECTS and location and method == "GET":
+            if response.status in REDIRECT_STATUSES and location and method == "GET":
                 url = urljoin(url, location)
                 if urlsplit(url)[:2] != origin:
                     return None  # a redirect to another origin is not followed (as the chat request does not)
@@ -92,6 +103,14 @@ class PlainProber:
             decoded: JsonValue = msgspec.json.decode(data)
             return decoded
         return None
+
+    def abort(self) -> None:
+        """From another thread (the discovery's deadline): end a read blocked on the server, and ask nothing more."""
+        self._aborted = True
+        sock = self._socket
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def close(self) -> None:
         if self._connection is not None:

@@ -25,6 +25,10 @@ OLLAMA_DEFAULT_NUM_CTX: Final = 4096
 of longer prompts, so this, not the model's trained length, is the real window."""
 DISCOVERY_TIMEOUT_S: Final = 3.0
 """Connect and read timeout of each discovery request: a window is worth a short wait, not a long one."""
+DISCOVERY_DEADLINE_S: Final = 15.0
+"""The whole discovery's bound (its five probes, each silent for DISCOVERY_TIMEOUT_S): past it the agent is answered
+as if the server said nothing, so its first request goes out. A read timeout alone does not bound a server that
+drips a byte within each timeout (a body or a header that never ends)."""
 
 KNOWN_WINDOWS: Final[tuple[tuple[str, int], ...]] = (
     # (model-name prefix, tokens); the longest matching prefix wins. Public model pages, 2025.
