@@ -17,6 +17,9 @@ from dashfloat.executor.path_policy import Root
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 GIT_ENV = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+UNHURRIED_S = 60.0
+"""The time bound of a test that is not about time: PATH_INDEX_MAX_WALK_S (1 s) was crossed by a 40-file walk on a
+loaded machine (the full suite under coverage, two cores shared), which then failed on its count."""
 
 
 def git(repo: Path, *args: str) -> None:
@@ -49,7 +52,7 @@ def no_global_git_config(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_walk_honours_gitignore_and_lists_directories(root: Path, opened: Root) -> None:
     make_tree(root)
-    index = build_index(opened)
+    index = build_index(opened, max_walk_s=UNHURRIED_S)
     assert index.paths == [".gitignore", "README.md", "my notes.md", "src/", "src/app.py"]
     assert index.notice == ""
 
@@ -60,7 +63,7 @@ def test_a_nested_gitignore_applies_below_its_directory_and_a_negation_keeps_a_f
     (root / "a" / "x.tmp").write_text("")
     (root / "a" / "keep.tmp").write_text("")
     (root / "top.tmp").write_text("")  # above the nested file: not ignored
-    paths = build_index(opened).paths
+    paths = build_index(opened, max_walk_s=UNHURRIED_S).paths
     assert "a/x.tmp" not in paths and "a/keep.tmp" in paths and "top.tmp" in paths
 
 
@@ -68,7 +71,7 @@ def test_git_dot_git_is_never_listed(root: Path, opened: Root) -> None:
     (root / ".git").mkdir()
     (root / ".git" / "config").write_text("not really a repository\n")
     (root / "f.txt").write_text("")
-    assert build_index(opened).paths == ["f.txt"]  # git refuses this .git; the walk skips it
+    assert build_index(opened, max_walk_s=UNHURRIED_S).paths == ["f.txt"]  # git refuses this .git; the walk skips it
 
 
 @needs_git
@@ -77,7 +80,7 @@ def test_in_a_git_repository_git_lists_tracked_and_untracked_but_not_ignored(roo
     git(root, "init", "-q", ".")
     git(root, "add", "README.md", ".gitignore")
     (root / ".git" / "info" / "exclude").write_text("my notes.md\n")  # git's own ignore file: only git knows it
-    index = build_index(opened)
+    index = build_index(opened, max_walk_s=UNHURRIED_S)
     assert index.paths == [".gitignore", "README.md", "src/", "src/app.py"]
 
 
@@ -89,18 +92,20 @@ def test_git_runs_no_program_the_repositorys_config_names(root: Path, opened: Ro
     marker = tmp_path / "fsmonitor-ran"
     with open(root / ".git" / "config", "a") as config:
         config.write(f'[core]\n\tfsmonitor = "touch {marker}; false"\n')
-    assert build_index(opened).paths == ["f.txt"]
+    assert build_index(opened, max_walk_s=UNHURRIED_S).paths == ["f.txt"]
     assert not marker.exists()
 
 
 def test_the_entry_bound_stops_the_walk_and_says_so(root: Path, opened: Root) -> None:
     for i in range(30):
         (root / f"f{i:02}.txt").write_text("")
-    index = build_index(opened, max_entries=10)
+    index = build_index(opened, max_walk_s=UNHURRIED_S, max_entries=10)
     assert len(index.paths) == 10
     assert "stopped at 10 entries" in index.notice
-    assert len(build_index(opened, max_entries=30).paths) == 30  # at the bound: all of them, no notice
-    assert build_index(opened, max_entries=30).notice == ""
+    assert (
+        len(build_index(opened, max_walk_s=UNHURRIED_S, max_entries=30).paths) == 30
+    )  # at the bound: all of them, no notice
+    assert build_index(opened, max_walk_s=UNHURRIED_S, max_entries=30).notice == ""
 
 
 @needs_git
@@ -108,7 +113,7 @@ def test_the_entry_bound_stops_git_too(root: Path, opened: Root) -> None:
     git(root, "init", "-q", ".")
     for i in range(30):
         (root / f"f{i:02}.txt").write_text("")
-    index = build_index(opened, max_entries=10)
+    index = build_index(opened, max_walk_s=UNHURRIED_S, max_entries=10)
     assert len(index.paths) == 10 and "stopped at 10 entries" in index.notice
 
 
@@ -133,7 +138,7 @@ def test_symlinks_are_listed_not_followed_and_one_leading_out_is_never_offered(r
     (root / "secret-link.txt").symlink_to(outside / "secret.txt")
     (root / "inner.txt").write_text("")
     (root / "in-link.txt").symlink_to("inner.txt")  # relative, inside: followed by the tools, so offered
-    index = build_index(opened)
+    index = build_index(opened, max_walk_s=UNHURRIED_S)
     assert "out/secret.txt" not in index.paths and "out" in index.paths
     offered = find_paths(index, opened, "", 20)
     assert "secret-link.txt" not in offered and "out" not in offered
@@ -142,7 +147,7 @@ def test_symlinks_are_listed_not_followed_and_one_leading_out_is_never_offered(r
 
 def test_find_paths_ranks_and_bounds(root: Path, opened: Root) -> None:
     make_tree(root)
-    index = build_index(opened)
+    index = build_index(opened, max_walk_s=UNHURRIED_S)
     assert find_paths(index, opened, "READ", 5)[0] == "README.md"
     assert find_paths(index, opened, "", 2) == ["src/", "README.md"]
 
@@ -172,7 +177,7 @@ def test_a_name_that_is_not_utf8_is_left_out_not_a_crash(root: Path, opened: Roo
         git(root, "init", "-q", ".")
     os.close(os.open(os.path.join(os.fsencode(root), b"bad-\xff.txt"), os.O_CREAT | os.O_WRONLY, 0o644))
     (root / "good.txt").write_text("")
-    index = build_index(opened)
+    index = build_index(opened, max_walk_s=UNHURRIED_S)
     assert index.paths == ["good.txt"]
     msgspec.msgpack.encode(find_paths(index, opened, "", 20))  # what goes over the pipe encodes
 
@@ -198,5 +203,5 @@ def test_a_gitignore_pattern_with_exponential_matching_is_cut_off_by_the_time_bo
 def test_a_child_that_finishes_sends_every_entry_and_its_notice(root: Path, opened: Root) -> None:
     for i in range(40):
         (root / f"f{i:02}.txt").write_text("")
-    index = build_index(opened, max_entries=25)
+    index = build_index(opened, max_walk_s=UNHURRIED_S, max_entries=25)
     assert len(index.paths) == 25 and index.notice == "the file index stopped at 25 entries"
