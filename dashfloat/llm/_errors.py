@@ -11,13 +11,14 @@ from dashfloat.llm import _imports  # noqa: F401
 
 # isort: split
 
+import codecs
 import email.utils
 import re
 import socket
 import ssl
 import time
 from collections.abc import Collection
-from typing import Literal
+from typing import Final, Literal
 
 import msgspec
 import requests
@@ -54,6 +55,33 @@ def one_line(text: str, limit: int = _EXCERPT_CHARS) -> str:
     """Collapse whitespace and cap the length, so provider text fits one line."""
     flat = re.sub(r"\s+", " ", text).strip()
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+_CHARSET = re.compile(r"""charset\s*=\s*["']?([\w.:-]+)""", re.IGNORECASE)
+_BOMS: Final = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+"""Longest first: UTF-32 LE's mark begins with UTF-16 LE's."""
+
+
+def as_utf8(body: bytes, content_type: str | None) -> bytes:
+    """An error body re-encoded as UTF-8 (what the parsers read): from the charset its Content-Type declares, else
+    the one its byte-order mark says; else as it came (read as UTF-8, a byte that is not replaced)."""
+    match = _CHARSET.search(content_type or "")
+    charset = match.group(1) if match else next((name for bom, name in _BOMS if body.startswith(bom)), None)
+    if charset is None:
+        return body
+    try:
+        codec = codecs.lookup(charset).name
+    except LookupError:
+        return body  # a charset Python does not know: read as UTF-8
+    if codec == "utf-8":
+        return body
+    return body.decode(codec, "replace").encode()
 
 
 def provider_message(body: bytes) -> str:

@@ -35,6 +35,7 @@ from dashfloat.llm._errors import (
     Cancelled,
     OptionsRejected,
     StreamError,
+    as_utf8,
     classify_request_error,
     first_byte_timeout,
     not_sse_error,
@@ -469,7 +470,7 @@ class Stream:
         env = self.start.provider.api_key_env
         return status_error(
             response.status_code,
-            read_bounded(response, ERROR_BODY_MAX_BYTES),
+            as_utf8(read_bounded(response, ERROR_BODY_MAX_BYTES), response.headers.get("Content-Type")),
             response.headers.get("Retry-After"),
             self.start.provider,
             url,
