@@ -12,7 +12,6 @@ import os
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
-from urllib.parse import urljoin, urlsplit
 
 import msgspec
 
@@ -20,7 +19,7 @@ from dashfloat.config import is_local_url
 from dashfloat.jsonvalue import JsonValue
 from dashfloat.llm import _window as w
 from dashfloat.llm._limits import MAX_REDIRECTS
-from dashfloat.llm._probe import PROBE_BODY_MAX_BYTES, REDIRECT_STATUSES, PlainProber, plain_probes
+from dashfloat.llm._probe import PROBE_BODY_MAX_BYTES, PlainProber, follow, plain_probes
 from dashfloat.protocol import DiscoverWindow, ProviderConfig, WindowFound
 
 if TYPE_CHECKING:
@@ -49,7 +48,6 @@ def requests_get(session: requests.Session) -> Get:
             return None
 
     def ask(method: str, url: str, headers: dict[str, str], json: JsonValue) -> JsonValue:
-        origin = urlsplit(url)[:2]
         for _ in range(MAX_REDIRECTS + 1):
             with session.request(
                 method,
@@ -65,11 +63,9 @@ def requests_get(session: requests.Session) -> Get:
                     data += chunk
                     if len(data) > PROBE_BODY_MAX_BYTES:
                         return None  # over the cap: not read further (leaving closes the connection)
-            location = response.headers.get("Location")
-            if response.status_code in REDIRECT_STATUSES and location and method == "GET":
-                url = urljoin(url, location)
-                if urlsplit(url)[:2] != origin:
-                    return None  # another origin is not asked (as the chat request does not): it gets no headers
+            next_url = follow(url, method, response.status_code, response.headers.get("Location"))
+            if next_url is not None:
+                url = next_url
                 continue
             if response.status_code != 200:
                 return None

@@ -33,6 +33,15 @@ REDIRECT_STATUSES: Final = (301, 302, 303, 307, 308)
 """Answers whose Location a probe follows (GET only, within the server's origin, at most MAX_REDIRECTS)."""
 
 
+def follow(url: str, method: str, status: int, location: str | None) -> str | None:
+    """Where a probe's answer sends it next: a GET's redirect within the probed server (as the chat request, a
+    redirect to another origin is not followed: it would get the provider's headers), else None."""
+    if status not in REDIRECT_STATUSES or not location or method != "GET":
+        return None
+    target = urljoin(url, location)
+    return target if urlsplit(target)[:2] == urlsplit(url)[:2] else None
+
+
 def plain_probes(base_url: str, env: Mapping[str, str], home: Path | None = None) -> bool:
     """Whether the discovery may ask ``base_url`` through http.client: a local plain-HTTP server, and nothing in
     the environment that ``requests`` would have used (a proxy, a netrc file)."""
@@ -79,7 +88,6 @@ class PlainProber:
     def _ask(self, method: str, url: str, headers: dict[str, str], json: JsonValue) -> JsonValue:
         body = None if json is None else msgspec.json.encode(json)
         sent = {**headers, "Content-Type": "application/json"} if body is not None else headers
-        origin = urlsplit(url)[:2]
         for _ in range(MAX_REDIRECTS + 1):
             connection = self._connect(url)
             parts = urlsplit(url)
@@ -92,11 +100,9 @@ class PlainProber:
             data = response.read(PROBE_BODY_MAX_BYTES)
             if not response.isclosed():
                 self.close()  # a body over the cap: not read further (its decode below fails), the connection goes
-            location = response.getheader("Location")
-            if response.status in REDIRECT_STATUSES and location and method == "GET":
-                url = urljoin(url, location)
-                if urlsplit(url)[:2] != origin:
-                    return None  # a redirect to another origin is not followed (as the chat request does not)
+            next_url = follow(url, method, response.status, response.getheader("Location"))
+            if next_url is not None:
+                url = next_url
                 continue
             if response.status != 200:
                 return None
