@@ -6,23 +6,17 @@ non-SSE bodies onto them, each with a sentence that says what to do.
 
 from __future__ import annotations
 
-# First, before requests: its import without the modules this process never uses (_imports, ADR 0046).
-from dashfloat.llm import _imports  # noqa: F401
-
-# isort: split
-
 import codecs
 import email.utils
 import re
 import socket
 import ssl
+import sys
 import time
 from collections.abc import Collection
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import msgspec
-import requests
-import urllib3.exceptions
 
 from dashfloat.jsonvalue import JsonValue
 from dashfloat.protocol import ProviderConfig, StreamFailureKind
@@ -45,6 +39,11 @@ class StreamError(Exception):
         self.reason = reason or kind.replace("_", " ")
         """A few words for the retry notice ("rate limited (429)")."""
         self.retry_after_s = retry_after_s
+
+
+class ConnectTimedOut(TimeoutError):
+    """Connecting timed out (the plain route's; urllib3 raises its ConnectTimeoutError): told apart from a read's
+    timeout, which is the idle or first-byte deadline."""
 
 
 class Cancelled(Exception):
@@ -118,47 +117,70 @@ def clause(text: str) -> str:
     return text.rstrip().rstrip(".").rstrip()
 
 
+def _http_stack(name: str) -> Any:
+    """A requests or urllib3 exceptions module when this process imported it, else None: an exception of a module
+    that was never imported was never raised (the plain route's process imports neither, ADR 0048)."""
+    return sys.modules.get(name)
+
+
+def _types(*names: tuple[Any, str]) -> tuple[type[BaseException], ...]:
+    return tuple(getattr(module, attribute) for module, attribute in names if module is not None)
+
+
 def _causes(exc: BaseException) -> list[BaseException]:
+    urllib3_exceptions = _http_stack("urllib3.exceptions")
+    max_retry = _types((urllib3_exceptions, "MaxRetryError"))
     seen: list[BaseException] = []
     current: BaseException | None = exc
     while current is not None and current not in seen:
         seen.append(current)
         current = current.__cause__ or current.__context__
-        if isinstance(current, urllib3.exceptions.MaxRetryError) and current.reason is not None:
+        if max_retry and isinstance(current, max_retry) and getattr(current, "reason", None) is not None:
             seen.append(current)
-            current = current.reason
+            reason: BaseException | None = getattr(current, "reason", None)
+            current = reason
     return seen
 
 
 def classify_request_error(
     exc: BaseException, url: str, connect_timeout_s: float, idle_s: float, idle_from: str = "", answered: bool = True
 ) -> StreamError:
-    """A requests/urllib3/socket exception raised while connecting or reading, as a StreamError in plain words.
+    """An exception raised while connecting or reading (either transport's: requests/urllib3, http.client, socket),
+    as a StreamError in plain words.
 
     ``answered``: the response had begun (status and headers) when it was raised; ``idle_from`` names the
     setting the idle timeout came from. The exception text itself goes to the log, never into the message.
     """
     chain = _causes(exc)
     host = url.split("//", 1)[-1].split("/", 1)[0]
-    if any(isinstance(e, ssl.SSLError | requests.exceptions.SSLError) for e in chain):
+    req = _http_stack("requests.exceptions")
+    u3 = _http_stack("urllib3.exceptions")
+    tls: tuple[type[BaseException], ...] = (ssl.SSLError, *_types((req, "SSLError")))
+    dns: tuple[type[BaseException], ...] = (socket.gaierror, *_types((u3, "NameResolutionError")))
+    connect_timeout: tuple[type[BaseException], ...] = (
+        ConnectTimedOut,
+        *_types((req, "ConnectTimeout"), (u3, "ConnectTimeoutError")),
+    )
+    read_timeout: tuple[type[BaseException], ...] = (
+        TimeoutError,
+        *_types((req, "ReadTimeout"), (u3, "ReadTimeoutError")),
+    )
+    if any(isinstance(e, tls) for e in chain):
         return StreamError(
             "tls",
             f"the TLS handshake with {host} failed: use https only for servers that speak TLS "
             "(local servers are usually http), and check the server's certificate.",
         )
-    if any(isinstance(e, socket.gaierror | urllib3.exceptions.NameResolutionError) for e in chain):
+    if any(isinstance(e, dns) for e in chain):
         return StreamError("dns", f"cannot resolve the host {host}: check base_url and your network.")
     if any(isinstance(e, ConnectionRefusedError) for e in chain):
         return StreamError("connection_refused", f"nothing is listening at {host}: start the server or fix base_url.")
-    if any(isinstance(e, requests.exceptions.ConnectTimeout | urllib3.exceptions.ConnectTimeoutError) for e in chain):
+    if any(isinstance(e, connect_timeout) for e in chain):
         return StreamError(
             "connect_timeout",
             f"connecting to {host} timed out after {connect_timeout_s:g} s: check base_url and your network.",
         )
-    if any(
-        isinstance(e, requests.exceptions.ReadTimeout | urllib3.exceptions.ReadTimeoutError | TimeoutError)
-        for e in chain
-    ):
+    if any(isinstance(e, read_timeout) for e in chain):
         setting = idle_from or "settings.idle_timeout_s in config.toml (or DASHFLOAT_IDLE_TIMEOUT_S)"
         return StreamError(
             "idle_timeout",

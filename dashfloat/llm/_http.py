@@ -1,4 +1,5 @@
-"""The HTTP side: one requests Session per process, whose sockets the serve loop can shut down from another thread.
+"""The requests route (ADR 0048): one requests Session per process, whose sockets the serve loop can shut down from
+another thread. Everything but a local plain-HTTP server goes this way (TLS, hosted APIs, proxies, netrc).
 
 The Session's pool keeps each provider connection alive across streams (no new TCP + TLS handshake per
 episode); a stream that takes a kept-alive connection reports its socket just as one that connects does, so an
@@ -12,24 +13,23 @@ from dashfloat.llm import _imports  # noqa: F401
 
 # isort: split
 
-import contextlib
 import http.client
 import os
 import socket
 import ssl
 import threading
-import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Final
 
 import requests
 import requests.adapters
 import urllib3
 import urllib3.connection
+import urllib3.exceptions
 
-from dashfloat.llm._chunked import ChunkedBody
 from dashfloat.llm._errors import StreamError
 from dashfloat.llm._limits import READ_CHUNK_BYTES
+from dashfloat.llm._transport import OnSocket, chunked_reads, with_records_waiting
 
 _local = threading.local()
 
@@ -141,21 +141,14 @@ def process_session(on_socket: Callable[[socket.socket], None] | None = None) ->
         return _process_session[1]
 
 
-def shutdown(sock: socket.socket) -> None:
-    """Unblock a reader in another thread and tell the server we are gone (FIN)."""
-    with contextlib.suppress(OSError):
-        sock.shutdown(socket.SHUT_RDWR)
-
-
 def body_chunks(response: requests.Response) -> Iterator[bytes]:
-    """The body's data as it arrives: each socket read gives what it carried (``b""`` for a read of framing only,
-    so a caller can still watch its deadline on every read).
+    """The body's data as it arrives (``Response.reads``): each socket read gives what it carried (``b""`` for a
+    read of framing only).
 
-    A chunked body (every SSE stream) is decoded here (``ChunkedBody``) from the socket's buffered reader, which
-    http.client reads its body from too: one read of many chunks costs one pass, where http.client's ``read1``
-    takes a call per chunk and a paced provider sends a chunk per token. A read failure goes through urllib3's own
-    error handling (same exceptions, the connection dropped); at the body's end http.client's response is closed
-    as it closes it itself, and urllib3 then returns the connection to the pool.
+    A chunked body is decoded by ``chunked_reads`` from the socket's buffered reader, which http.client reads its
+    body from too. A read failure goes through urllib3's own error handling (same exceptions, the connection
+    dropped); at the body's end http.client's response is closed as it closes it itself, and urllib3 then returns
+    the connection to the pool.
     """
     raw = response.raw
     fp = getattr(raw, "_fp", None)
@@ -182,77 +175,67 @@ def body_chunks(response: requests.Response) -> Iterator[bytes]:
                 chunk = with_records_waiting(fp.read1, tls, chunk)
             yield chunk
         return
-    body = ChunkedBody()
-    read1 = source.read1
-    while not body.done:
+    reads = chunked_reads(source.read1, tls)
+    while True:
         try:
-            read = read1(READ_CHUNK_BYTES)
-            if not read:
-                raise http.client.IncompleteRead(b"")  # closed before the last chunk, as http.client says it
+            read = next(reads, None)
+        except StreamError:
+            raise  # broken framing, after the data before it
         except Exception:
             with catcher():
                 raise
-        if tls is not None and len(read) < READ_CHUNK_BYTES:
-            read = with_records_waiting(read1, tls, read)
-        yield body.feed(read)
-        if body.error is not None:
-            raise body.error  # after the data before it
+        if read is None:
+            break
+        yield read
     fp.close()  # what http.client does after the last chunk: the socket stays open for the next request
     raw.read1(READ_CHUNK_BYTES)  # b"": urllib3 sees the end and releases the connection
 
 
-def with_records_waiting(read1: Callable[[int], bytes], sock: ssl.SSLSocket, first: bytes) -> bytes:
-    """``first`` and the TLS records that have already arrived behind it, up to READ_CHUNK_BYTES in all, without
-    waiting for more.
+class _RequestsResponse:
+    """A requests Response as the stream reads it (``_transport.Response``)."""
 
-    A plain socket's read takes everything the kernel holds; a TLS socket's takes one record (OpenSSL decrypts
-    record by record), and a provider that writes each event on its own sends one record per event. Without this,
-    a read was one event, and the batching window after each small read (``holds_next_read``) let a paced stream
-    over TLS — every real provider — through at one event per window. The socket is non-blocking meanwhile, so a
-    read finds a whole record or nothing (a peek at the socket could not tell a record from a TLS message that
-    carries no data, and a read would then wait for the next event). A failure here ends the draining only: the
-    next read meets it again, after ``first`` was delivered."""
-    parts = [first]
-    size = len(first)
-    timeout = sock.gettimeout()
-    try:
-        sock.settimeout(0.0)
-        while size < READ_CHUNK_BYTES:
-            more = read1(READ_CHUNK_BYTES - size)
-            if not more:
-                break  # closed: the next read says so
-            parts.append(more)
-            size += len(more)
-    except OSError:  # ssl.SSLWantReadError: nothing more has arrived (or a failure, met again by the next read)
-        pass
-    finally:
-        with contextlib.suppress(OSError):
-            sock.settimeout(timeout)
-    return b"".join(parts) if len(parts) > 1 else first
+    def __init__(self, response: requests.Response) -> None:
+        self.response = response
+
+    @property
+    def status(self) -> int:
+        return self.response.status_code
+
+    def header(self, name: str) -> str | None:
+        return self.response.headers.get(name)
+
+    def reads(self) -> Iterator[bytes]:
+        return body_chunks(self.response)
+
+    def close(self) -> None:
+        self.response.close()
 
 
-def finish_body(reads: Iterator[bytes], limit: int, wait_s: float) -> None:
-    """Read what is left of a body we are done with (an SSE stream's end after ``[DONE]``: its last chunk), at
-    most ``limit`` bytes within ``wait_s`` in all: a body read to its end puts the connection back in the pool
-    for the next request; one left unread closes it when the response closes. ``reads``: the body's
-    ``body_chunks``, partly read already."""
-    size = 0
-    deadline = time.monotonic() + wait_s
-    with contextlib.suppress(requests.RequestException, urllib3.exceptions.HTTPError, OSError, StreamError):
-        for chunk in reads:
-            size += len(chunk)
-            if size > limit or time.monotonic() > deadline:
-                return
+class RequestsTransport:
+    """Requests through this process's Session (``_transport.Transport``)."""
+
+    errors: tuple[type[BaseException], ...] = (requests.RequestException, urllib3.exceptions.HTTPError, OSError)
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes | None,
+        connect_s: float,
+        read_s: float,
+        on_socket: OnSocket,
+    ) -> _RequestsResponse:
+        response = process_session(on_socket).request(
+            method,
+            url,
+            data=body,
+            headers=dict(headers),
+            stream=True,
+            timeout=(connect_s, read_s),
+            allow_redirects=False,
+        )
+        return _RequestsResponse(response)
 
 
-def read_bounded(response: requests.Response, limit: int) -> bytes:
-    """At most ``limit`` bytes of an error body (a hostile body cannot grow memory)."""
-    parts: list[bytes] = []
-    size = 0
-    with contextlib.suppress(requests.RequestException, urllib3.exceptions.HTTPError, OSError):
-        for chunk in body_chunks(response):
-            parts.append(chunk)
-            size += len(chunk)
-            if size >= limit:
-                break
-    return b"".join(parts)[:limit]
+REQUESTS: Final = RequestsTransport()

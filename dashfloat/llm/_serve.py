@@ -39,10 +39,10 @@ if TYPE_CHECKING:
     from dashfloat.llm._stream import DeltaKind, ProviderMemory, Stream, StreamThreads
 
 _ABORT_JOIN_S = 0.5
-HTTP_STACK_MODULES: Final = ("dashfloat.llm._imports", "dashfloat.llm._stream", "netrc")
-"""Imported on a thread as the process starts: requests without what we never use (``_imports``), the stream code
-with urllib3; and what requests imports on its first request (``netrc``, for credentials it looks up), which was
-the discovery's first request and is now often the chat's."""
+HTTP_STACK_MODULES: Final = ("dashfloat.llm._imports", "dashfloat.llm._http", "dashfloat.llm._stream", "netrc")
+"""Imported on a thread as the process starts: requests without what we never use (``_imports``), its transport
+with urllib3 (``_http``), the stream code; and what requests imports on its first request (``netrc``, for
+credentials it looks up), which was the discovery's first request and is now often the chat's."""
 
 
 def worth_holding(left_s: float) -> bool:

@@ -6,11 +6,6 @@ coalesces and sends them. That keeps the pipe single-writer and the terminal mes
 
 from __future__ import annotations
 
-# First, before requests: its import without the modules this process never uses (_imports, ADR 0046).
-from dashfloat.llm import _imports  # noqa: F401
-
-# isort: split
-
 import collections
 import contextlib
 import itertools
@@ -26,8 +21,6 @@ from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
 import msgspec
-import requests
-import urllib3.exceptions
 
 from dashfloat.jsonvalue import JsonValue
 from dashfloat.llm._errors import (
@@ -43,7 +36,6 @@ from dashfloat.llm._errors import (
     status_error,
 )
 from dashfloat.llm._framing import decoded, event_datas, framed_batches, looks_like_sse, one_line_datas
-from dashfloat.llm._http import body_chunks, finish_body, process_session, read_bounded, shutdown
 from dashfloat.llm._limits import (
     BACKOFF_BASE_S,
     BODY_END_MAX_BYTES,
@@ -61,13 +53,13 @@ from dashfloat.llm._limits import (
     SSE_FRAME_MAX_BYTES,
 )
 from dashfloat.llm._request import Optional, estimated_tokens, request_body
+from dashfloat.llm._transport import Response, Transport, finish_body, read_bounded, shutdown, transport_for
 from dashfloat.llm.episode import Delta, DeltaKind, Episode
 from dashfloat.protocol import StartStream, StreamDone, StreamFailed, StreamFailureKind
 
 __all__ = ["DeltaKind", "Item", "ProviderMemory", "Stream", "StreamThreads", "holds_next_read"]
 
 Item = Delta | StreamDone | StreamFailed
-_READ_ERRORS = (requests.RequestException, urllib3.exceptions.HTTPError, OSError)
 _REDIRECTS = (301, 302, 303, 307, 308)
 _DROPPED_NOTICE: dict[Optional, str] = {
     "stream_options": "the provider rejected stream_options; retrying without it (no usage figures)",
@@ -175,6 +167,7 @@ class Stream:
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
         self._ended = threading.Event()
+        self._transport: Transport = transport_for(start.provider.base_url, os.environ)
         self._reset()
 
     def begin(self, threads: StreamThreads) -> None:
@@ -251,7 +244,7 @@ class Stream:
             for sock in self._sockets:
                 with contextlib.suppress(OSError):
                     sock.settimeout(BODY_END_WAIT_S)
-        finish_body(reads, BODY_END_MAX_BYTES, BODY_END_WAIT_S)
+        finish_body(reads, BODY_END_MAX_BYTES, BODY_END_WAIT_S, self._transport.errors)
 
     def _emit(self, item: Item, wake: bool = True) -> None:
         """Queue ``item`` for the serve loop; answer deltas wait for ``_wake_loop`` at the next socket read.
@@ -354,39 +347,38 @@ class Stream:
         idle_s = self.start.idle_timeout_s
         first_byte_s = self.start.first_byte_timeout_s
         connect_s = min(CONNECT_TIMEOUT_S, idle_s, first_byte_s)
-        session = process_session(self._on_socket)
+        transport = self._transport
         target = url
         try:
             for _ in range(MAX_REDIRECTS + 1):
                 try:
-                    response = session.post(
-                        target,
-                        data=body,
-                        headers=headers,
-                        stream=True,
-                        timeout=(connect_s, first_byte_s),  # headers are no answer: llama.cpp sends none first
-                        allow_redirects=False,
+                    # headers are no answer: llama.cpp sends none first, so the first-byte deadline bounds them
+                    response = transport.request(
+                        "POST", target, headers, body, connect_s, first_byte_s, self._on_socket
                     )
-                except requests.RequestException as exc:
+                except transport.errors as exc:
                     if self.cancelled.is_set():
                         raise Cancelled from exc
                     _log(self.request_id, f"{type(exc).__name__}: {exc}")
                     raise self._request_error(exc, target, connect_s, answered=False) from exc
-                with response:
+                try:
                     if self.cancelled.is_set():
                         raise Cancelled
-                    if response.status_code in _REDIRECTS and response.headers.get("Location"):
-                        target = self._redirect(url, target, response.headers["Location"])
+                    location = response.header("Location")
+                    if response.status in _REDIRECTS and location:
+                        target = self._redirect(url, target, location)
                         continue
-                    if response.status_code != 200:
+                    if response.status != 200:
                         raise self._status_error(response, target, dropped)
                     try:
                         return self._read_events(response, target)
-                    except _READ_ERRORS as exc:
+                    except transport.errors as exc:
                         if self.cancelled.is_set():
                             raise Cancelled from exc
                         _log(self.request_id, f"{type(exc).__name__}: {exc}")
                         raise self._request_error(exc, target, connect_s, answered=self._body_began) from exc
+                finally:
+                    response.close()
             raise StreamError(
                 "redirected",
                 f"{url} was redirected more than {MAX_REDIRECTS} times (last to {target}): "
@@ -416,24 +408,21 @@ class Stream:
     def _probe_tools(self, base: str, headers: dict[str, str], timeout_s: float) -> None:
         """Ask a llama.cpp server once whether its chat template takes tools (other servers: a quiet 404)."""
         props_url = base.rstrip("/").removesuffix("/v1") + "/props"
-        session = process_session(self._on_socket)
+        transport = self._transport
+        failures: tuple[type[BaseException], ...] = (*transport.errors, msgspec.DecodeError, OSError)
         try:
             probe_headers = {k: v for k, v in headers.items() if k != "Content-Type"}
             probe_headers["Accept"] = "application/json"
-            response = session.get(
-                props_url,
-                headers=probe_headers,
-                timeout=(timeout_s, timeout_s),
-                allow_redirects=False,
-                stream=True,
-            )
-            with response:
-                if response.status_code != 200:
+            response = transport.request("GET", props_url, probe_headers, None, timeout_s, timeout_s, self._on_socket)
+            try:
+                if response.status != 200:
                     # a 404's short body: the connection stays
-                    finish_body(body_chunks(response), ERROR_BODY_MAX_BYTES, timeout_s)
+                    finish_body(response.reads(), ERROR_BODY_MAX_BYTES, timeout_s, transport.errors)
                     return
-                props = msgspec.json.decode(read_bounded(response, ERROR_BODY_MAX_BYTES))
-        except (requests.RequestException, msgspec.DecodeError, OSError) as exc:
+                props = msgspec.json.decode(read_bounded(response, ERROR_BODY_MAX_BYTES, transport.errors))
+            finally:
+                response.close()
+        except failures as exc:
             _log(self.request_id, f"no /props at {props_url}: {type(exc).__name__}")
             return
         finally:
@@ -466,12 +455,13 @@ class Stream:
             self._memory.warned_tools.add(base)
             self._emit(("warning", text))
 
-    def _status_error(self, response: requests.Response, url: str, dropped: set[Optional]) -> Exception:
+    def _status_error(self, response: Response, url: str, dropped: set[Optional]) -> Exception:
         env = self.start.provider.api_key_env
+        body = read_bounded(response, ERROR_BODY_MAX_BYTES, self._transport.errors)
         return status_error(
-            response.status_code,
-            as_utf8(read_bounded(response, ERROR_BODY_MAX_BYTES), response.headers.get("Content-Type")),
-            response.headers.get("Retry-After"),
+            response.status,
+            as_utf8(body, response.header("Content-Type")),
+            response.header("Retry-After"),
             self.start.provider,
             url,
             key_is_set=bool(env and os.environ.get(env)),
@@ -503,10 +493,10 @@ class Stream:
             self._body_began = True
             yield chunk
 
-    def _read_events(self, response: requests.Response, url: str) -> StreamDone:
+    def _read_events(self, response: Response, url: str) -> StreamDone:
         self._body_began = False
-        reads = body_chunks(response)
-        chunks = decoded(self._counted(self._watched(reads)), response.headers.get("Content-Encoding", ""))
+        reads = response.reads()
+        chunks = decoded(self._counted(self._watched(reads)), response.header("Content-Encoding") or "")
         first = next(chunks, b"")
         if not first:
             raise StreamError(
@@ -515,7 +505,7 @@ class Stream:
                 "try again; if it repeats, the server's log says why.",
                 "the server closed the connection before answering",
             )
-        content_type = response.headers.get("Content-Type", "")
+        content_type = response.header("Content-Type") or ""
         if "text/event-stream" not in content_type and not looks_like_sse(first):
             raise self._not_sse(first, chunks, content_type, url)
         batches = framed_batches(itertools.chain([first], chunks), SSE_FRAME_MAX_BYTES, SSE_EVENT_MAX_LINES)
