@@ -10,6 +10,7 @@ configuration. Only what every process shares is imported first (the messages, t
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 from typing import TYPE_CHECKING, NoReturn
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, NoReturn
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from dashfloat.executor import SandboxProbe
     from dashfloat.runtime import AgentProcess
 
 EXIT_INTERRUPTED = 130  # the same as dashfloat.cli's, which cannot be imported yet
@@ -46,12 +48,30 @@ def early_agent(args: Sequence[str]) -> AgentProcess | None:
     return start_agent(str(state / LOG_FILENAME))
 
 
+def sandbox_off(args: Sequence[str]) -> bool:
+    """Whether the flags say ``--sandbox off`` as written in full (a guess like ``starts_agent``: the configuration
+    may still say off, and a probe started for nothing is discarded)."""
+    return "--sandbox=off" in args or any(a == "--sandbox" and b == "off" for a, b in itertools.pairwise(args))
+
+
+def early_sandbox_probe(args: Sequence[str]) -> SandboxProbe | None:
+    """The command sandbox's start-up probe, started now (after the agent's fork, which must not inherit it): bwrap
+    runs while this process imports the command line and reads the configuration, and the launch collects it."""
+    if sandbox_off(args):
+        return None
+    from dashfloat.executor import SandboxProbe
+
+    return SandboxProbe(os.environ)
+
+
 def entry() -> NoReturn:
-    """Fork the agent, import the command line under a Ctrl-C guard, then run it."""
+    """Fork the agent, start the sandbox probe, import the command line under a Ctrl-C guard, then run it."""
     try:
         agent = early_agent(sys.argv[1:])
+        probe = early_sandbox_probe(sys.argv[1:]) if agent is not None else None
         from dashfloat.cli import entry as run
     except KeyboardInterrupt:
-        # The agent (if forked) sees its pipe close with us, stops its worker and exits.
+        # The agent (if forked) sees its pipe close with us, stops its worker and exits; the probe's bwrap dies with
+        # us (--die-with-parent).
         os._exit(EXIT_INTERRUPTED)
-    run(agent)
+    run(agent, probe)

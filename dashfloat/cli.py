@@ -24,6 +24,7 @@ from dashfloat.piped_input import (
 from dashfloat.terminal import hold_terminal
 
 if TYPE_CHECKING:
+    from dashfloat.executor import SandboxProbe
     from dashfloat.runtime import AgentProcess
 
 EXIT_USAGE: Final = 2
@@ -145,16 +146,17 @@ def _list_sessions() -> int:
     return 0
 
 
-def entry(agent: AgentProcess | None = None) -> NoReturn:
+def entry(agent: AgentProcess | None = None, sandbox_probe: SandboxProbe | None = None) -> NoReturn:
     """The console script and ``python -m dashfloat``: run, flush, and leave without interpreter teardown.
-    ``agent``: forked early by ``dashfloat._entry``, before the configuration was read.
+    ``agent``: forked early by ``dashfloat._entry``, before the configuration was read; ``sandbox_probe``: started
+    there too.
 
     When ``main`` returns, the children are reaped (their session log is fsynced), the terminal is restored and
     the demo server stopped; what is left is flushing our own output. Tearing down the interpreter after that
     only frees memory the kernel frees anyway (40–80 ms, issue 19).
     """
     try:
-        code = main(early_agent=agent)
+        code = main(early_agent=agent, sandbox_probe=sandbox_probe)
     except KeyboardInterrupt:
         # Ctrl-C before the UI or the printer took over: whatever was started is stopped on the way out
         # (_launch, run); the shell's code for an interrupt, without a traceback.
@@ -167,10 +169,12 @@ def entry(agent: AgentProcess | None = None) -> NoReturn:
 
 
 class _EarlyAgent:
-    """An agent forked before the flags were parsed: the launch takes it; any other way out stops it."""
+    """An agent forked before the flags were parsed: the launch takes it; any other way out stops it. The sandbox
+    probe started with it is collected by the launch; whatever way out, it is reaped at the end."""
 
-    def __init__(self, link: AgentProcess | None) -> None:
+    def __init__(self, link: AgentProcess | None, probe: SandboxProbe | None = None) -> None:
         self.link = link
+        self.probe = probe
 
     def take(self) -> AgentProcess | None:
         link, self.link = self.link, None
@@ -179,10 +183,16 @@ class _EarlyAgent:
     def stop(self) -> None:
         if (link := self.take()) is not None:
             link.shutdown()
+        if self.probe is not None:
+            self.probe.discard()  # collected already: nothing left to do
 
 
-def main(argv: Sequence[str] | None = None, early_agent: AgentProcess | None = None) -> int:
-    early = _EarlyAgent(early_agent)
+def main(
+    argv: Sequence[str] | None = None,
+    early_agent: AgentProcess | None = None,
+    sandbox_probe: SandboxProbe | None = None,
+) -> int:
+    early = _EarlyAgent(early_agent, sandbox_probe)
     try:
         return _main(argv, early)
     finally:
@@ -261,7 +271,7 @@ def _launch(
         from dashfloat.launch import Launch, LaunchError, prepare
 
         try:
-            launch: Launch = prepare(args, str(cwd.resolve()), os.environ, link.held_fds())
+            launch: Launch = prepare(args, str(cwd.resolve()), os.environ, link.held_fds(), early.probe)
         except LaunchError as exc:
             code = _fail(str(exc))  # said first: stopping the agent that waited for its options takes a moment
             link.shutdown()

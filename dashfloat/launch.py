@@ -22,7 +22,7 @@ from dashfloat.config import (
     resolve_provider,
     sandbox_settings,
 )
-from dashfloat.executor import detect_sandbox
+from dashfloat.executor import SandboxProbe, detect_sandbox
 from dashfloat.permission_files import load_rules, user_permissions_path
 from dashfloat.protocol import ApprovalMode
 from dashfloat.sessions.state import LOG_FILENAME, SESSIONS_DIRNAME, ensure_private_dir, state_dir
@@ -44,9 +44,16 @@ class Launch:
     stop: Callable[[], None] = field(default=lambda: None)
 
 
-def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str], held_fds: Sequence[int] = ()) -> Launch:
+def prepare(
+    args: argparse.Namespace,
+    cwd: str,
+    env: Mapping[str, str],
+    held_fds: Sequence[int] = (),
+    sandbox_probe: SandboxProbe | None = None,
+) -> Launch:
     """Resolve the provider (flag > environment > file; the demo when nothing is configured). ``held_fds``: pipe
-    ends of processes already started, which the demo server must not hold."""
+    ends of processes already started, which the demo server must not hold; ``sandbox_probe``: the sandbox's probe,
+    started before the flags were read (else it runs here). The caller reaps it on every way out."""
     flags = ProviderFlags(provider=args.provider, base_url=args.base_url, model=args.model)
     try:
         provider = None if args.demo else resolve_provider(flags, env)
@@ -87,6 +94,7 @@ def prepare(args: argparse.Namespace, cwd: str, env: Mapping[str, str], held_fds
         env,
         # the keys the LLM process reads from the environment are not the commands' business
         hide_env=[KEY_ENV, provider.api_key_env or ""],
+        probe=sandbox_probe,
     )
     if args.sandbox and args.sandbox != "off" and sandbox.unavailable:
         # asked for by name (a script's --sandbox read-only): running unconfined instead would betray it

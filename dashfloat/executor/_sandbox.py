@@ -12,6 +12,7 @@ import json
 import os
 import stat
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -97,38 +98,76 @@ PROBE_ARGS: Final = ("--ro-bind", "/", "/", "--unshare-all", "--as-pid-1", "--di
 """What the start-up probe runs under bwrap: enough to show namespaces work here, and nothing left behind."""
 
 
+class Probe:
+    """The start-up probe, running: started as early as the main process can (before it imports the command line,
+    issue 19), so that bwrap's few milliseconds overlap that work instead of following it; ``detect`` collects it.
+    Its arguments are fixed: only the bwrap binary (``env``) and whether it is needed at all (``mode``) vary, and a
+    probe the configuration turns out not to need is discarded."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self._deadline = time.monotonic() + SANDBOX_PROBE_TIMEOUT_S
+        self._process: subprocess.Popen[bytes] | None = None
+        self._outcome: str | None = None
+        try:
+            self._process = subprocess.Popen(
+                [bwrap_binary(env), *PROBE_ARGS],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            self._outcome = f"cannot run bwrap: {exc}"
+
+    def outcome(self) -> str:
+        """Wait for it (until SANDBOX_PROBE_TIMEOUT_S after its start): empty when bwrap could sandbox, else why not."""
+        if self._outcome is None:
+            assert self._process is not None
+            try:
+                _, stderr = self._process.communicate(timeout=max(0.0, self._deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self.discard()
+                self._outcome = f"cannot run bwrap: it did not finish within {SANDBOX_PROBE_TIMEOUT_S:g} s"
+            else:
+                code = self._process.returncode
+                why = stderr.decode(errors="replace").strip().splitlines()
+                said = why[-1] if why else f"exit status {code}"
+                self._outcome = "" if code == 0 else f"bwrap cannot create namespaces here: {said}"
+        return self._outcome
+
+    def discard(self) -> None:
+        """Stop it if it still runs, and reap it (a start that ends before it was collected, or a session without a
+        sandbox)."""
+        if self._process is not None and self._process.returncode is None:
+            if self._process.poll() is None:
+                self._process.kill()
+            self._process.communicate()
+        if self._outcome is None:
+            self._outcome = "cannot run bwrap: the probe was discarded"
+
+
 def detect(
     mode: SandboxMode,
     network: bool,
     deny_read: Sequence[str],
     env: Mapping[str, str],
     hide_env: Sequence[str] = (),
+    probe: Probe | None = None,
 ) -> SandboxState:
-    """The session's sandbox: ``mode`` if this machine can run it, else ``off`` with the reason."""
+    """The session's sandbox: ``mode`` if this machine can run it, else ``off`` with the reason. ``probe``: one
+    started earlier (``Probe(env)``), else the probe runs now."""
     home = env.get("HOME") or os.path.expanduser("~")
     denies = expand_denies([*DEFAULT_DENY_READ, *deny_read], home)
     hidden = sorted({name for name in hide_env if name})
     if mode == "off":
+        if probe is not None:
+            probe.discard()
         return SandboxState(mode="off", network=network, deny_read=denies, hide_env=hidden)
     homes, keep = home_dirs(home, env)
-    try:
-        probe = subprocess.run(
-            # --as-pid-1: no reaper inside the namespace. bwrap's reaper outlives bwrap by a few ms, and orphaned
-            # it became init's zombie for good where init does not reap (a container's PID 1): one per start.
-            [bwrap_binary(env), *PROBE_ARGS],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=SANDBOX_PROBE_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        return SandboxState(
-            mode="off", network=network, unavailable=f"cannot run bwrap: {exc}", deny_read=denies, hide_env=hidden
-        )
-    if probe.returncode != 0:
-        why = probe.stderr.decode(errors="replace").strip().splitlines()
-        reason = f"bwrap cannot create namespaces here: {why[-1] if why else f'exit status {probe.returncode}'}"
-        return SandboxState(mode="off", network=network, unavailable=reason, deny_read=denies, hide_env=hidden)
+    # --as-pid-1 (PROBE_ARGS): no reaper inside the namespace. bwrap's reaper outlives bwrap by a few ms, and orphaned
+    # it became init's zombie for good where init does not reap (a container's PID 1): one per start.
+    unavailable = (probe if probe is not None else Probe(env)).outcome()
+    if unavailable:
+        return SandboxState(mode="off", network=network, unavailable=unavailable, deny_read=denies, hide_env=hidden)
     return SandboxState(mode=mode, network=network, deny_read=denies, hide_env=hidden, home=homes, home_keep=keep)
 
 

@@ -20,7 +20,8 @@ import pytest
 
 from dashfloat.agent import ForkWorkers
 from dashfloat.channel import Channel
-from dashfloat.executor import detect_sandbox, preview
+from dashfloat.executor import SandboxProbe, detect_sandbox, preview
+from dashfloat.executor import _sandbox as sandbox_module
 from dashfloat.executor._sandbox import BWRAP_ENV, DEFAULT_DENY_READ, Sandbox, describe, effective
 from dashfloat.executor.path_policy import Root
 from dashfloat.procutil import FORK, become_subreaper
@@ -431,3 +432,58 @@ def test_the_sandbox_probe_leaves_no_process_behind() -> None:
         assert ours.recv() == "none"
     finally:
         child.join(TIMEOUT_S)
+
+
+# ---------------------------------------------------------------- the start-up probe, started early (issue 19)
+
+
+def _bwrap_script(directory: Path, body: str) -> str:
+    script = directory / "bwrap"
+    script.write_text(f"#!/bin/sh\n{body}\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.mark.parametrize("bwrap", ["", "/nonexistent/bwrap", "/bin/false", "stderr"])
+def test_a_probe_started_early_finds_what_detect_finds_on_its_own(tmp_path: Path, bwrap: str) -> None:
+    said = bwrap == "stderr"
+    if said:  # bwrap's own reason: its last line
+        bwrap = _bwrap_script(tmp_path, "echo first >&2; echo 'no user namespaces' >&2; exit 1")
+    environ = {**os.environ, BWRAP_ENV: bwrap} if bwrap else dict(os.environ)
+    early = detect_sandbox("workspace-write", False, [], environ, probe=SandboxProbe(environ))
+    assert early == detect_sandbox("workspace-write", False, [], environ)
+    if said:
+        assert early.unavailable == "bwrap cannot create namespaces here: no user namespaces"
+
+
+def _children() -> set[int]:
+    return {child.pid for child in psutil.Process().children()}
+
+
+def test_a_probe_past_its_bound_is_killed_reaped_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox_module, "SANDBOX_PROBE_TIMEOUT_S", 0.5)
+    environ = {**os.environ, BWRAP_ENV: _bwrap_script(tmp_path, "exec sleep 60")}
+    before = _children()
+    state = detect_sandbox("workspace-write", False, [], environ, probe=SandboxProbe(environ))
+    assert state.mode == "off"
+    assert state.unavailable == "cannot run bwrap: it did not finish within 0.5 s"
+    assert _children() == before  # killed and reaped: no sleeper, no zombie
+
+
+def test_a_probe_within_its_bound_is_waited_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox_module, "SANDBOX_PROBE_TIMEOUT_S", 30.0)
+    environ = {**os.environ, BWRAP_ENV: _bwrap_script(tmp_path, "sleep 0.3; exit 0")}
+    state = detect_sandbox("workspace-write", False, [], environ, probe=SandboxProbe(environ))
+    assert (state.mode, state.unavailable) == ("workspace-write", "")
+
+
+def test_a_probe_a_session_without_a_sandbox_does_not_need_is_stopped_and_reaped(tmp_path: Path) -> None:
+    environ = {**os.environ, BWRAP_ENV: _bwrap_script(tmp_path, "exec sleep 60")}
+    before = _children()
+    probe = SandboxProbe(environ)
+    assert _children() != before  # it runs
+    state = detect_sandbox("off", False, [], environ, probe=probe)
+    assert (state.mode, state.unavailable) == ("off", "")
+    assert _children() == before
+    probe.discard()  # again: nothing left to do
+    assert probe.outcome() == "cannot run bwrap: the probe was discarded"
