@@ -48,6 +48,7 @@ from dashfloat.textsafe import TAB_WIDTH
 from dashfloat.ui import _commands as commands
 from dashfloat.ui._frames import frame_mark, frame_marks_on
 from dashfloat.ui._history import HistoryCursor, ReverseSearch
+from dashfloat.ui._input_window import InputWindow
 from dashfloat.ui._kept_content import KeptBufferControl
 from dashfloat.ui._markdown import render_markdown
 from dashfloat.ui._mentions import MentionCompleter, PathCompletion, partial_in
@@ -695,7 +696,7 @@ class TuiShell:
         def prefix(line: int, wrap_count: int) -> StyleAndTextTuples:
             return [("class:prompt", PROMPT_MARK)] if line == 0 and wrap_count == 0 else [("", "  ")]
 
-        prompt = Window(
+        prompt = InputWindow(
             # A pasted tab shows as the spaces it stands for (the transcript's echo expands it too), not as ^I.
             KeptBufferControl(self.buffer, [TabsProcessor(tabstop=TAB_WIDTH, char1=" ", char2=" ")]),
             get_line_prefix=prefix,

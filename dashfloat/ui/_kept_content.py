@@ -17,7 +17,8 @@ KEPT_CONTENTS = 4
 
 
 class KeptBufferControl(BufferControl):
-    """A BufferControl over ``buffer`` with the default processors, lexer and search, whose content is made again
+    """A BufferControl over ``buffer`` with the default processors (and any ``input_processors`` given, which must
+    read only the document), lexer and search, whose content is made again
     only when something it is made from changed: the document (text, cursor, selection), the size asked for,
     the focus, the search text, the editing mode, the app being done. While completions are shown (the menu's
     position is read from them) it is made every time, as prompt_toolkit does."""

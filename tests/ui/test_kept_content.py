@@ -13,13 +13,15 @@ from prompt_toolkit.enums import EditingMode
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.layout import HSplit, Layout, Window
 from prompt_toolkit.layout.controls import BufferControl, UIContent
+from prompt_toolkit.layout.processors import TabsProcessor
 from prompt_toolkit.output import DummyOutput
 from prompt_toolkit.selection import SelectionState
 
+from dashfloat.textsafe import TAB_WIDTH
 from dashfloat.ui._kept_content import KEPT_CONTENTS, KeptBufferControl
 
 ops = st.one_of(
-    st.tuples(st.just("insert"), st.text(alphabet="ab \n❯漢", max_size=6)),
+    st.tuples(st.just("insert"), st.text(alphabet="ab \t\n❯漢", max_size=6)),
     st.tuples(st.just("left"), st.integers(0, 5)),
     st.tuples(st.just("right"), st.integers(0, 5)),
     st.tuples(st.just("text"), st.text(alphabet="ab\n", max_size=8)),
@@ -68,10 +70,11 @@ def _apply(op: tuple[str, object], buffer: Buffer, app: Application[None], kept:
 
 
 @settings(max_examples=150, deadline=None)
-@given(steps=st.lists(st.tuples(ops, st.integers(1, 12), st.integers(1, 4)), max_size=12))
-def test_kept_content_is_a_fresh_content(steps: list[tuple[tuple[str, object], int, int]]) -> None:
+@given(steps=st.lists(st.tuples(ops, st.integers(1, 12), st.integers(1, 4)), max_size=12), tabs=st.booleans())
+def test_kept_content_is_a_fresh_content(steps: list[tuple[tuple[str, object], int, int]], tabs: bool) -> None:
     buffer = _buffer()
-    kept = KeptBufferControl(buffer)
+    # The app's control has a TabsProcessor (a pasted tab shown as spaces); the default processors alone too.
+    kept = KeptBufferControl(buffer, [TabsProcessor(tabstop=TAB_WIDTH, char1=" ", char2=" ")] if tabs else None)
     other = Buffer()
     with create_pipe_input() as pipe:
         app: Application[None] = Application(

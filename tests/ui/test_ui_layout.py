@@ -416,3 +416,33 @@ def test_rows_a_stream_pushes_off_the_screen_are_drawn_once_and_kept_in_order() 
             assert written.count(expected[len(expected) // 2]) == 1
 
     asyncio.run(main())
+
+
+def test_a_pasted_line_taller_than_the_input_then_a_short_line_fills_the_input_without_blank_rows() -> None:
+    # prompt_toolkit scrolls whole lines unless the cursor's own line is too tall: the short line under a
+    # long pasted one showed alone at the input's top, with blank rows under it and the long line unseen.
+    from dashfloat.ui._app import INPUT_MAX_ROWS
+
+    cols = 60
+    words = " ".join(f"w{i:03d}" for i in range(INPUT_MAX_ROWS * cols // 5 + 20))  # wraps past INPUT_MAX_ROWS rows
+
+    async def main() -> None:
+        async with running_ui(cols=cols, rows=30) as ui:
+            ui.keys("\x1b[200~" + words + "\n\x1b[201~")
+            ui.keys("and this")
+            await ui.until(lambda: ui.shell.buffer.text.endswith("and this"))
+            await ui.frames(3)
+            screen = ui.visible()
+            status = next(i for i, line in enumerate(screen) if "Idle" in line or "approve:" in line)
+            box = screen[status - INPUT_MAX_ROWS : status]
+            assert box[-1] == "  and this", screen
+            assert all(row.strip() for row in box), box  # every row of the input shows text
+            # the rows above the short line are the long line's last ones (spaces aside: rows are right-stripped)
+            shown = "".join(row[2:] for row in box[:-1]).replace(" ", "")
+            assert words.replace(" ", "").endswith(shown) and len(shown) > (INPUT_MAX_ROWS - 2) * cols * 3 // 4
+            ui.keys(UP)  # into the long line: it scrolls within it, still no blank row
+            await ui.frames(3)
+            box = ui.visible()[status - INPUT_MAX_ROWS : status]
+            assert all(row.strip() for row in box), box
+
+    asyncio.run(main())
