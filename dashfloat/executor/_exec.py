@@ -1,4 +1,10 @@
-"""execute_command: /bin/sh -c in its own session, combined output kept head and tail, the group always killed."""
+"""execute_command: /bin/sh -c in its own session, combined output kept head and tail, the group always killed.
+
+A command is started *held* (ADR 0050): its process waits at a gate, a shell reading its stdin, until whoever
+started it has told the agent its process group (``release``); only then does it exec the command. If the
+executor dies before that, the gate reads end-of-file and exits without running anything, so no command runs in
+a group the agent does not know.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ import select
 import signal
 import subprocess
 import time
+from typing import Final
 
 from dashfloat import procutil
 from dashfloat.executor._capture import HeadTail, LiveTail
@@ -22,11 +29,22 @@ CommandResult = CommandExited | CommandTimedOut | ToolCancelled | ToolFailed
 # Without a pidfd (non-Linux) the shell's exit is noticed by polling this often.
 _EXIT_POLL_S = 0.05
 
+GATE_CLOSED_EXIT: Final = 125
+"""The exit status of a command whose gate closed before it was released (it never ran)."""
+_GATE = f'read _ || exit {GATE_CLOSED_EXIT}; exec "$@" </dev/null'
+"""The gate: one line on stdin lets the command (``$@``) run, with stdin from /dev/null as before; end-of-file
+(the executor closed the gate, or died) ends it unrun. The same process execs the command, so its pid stays the
+group's."""
+
 
 class Command:
     """One running command line; ``pump`` advances it, ``result`` is set once it is over."""
 
-    def __init__(self, command: str, cwd: str, timeout_s: float, wrap: Wrap | None = None) -> None:
+    def __init__(
+        self, command: str, cwd: str, timeout_s: float, wrap: Wrap | None = None, *, held: bool = False
+    ) -> None:
+        """``held``: the command waits at its gate until ``release`` (the caller reports its group first);
+        otherwise it runs at once."""
         self.timeout_s = timeout_s
         argv = ["/bin/sh", "-c", command]
         pass_fds: tuple[int, ...] = ()
@@ -42,14 +60,17 @@ class Command:
                 os.close(status_w)
                 raise
             pass_fds = (wrap.root_fd, status_w)
+        # The gate is the sandbox's parent too: bwrap (and its --die-with-parent) starts only once released.
+        gate_r, gate_w = os.pipe()
+        self._gate: int | None = gate_w
         # start_new_session: the command leads its own group, so one killpg reaches every descendant
         # that did not escape with its own setsid (in the sandbox, its PID namespace reaches those too).
         # No preexec_fn: nothing per-thread is inherited.
         try:
             self._proc = subprocess.Popen(
-                argv,
+                ["/bin/sh", "-c", _GATE, "gate", *argv],
                 cwd=cwd,
-                stdin=subprocess.DEVNULL,
+                stdin=gate_r,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
@@ -59,8 +80,10 @@ class Command:
         except BaseException:
             if self._status is not None:
                 os.close(self._status)
+            os.close(gate_w)
             raise
         finally:
+            os.close(gate_r)
             if status_w >= 0:
                 os.close(status_w)
         self.pgid = self._proc.pid
@@ -80,6 +103,25 @@ class Command:
         self._returncode: int | None = None
         self._drained_note = ""
         self.result: CommandResult | None = None
+        if not held:
+            self.release()
+
+    @property
+    def held(self) -> bool:
+        """Whether the command still waits at its gate (started, not yet released)."""
+        return self._gate is not None
+
+    def release(self) -> None:
+        """Let the command run (once its group is known to whoever must kill it should we die)."""
+        if self._gate is not None:
+            with contextlib.suppress(OSError):  # the gate is gone already (killed): nothing is left to run
+                os.write(self._gate, b"\n")
+            self._close_gate()
+
+    def _close_gate(self) -> None:
+        if self._gate is not None:
+            os.close(self._gate)
+            self._gate = None
 
     def pump(self, wake_fd: int | None = None) -> bool:
         """Wait for output, the shell's exit or the deadline; True when ``wake_fd`` became readable."""
@@ -228,6 +270,7 @@ class Command:
             self._out = None
 
     def _finish(self, result: CommandResult) -> None:
+        self._close_gate()  # a command never released (cancelled first) never runs
         self._close_out()
         if self._pidfd is not None:
             os.close(self._pidfd)

@@ -8,6 +8,7 @@ import os
 import signal
 import time
 import types
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import assert_never
 
@@ -50,6 +51,10 @@ from dashfloat.protocol import (
 _Reply = ExecutorToAgent
 
 _SIGTERM_EXIT = 128 + signal.SIGTERM
+
+_test_hold_report: Callable[[Command], None] | None = None
+"""Tests only: called once a command has started and before its CommandStarted goes out, the window in which the
+executor's death must not leave the command running (ADR 0050). A test sets it before the executor is forked."""
 
 
 class _Stop(Exception):
@@ -174,13 +179,16 @@ class _Server:
         # What the command changes is told by comparing the workspace before and after it (bounded).
         self.before_command = _changes.snapshot(self.root) if message.checkpoint_store else None
         try:
-            command = start_command(args, self.root, self.exec_timeout_s, self.sandbox, message.sandbox)
+            command = start_command(args, self.root, self.exec_timeout_s, self.sandbox, message.sandbox, held=True)
         except Exception as exc:
             self.send(ToolFinished(message.call_id, error_result(failure_message(exc, args))))
             return
         self.running = (message.call_id, command)
         command.live = LiveTail()
+        if _test_hold_report is not None:
+            _test_hold_report(command)
         self.send(CommandStarted(message.call_id, command.pgid))
+        command.release()  # only now: should we die from here on, the agent kills the group (ADR 0050)
         while command.result is None:
             if command.pump(self.channel.fileno()):
                 self.handle(self.receive())  # a CancelTool or Shutdown lands here, mid-command

@@ -99,15 +99,18 @@ def start_command(
     exec_timeout_s: float,
     sandbox: Sandbox | None = None,
     policy: SandboxPolicy | None = None,
+    *,
+    held: bool = False,
 ) -> Command:
-    """Start an execute_command call (raises like the tools do); no ``sandbox``: unconfined."""
+    """Start an execute_command call (raises like the tools do); no ``sandbox``: unconfined. ``held``: it waits at
+    its gate until ``Command.release`` (ADR 0050)."""
     if "\0" in args.command:
         raise ToolError("command contains a NUL byte")
     cwd = command_cwd(args, root)
     wrap = None if sandbox is None else sandbox.wrap(policy or SandboxPolicy(), root.fd, root.path)
     timeout_s = args.timeout or exec_timeout_s  # the call's own (bounded by its parse), else the default
     try:
-        return Command(args.command, cwd, timeout_s, wrap)
+        return Command(args.command, cwd, timeout_s, wrap, held=held)
     except OSError as exc:
         if wrap is None:
             raise

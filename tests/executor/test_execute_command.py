@@ -8,9 +8,13 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from dashfloat.executor import EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_S, run_tool
+from dashfloat.executor._exec import GATE_CLOSED_EXIT, Command
 from dashfloat.executor._limits import EXEC_DRAIN_AFTER_EXIT_S, EXEC_OUTPUT_HEAD_BYTES
-from tests.executor.conftest import PEAK_RSS_SNIPPET, gone, live_in_group, run_json, run_python
+from dashfloat.protocol import CommandExited, ToolCancelled
+from tests.executor.conftest import EXIT_WAIT_S, PEAK_RSS_SNIPPET, gone, group_gone, run_json, run_python, within
 
 SHORT_TIMEOUT_S = 0.5
 
@@ -127,7 +131,7 @@ def test_timeout_kills_the_whole_group(root: Path) -> None:
     assert str(r["error"]).startswith("timed out")
     pgid, background = map(int, marker.read_text().split())
     assert gone(background)
-    assert live_in_group(pgid) == []
+    assert group_gone(pgid)
 
 
 def test_grandchild_holding_the_pipe_is_killed_after_the_drain(root: Path) -> None:
@@ -154,3 +158,29 @@ def test_refusals(root: Path) -> None:
     assert str(run(root, "true", cwd="..")["error"]).startswith("path escapes the working directory")
     assert run(root, "true", cwd="f.txt")["error"] == "cwd is not an existing directory: f.txt"
     assert run(root, "echo a\0b")["error"] == "command contains a NUL byte"
+
+
+def test_a_held_command_runs_only_once_released(root: Path) -> None:
+    command = Command(f"echo $$ > {root / 'ran'}; echo ran", str(root), 10.0, held=True)
+    gate = psutil.Process(command.pgid)
+    # Blocked in its gate's read (it has nothing to read until released), not yet the command.
+    assert within(lambda: gate.status() == psutil.STATUS_SLEEPING and not (root / "ran").exists(), EXIT_WAIT_S)
+    assert command.held and "read _" in gate.cmdline()[2]
+    command.release()
+    result = command.run_to_end()
+    assert isinstance(result, CommandExited) and result.exit_code == 0 and result.output.output == "ran\n"
+    assert int((root / "ran").read_text()) == command.pgid  # the same process: the group it was reported as
+
+
+def test_a_command_whose_gate_closes_unreleased_never_runs(root: Path) -> None:
+    command = Command(f"echo ran > {root / 'ran'}", str(root), 10.0, held=True)
+    command.cancel()  # closes the gate as the executor's death would, and kills the group
+    assert isinstance(command.result, ToolCancelled)
+    assert group_gone(command.pgid) and not (root / "ran").exists()
+    # Closed alone (the executor died, nobody killed the group): the gate exits on its own, unrun.
+    command = Command(f"echo ran > {root / 'ran'}", str(root), 10.0, held=True)
+    os.close(command._gate or -1)
+    command._gate = None
+    result = command.run_to_end()
+    assert isinstance(result, CommandExited) and result.exit_code == GATE_CLOSED_EXIT and result.output.output == ""
+    assert not (root / "ran").exists()

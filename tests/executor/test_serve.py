@@ -36,7 +36,7 @@ from dashfloat.protocol import (
     WriteFileArgs,
     WriteFileResult,
 )
-from tests.executor.conftest import gone, live_in_group
+from tests.executor.conftest import gone, group_gone
 
 REPLY_TIMEOUT_S = 10.0
 
@@ -146,7 +146,7 @@ def test_cancel_kills_the_group_and_answers(agent: Agent) -> None:
     assert isinstance(finished, ToolFinished) and finished.call_id == "c1"
     assert isinstance(finished.result, ToolCancelled)
     assert latency_s < REPLY_TIMEOUT_S  # the 100 ms figure is measured by bench/executor.py
-    assert gone(pgid) and live_in_group(pgid) == []
+    assert group_gone(pgid)  # killed before the answer; exited when next scheduled (EXIT_WAIT_S)
 
 
 def test_messages_during_a_command_are_served(agent: Agent, root: Path) -> None:

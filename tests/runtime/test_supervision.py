@@ -5,9 +5,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +18,19 @@ import psutil
 import pytest
 
 from dashfloat.agent import EXECUTOR_PROCESS_NAME, LLM_PROCESS_NAME
+from dashfloat.executor import _serve
+from dashfloat.executor._exec import Command
+from dashfloat.executor._sandbox import detect as detect_sandbox
 from dashfloat.protocol import (
     AgentReady,
     Cancel,
     ClearSession,
     PhaseChanged,
+    SandboxMode,
     SubmitPrompt,
     SystemEntry,
     TokenReceived,
+    ToolOutputShown,
 )
 from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
 from tests.e2e import (
@@ -36,6 +44,10 @@ from tests.e2e import (
     turn_over,
     wait_for,
 )
+from tests.executor.conftest import group_gone
+
+REPORT_WAIT_S = 30.0
+"""How long a test waits for the executor to start a command (a generous bound on a loaded machine)."""
 
 
 def one_named(pid: int, name: str) -> psutil.Process:
@@ -64,20 +76,66 @@ def test_llm_death_mid_stream_is_a_stream_failure_and_a_fresh_llm_serves_next(tr
 
 def test_executor_death_mid_call_is_an_error_result_and_a_fresh_executor_serves_next(tree: Path) -> None:
     with ScriptedServer() as server, agent_tree(server, tree, approval="all") as link:
-        calls = [("c", "execute_command", {"command": "sleep 301"}), ("r", "read_file", {"path": "a.txt"})]
+        command = "echo started; sleep 301"
+        calls = [("c", "execute_command", {"command": command}), ("r", "read_file", {"path": "a.txt"})]
         server.enqueue(tool_calls_reply(calls), text_reply("ok"))
         link.send(SubmitPrompt(text="run"))
-        got = collect(link, lambda m: isinstance(m, PhaseChanged) and m.phase == "running")
+        # The command's output reaches us through the agent after its CommandStarted (one pipe, in order): from
+        # here on the agent knows the command's process group.
+        got = collect(link, lambda m: isinstance(m, ToolOutputShown) and "started" in m.text)
         executor = one_named(link.pid or 0, EXECUTOR_PROCESS_NAME)
-        assert wait_for(lambda: any("301" in " ".join(p.cmdline()) for p in executor.children(recursive=True)))
-        sleeper = next(p for p in executor.children(recursive=True) if "301" in " ".join(p.cmdline()))
+        [shell] = [p for p in executor.children() if p.cmdline()[-2:] == ["-c", command]]  # leads the group
         executor.send_signal(signal.SIGKILL)
         collect(link, turn_over, into=got)
-        assert wait_for(lambda: not sleeper.is_running() or sleeper.status() == psutil.STATUS_ZOMBIE)
+        assert group_gone(shell.pid)  # the shell and its `sleep`
         results = [json.loads(m["content"]) for m in server.requests[1]["messages"] if m["role"] == "tool"]
         assert results[0] == {"ok": False, "error": "executor crashed: killed by SIGKILL"}
         assert results[1]["ok"] is True and results[1]["content"] == "hello\n"  # the fresh executor
         assert_no_dangling(server.requests[1]["messages"])
+
+
+@pytest.mark.parametrize("sandbox", ["off", "workspace-write"])
+def test_an_executor_killed_between_starting_a_command_and_reporting_it_leaves_nothing_of_it_running(
+    sandbox: SandboxMode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worst moment (ADR 0050): the command's process exists, the agent has not been told its group. The hook
+    # tells us the group and holds the executor there until we kill it.
+    report_r, report_w = os.pipe()
+    hold_r, hold_w = os.pipe()
+
+    def hold(command: Command) -> None:
+        os.write(report_w, f"{command.pgid}\n".encode())
+        os.read(hold_r, 1)  # nobody writes: the executor waits here for its SIGKILL
+
+    monkeypatch.setattr(_serve, "_test_hold_report", hold)
+    base = Path(tempfile.mkdtemp(dir="/var/tmp"))  # sandboxed commands' trees live outside /tmp (TEAM.md)
+    tree = base / "work"
+    tree.mkdir()
+    (tree / "a.txt").write_text("hello\n")
+    ran = tree / "ran.txt"
+    state = detect_sandbox(sandbox, False, [], os.environ)
+    assert state.mode == sandbox, state.unavailable
+    try:
+        with ScriptedServer() as server, agent_tree(server, tree, approval="all", sandbox=state) as link:
+            command = "echo $$ > ran.txt; sleep 303"
+            calls = [("c", "execute_command", {"command": command}), ("r", "read_file", {"path": "a.txt"})]
+            server.enqueue(tool_calls_reply(calls), text_reply("ok"))
+            link.send(SubmitPrompt(text="run"))
+            assert select.select([report_r], [], [], REPORT_WAIT_S)[0], "the executor never started the command"
+            pgid = int(os.read(report_r, 64))
+            executor = one_named(link.pid or 0, EXECUTOR_PROCESS_NAME)
+            assert pgid in [p.pid for p in executor.children()]  # started, in its own group, not yet reported
+            executor.send_signal(signal.SIGKILL)
+            collect(link, turn_over)
+            assert group_gone(pgid), "a process of the command outlived its executor"
+            assert not ran.exists()  # it never ran at all
+            results = [json.loads(m["content"]) for m in server.requests[1]["messages"] if m["role"] == "tool"]
+            assert results[0] == {"ok": False, "error": "executor crashed: killed by SIGKILL"}
+            assert results[1]["ok"] is True and results[1]["content"] == "hello\n"  # the fresh executor
+    finally:
+        for fd in (report_r, report_w, hold_r, hold_w):
+            os.close(fd)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def restart_notices(messages: list[Any], what: str) -> list[SystemEntry]:
