@@ -11,7 +11,7 @@ import functools
 import re
 from typing import TYPE_CHECKING
 
-from pygments.token import Token  # loaded with the UI's pygments style anyway
+from pygments.token import Token  # pygments' package and its token types only (the lexers come with the first code)
 
 from dashfloat.ui._text import Fragment, Row, clip, hard_break, indent, row_width, sanitize, width_of, wrap
 

@@ -3,12 +3,51 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
-from prompt_toolkit.styles import BaseStyle, Style, merge_styles, style_from_pygments_cls
-from pygments.styles import get_style_by_name
+from prompt_toolkit.styles import BaseStyle, Style, merge_styles
 
-PYGMENTS_STYLE = "gruvbox-dark"
-"""A warm palette that sits with the roles below."""
+PYGMENTS_STYLE: Final = "gruvbox-dark"
+"""A warm palette that sits with the roles below: highlighted code is coloured as pygments' style of this name."""
+
+CODE_PALETTE: Final = (
+    ("pygments", "#dddddd"),
+    ("pygments.comment", "italic #928374"),
+    ("pygments.comment.preproc", "#8ec07c"),
+    ("pygments.comment.special", "bold italic #ebdbb2"),
+    ("pygments.keyword", "#fb4934"),
+    ("pygments.operator.word", "#fb4934"),
+    ("pygments.literal.string", "#b8bb26"),
+    ("pygments.literal.string.escape", "#fe8019"),
+    ("pygments.literal.number", "#d3869b"),
+    ("pygments.name.builtin", "#fe8019"),
+    ("pygments.name.variable", "#83a598"),
+    ("pygments.name.constant", "#d3869b"),
+    ("pygments.name.class", "#8ec07c"),
+    ("pygments.name.function", "#8ec07c"),
+    ("pygments.name.namespace", "#8ec07c"),
+    ("pygments.name.exception", "#fb4934"),
+    ("pygments.name.tag", "#8ec07c"),
+    ("pygments.name.attribute", "#fabd2f"),
+    ("pygments.name.decorator", "#fb4934"),
+    ("pygments.generic.heading", "bold #ebdbb2"),
+    ("pygments.generic.subheading", "underline #ebdbb2"),
+    ("pygments.generic.deleted", "bg:#fb4934 #282828"),
+    ("pygments.generic.inserted", "bg:#b8bb26 #282828"),
+    ("pygments.generic.error", "#fb4934"),
+    ("pygments.generic.emph", "italic"),
+    ("pygments.generic.strong", "bold"),
+    ("pygments.generic.emphstrong", "bold italic"),
+    ("pygments.generic.prompt", "#a89984"),
+    ("pygments.generic.output", "#f2e5bc"),
+    ("pygments.generic.traceback", "#fb4934"),
+    ("pygments.error", "bg:#fb4934 #282828"),
+)
+"""``PYGMENTS_STYLE``'s rules for the ``class:pygments.*`` fragments of highlighted code, as prompt_toolkit's
+``style_from_pygments_cls`` makes them (its empty rules left out: they change nothing). Written here rather than
+built at start-up: pygments' style machinery (its style table, its utilities with the HTML entities, the style's
+class) is ~0.8 MB of the main process that the TUI never otherwise needs (issue 19, ADR 0046). A test holds the
+table equal to pygments' own."""
 
 
 @dataclass(frozen=True)
@@ -59,4 +98,4 @@ class Theme:
         own = Style(rules)
         if no_color:
             return own
-        return merge_styles([style_from_pygments_cls(get_style_by_name(PYGMENTS_STYLE)), own])
+        return merge_styles([Style(list(CODE_PALETTE)), own])
