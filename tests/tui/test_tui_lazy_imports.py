@@ -1,7 +1,7 @@
 """The real TUI leaves markdown-it-py and pygments' lexers unimported until an answer needs them, and pygments' styles
-unimported (issue 19: idle memory; docs/decisions/0042, 0046). Python reports each import on stderr
-(PYTHONPROFILEIMPORTTIME), which in a pty is the screen's byte stream; the children send their stderr to the log
-once started, so what shows is the main process's."""
+and wcwidth's package unimported (issue 19: idle memory; docs/decisions/0042, 0046). Python reports each import on
+stderr (PYTHONPROFILEIMPORTTIME), which in a pty is the screen's byte stream; the children send their stderr to the
+log once started, so what shows is the main process's."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ from tests.e2e import dashfloat_argv
 from tests.pty_harness import WAIT_S, Terminal
 
 LAZY = (b"markdown_it", b"pygments.lexers")
-NEVER = b"pygments.styles"
-"""pygments' style machinery: the theme writes its code palette out (dashfloat/ui/_theme.py, ADR 0046)."""
+NEVER = (b"pygments.styles", b"wcwidth.grapheme")
+"""pygments' style machinery: the theme writes its code palette out (dashfloat/ui/_theme.py); wcwidth's package:
+prompt_toolkit gets its one function without it (dashfloat/ui/_imports.py, ADR 0046)."""
 
 
 def imported(raw: bytes, module: bytes) -> bool:
@@ -51,7 +52,7 @@ def test_markdown_and_lexers_are_imported_by_the_first_answer_not_at_idle(
         term.settle(quiet_s=0.5)
         raw = bytes(term.raw)
         assert imported(raw, b"prompt_toolkit")  # the report reaches us: its absence below means something
-        for module in (*LAZY, NEVER):
+        for module in (*LAZY, *NEVER):
             assert not imported(raw, module), module
 
         server.enqueue(text_reply("Some **bold** words.\n\n```python\nprint('lexed')\n```\n"))
@@ -60,6 +61,7 @@ def test_markdown_and_lexers_are_imported_by_the_first_answer_not_at_idle(
         assert wait_raw(term, b"pygments.lexers.python"), bytes(term.raw)[-2000:]
         assert term.wait_for("print('lexed')", timeout_s=WAIT_S), term.text()
         assert term.wait_for("Some bold words.", timeout_s=WAIT_S), term.text()  # rendered, not shown raw
-        assert not imported(bytes(term.raw), NEVER)  # code was highlighted and coloured without it
+        for module in NEVER:  # code was highlighted and coloured, text measured, without them
+            assert not imported(bytes(term.raw), module), module
     finally:
         term.close()

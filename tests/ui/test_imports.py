@@ -1,0 +1,81 @@
+"""The TUI's prompt_toolkit without the modules it never uses (dashfloat/ui/_imports.py), in fresh interpreters:
+the test process may have imported prompt_toolkit and wcwidth whole long before."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import dashfloat
+
+CHECKOUT = str(Path(dashfloat.__file__).resolve().parent.parent)
+
+
+def _run(code: str, **env: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-c", textwrap.dedent(code)],
+        cwd=CHECKOUT,
+        env={**{k: v for k, v in os.environ.items() if k != "WCWIDTH_PYTHON"}, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_ui_imports_only_wcwidths_c_extension() -> None:
+    out = _run(
+        """
+        import sys
+        import dashfloat.ui
+        print("prompt_toolkit.application" in sys.modules, "prompt_toolkit.utils" in sys.modules)
+        print(sorted(m for m in sys.modules if m.startswith("wcwidth")))
+        """
+    )
+    assert out.splitlines() == ["True True", "['wcwidth._wcwidth_c']"]
+
+
+def test_every_character_is_as_wide_as_the_real_wcwidth_says() -> None:
+    out = _run(
+        """
+        import dashfloat.ui
+        from prompt_toolkit.utils import get_cwidth, wcwidth as ours
+        import wcwidth  # the real package, imported afterwards
+        assert ours is not wcwidth.wcwidth
+        differ = [c for c in range(0x110000) if ours(chr(c)) != wcwidth.wcwidth(chr(c))]
+        print(differ[:10], get_cwidth("a\u4e2d\u0301\U0001f600"))
+        """
+    )
+    assert out.split() == ["[]", "5"]
+
+
+def test_the_real_package_is_there_when_asked_for() -> None:
+    out = _run(
+        """
+        import sys
+        import dashfloat.ui
+        import wcwidth
+        print(wcwidth.wcswidth("\u4e2d\u6587"), "wcwidth.grapheme" in sys.modules, wcwidth.__version__)
+        """
+    )
+    assert out.split() == ["4", "True", importlib.metadata.version("wcwidth")]
+
+
+def test_wcwidths_own_switch_to_its_python_code_gets_the_whole_package() -> None:
+    out = _run(
+        """
+        import sys
+        import dashfloat.ui
+        from prompt_toolkit.utils import wcwidth
+        import wcwidth as package
+        print(wcwidth is package.wcwidth, "wcwidth.table_wide" in sys.modules)
+        """,
+        WCWIDTH_PYTHON="1",
+    )
+    assert out.split() == ["True", "True"]
