@@ -1,5 +1,10 @@
 """prompt_toolkit imported without the modules this process never uses (issue 19: idle memory).
 
+prompt_toolkit's package ``__init__`` imports its shortcuts (the prompt session, dialogs, progress bars with an XML
+parser, choice input, widgets) for the names it re-exports, whichever submodule one imports. The UI imports only
+submodules: the package is registered without running its ``__init__``, which runs, as an import would have, the
+first time one of its own names is asked for (``from prompt_toolkit import Application``, ``__version__``).
+
 prompt_toolkit calls one function of wcwidth: ``wcwidth.wcwidth``, a character's width in cells
 (``prompt_toolkit.utils`` imports it). wcwidth's package ``__init__`` (0.9) imports its whole API first — grapheme
 segmentation, text wrapping, alignment, escape sequences, SGR state, and the Python tables they read — and then,
@@ -9,7 +14,7 @@ wcwidth's ``__init__`` makes it; it is gone once prompt_toolkit is in, so a late
 the real package. Without the C extension (another wcwidth, another platform), or with ``WCWIDTH_PYTHON`` set
 (wcwidth's own switch to its Python code), nothing is done.
 
-Measured in the TUI's main process at idle: ~1.1 MB private less (docs/decisions/0046-idle-memory-floor.md).
+Measured in the TUI's main process at idle: the shortcuts ~0.8 MB and wcwidth's package ~1.0 MB private (ADR 0046).
 """
 
 from __future__ import annotations
@@ -45,11 +50,33 @@ def _wcwidth_standin() -> types.ModuleType | None:
     return standin
 
 
+def _package_without_init(name: str) -> None:
+    """Register package ``name`` with its ``__init__`` not run yet: it runs when a name of its own is asked for."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None or spec.submodule_search_locations is None:
+        return  # not a package on disk: imported as usual
+    package = importlib.util.module_from_spec(spec)
+    loader = spec.loader
+    ran = False
+
+    def __getattr__(attribute: str) -> object:
+        nonlocal ran
+        if not ran:
+            ran = True
+            loader.exec_module(package)  # its own module __getattr__ (for __version__) replaces this one
+            return getattr(package, attribute)
+        raise AttributeError(f"module {name!r} has no attribute {attribute!r}")
+
+    package.__getattr__ = __getattr__  # type: ignore[method-assign]
+    sys.modules[name] = package
+
+
 def import_prompt_toolkit() -> None:
-    """Import prompt_toolkit's wcwidth user as described above; nothing to do when wcwidth is already imported."""
-    if "wcwidth" in sys.modules or "prompt_toolkit.utils" in sys.modules:
+    """Import prompt_toolkit as described above; nothing to do when it is already imported."""
+    if "prompt_toolkit" in sys.modules:
         return  # imported already (the test process): as it was
-    standin = _wcwidth_standin()
+    _package_without_init("prompt_toolkit")
+    standin = None if "wcwidth" in sys.modules else _wcwidth_standin()
     try:
         import prompt_toolkit.utils  # noqa: F401
     finally:

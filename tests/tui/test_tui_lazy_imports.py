@@ -1,7 +1,7 @@
-"""The real TUI leaves markdown-it-py and pygments' lexers unimported until an answer needs them, and pygments' styles
-and wcwidth's package unimported (issue 19: idle memory; docs/decisions/0042, 0046). Python reports each import on
-stderr (PYTHONPROFILEIMPORTTIME), which in a pty is the screen's byte stream; the children send their stderr to the
-log once started, so what shows is the main process's."""
+"""The real TUI leaves markdown-it-py and pygments' lexers unimported until an answer needs them, and pygments'
+styles, wcwidth's package and prompt_toolkit's shortcuts unimported (issue 19: idle memory; docs/decisions/0042,
+0046). Python reports each import on stderr (PYTHONPROFILEIMPORTTIME), which in a pty is the screen's byte stream;
+the children send their stderr to the log once started, so what shows is the main process's."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ from tests.e2e import dashfloat_argv
 from tests.pty_harness import WAIT_S, Terminal
 
 LAZY = (b"markdown_it", b"pygments.lexers")
-NEVER = (b"pygments.styles", b"wcwidth.grapheme")
+NEVER = (b"pygments.styles", b"wcwidth.grapheme", b"prompt_toolkit.shortcuts")
 """pygments' style machinery: the theme writes its code palette out (dashfloat/ui/_theme.py); wcwidth's package:
-prompt_toolkit gets its one function without it (dashfloat/ui/_imports.py, ADR 0046)."""
+prompt_toolkit gets its one function without it; prompt_toolkit's shortcuts: its package ``__init__`` is not run
+(dashfloat/ui/_imports.py, ADR 0046)."""
 
 
 def imported(raw: bytes, module: bytes) -> bool:
@@ -51,7 +52,7 @@ def test_markdown_and_lexers_are_imported_by_the_first_answer_not_at_idle(
         assert term.wait_for("Idle", visible_only=True, timeout_s=WAIT_S), term.text()
         term.settle(quiet_s=0.5)
         raw = bytes(term.raw)
-        assert imported(raw, b"prompt_toolkit")  # the report reaches us: its absence below means something
+        assert imported(raw, b"prompt_toolkit.application")  # the report reaches us: its absence below means something
         for module in (*LAZY, *NEVER):
             assert not imported(raw, module), module
 

@@ -29,16 +29,18 @@ def _run(code: str, **env: str) -> str:
     return done.stdout
 
 
-def test_the_ui_imports_only_wcwidths_c_extension() -> None:
+def test_the_ui_imports_neither_prompt_toolkits_shortcuts_nor_wcwidths_package() -> None:
     out = _run(
         """
         import sys
         import dashfloat.ui
+        import prompt_toolkit.key_binding.bindings.search  # the one of its modules that imports a sibling by name
         print("prompt_toolkit.application" in sys.modules, "prompt_toolkit.utils" in sys.modules)
+        print(sorted(m for m in sys.modules if m.startswith(("prompt_toolkit.shortcuts", "prompt_toolkit.widgets"))))
         print(sorted(m for m in sys.modules if m.startswith("wcwidth")))
         """
     )
-    assert out.splitlines() == ["True True", "['wcwidth._wcwidth_c']"]
+    assert out.splitlines() == ["True True", "[]", "['wcwidth._wcwidth_c']"]
 
 
 def test_every_character_is_as_wide_as_the_real_wcwidth_says() -> None:
@@ -55,16 +57,27 @@ def test_every_character_is_as_wide_as_the_real_wcwidth_says() -> None:
     assert out.split() == ["[]", "5"]
 
 
-def test_the_real_package_is_there_when_asked_for() -> None:
+def test_the_real_packages_are_there_when_asked_for() -> None:
     out = _run(
         """
         import sys
         import dashfloat.ui
         import wcwidth
         print(wcwidth.wcswidth("\u4e2d\u6587"), "wcwidth.grapheme" in sys.modules, wcwidth.__version__)
+        import prompt_toolkit
+        from prompt_toolkit import Application, PromptSession  # the package's own names: its __init__ runs now
+        from prompt_toolkit.application import Application as Defined
+        print(Application is Defined, "prompt_toolkit.shortcuts" in sys.modules, prompt_toolkit.__version__)
         """
     )
-    assert out.split() == ["4", "True", importlib.metadata.version("wcwidth")]
+    assert out.split() == [
+        "4",
+        "True",
+        importlib.metadata.version("wcwidth"),
+        "True",
+        "True",
+        importlib.metadata.version("prompt_toolkit"),
+    ]
 
 
 def test_wcwidths_own_switch_to_its_python_code_gets_the_whole_package() -> None:
