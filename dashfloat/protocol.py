@@ -7,6 +7,7 @@ events are nouns or past tense. Long work is keyed by an id and always ends in o
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Annotated, Any, Final, Literal, assert_never
 
@@ -1070,8 +1071,10 @@ ALL_MESSAGE_TYPES: tuple[type[Message], ...] = tuple(
 )
 
 
+@functools.cache
 def msgpack_decoder(union: Any) -> msgspec.msgpack.Decoder[Any]:
-    """The pipe decoder for one direction's union."""
+    """The pipe decoder for one direction's union: one per process (a child forked after it was built uses the one
+    it inherits: building it writes msgspec's type information into every message class, ADR 0046)."""
     return msgspec.msgpack.Decoder(union)
 
 

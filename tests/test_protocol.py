@@ -64,6 +64,12 @@ def union_strategy(union: Any) -> st.SearchStrategy[Any]:
     return strategy(mi.type_info(union))
 
 
+def test_a_unions_pipe_decoder_is_built_once_per_process() -> None:
+    for union in (protocol.UiToAgent, protocol.AgentToUi, protocol.AgentToExecutor, protocol.ExecutorToAgent):
+        assert protocol.msgpack_decoder(union) is protocol.msgpack_decoder(union)
+    assert protocol.msgpack_decoder(protocol.UiToAgent) is not protocol.msgpack_decoder(protocol.AgentToUi)
+
+
 def test_every_message_belongs_to_exactly_the_unions_that_list_it() -> None:
     listed = set()
     for union in UNIONS.values():

@@ -42,3 +42,26 @@ def test_an_executor_starting_with_a_sandbox_imports_nothing_beyond_the_executor
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[0] == "[]"
+
+
+def test_the_agent_builds_both_of_the_executors_decoders_before_forking_it(tmp_path: Path) -> None:
+    code = f"""
+        from dashfloat.agent._workers import ForkWorkers
+        from dashfloat.protocol import AgentToExecutor, ExecutorToAgent, msgpack_decoder
+        worker = ForkWorkers({str(tmp_path)!r}, 10.0, log_path="", held_fds=[]).start_executor()
+        worker.stop()
+        hits = msgpack_decoder.cache_info().hits
+        msgpack_decoder(AgentToExecutor)  # the executor's, which the agent never decodes itself
+        msgpack_decoder(ExecutorToAgent)
+        print(msgpack_decoder.cache_info().hits - hits)
+        """
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=CHECKOUT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["2"]
