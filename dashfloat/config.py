@@ -5,12 +5,10 @@ The file names providers; the key itself never appears in it, only the variable 
 
 from __future__ import annotations
 
-import difflib
 import ipaddress
 import math
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,6 +120,8 @@ def _field_error(path: Path, prefix: str, exc: msgspec.ValidationError) -> Confi
     where = (match.group("path") or "") if match else ""
     unknown = re.match(r"Object contains unknown field `([^`]*)`", what)
     if unknown:
+        import difflib  # only for a misspelt field: not on every start's path (issue 19)
+
         close = difflib.get_close_matches(unknown.group(1), _fields_at(prefix, where), n=2, cutoff=0.6)
         where += "." + unknown.group(1)
         what = f"unknown field (did you mean {' or '.join(close)}?)" if close else "unknown field"
@@ -153,6 +153,10 @@ def read_toml(path: Path) -> dict[str, Any] | None:
         return None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read: {exc.strerror}") from exc
+    # Imported here: every process imports this module before the agent's fork, and only the main process reads a
+    # file, only when there is one (issue 19).
+    import tomllib
+
     try:
         return tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
