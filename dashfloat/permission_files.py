@@ -7,7 +7,6 @@ grant itself permissions, so an ``allow`` there is an error, not ignored (ADR 00
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -75,6 +74,8 @@ def save_user_rules(path: Path, rules: list[SourcedRule]) -> None:
     """Rewrite the user's file with ``rules`` (atomically: a crash leaves the old file or the new one)."""
     allow = [r.rule.text() for r in rules if r.effect == "allow"]
     deny = [r.rule.text() for r in rules if r.effect == "deny"]
+    import json  # only here: no process imports it on the way to the first request (issue 19)
+
     # JSON strings with ASCII escapes are valid TOML basic strings.
     text = _HEADER + f"allow = {json.dumps(allow)}\ndeny = {json.dumps(deny)}\n"
     path.parent.mkdir(parents=True, exist_ok=True)

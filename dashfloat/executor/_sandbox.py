@@ -9,7 +9,6 @@ namespace with only a loopback device unless the call may use the network.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import stat
 import subprocess
@@ -17,6 +16,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
+
+import msgspec
 
 from dashfloat.protocol import SandboxMode, SandboxPolicy, SandboxState
 
@@ -225,7 +226,7 @@ def sandbox_started(status: bytes) -> bool:
     """Whether bwrap's JSON status stream says the command ran (an ``exit-code`` document was written)."""
     for line in status.splitlines():
         try:
-            if "exit-code" in json.loads(line):
+            if "exit-code" in msgspec.json.decode(line):
                 return True
         except ValueError:
             continue

@@ -22,7 +22,7 @@ from dashfloat.agent import ForkWorkers
 from dashfloat.channel import Channel
 from dashfloat.executor import SandboxProbe, detect_sandbox, preview
 from dashfloat.executor import _sandbox as sandbox_module
-from dashfloat.executor._sandbox import BWRAP_ENV, DEFAULT_DENY_READ, Sandbox, describe, effective
+from dashfloat.executor._sandbox import BWRAP_ENV, DEFAULT_DENY_READ, Sandbox, describe, effective, sandbox_started
 from dashfloat.executor.path_policy import Root
 from dashfloat.procutil import FORK, become_subreaper
 from dashfloat.protocol import (
@@ -487,3 +487,17 @@ def test_a_probe_a_session_without_a_sandbox_does_not_need_is_stopped_and_reaped
     assert _children() == before
     probe.discard()  # again: nothing left to do
     assert probe.outcome() == "cannot run bwrap: the probe was discarded"
+
+
+@pytest.mark.parametrize(
+    ("status", "started"),
+    [
+        (b'{"child-pid": 7}\n{"exit-code": 3}\n', True),
+        (b'{"child-pid": 7}\n', False),
+        (b"", False),
+        (b'not json\n{"exit-code": 0}', True),
+        (b'{"exit-co', False),
+    ],
+)
+def test_bwraps_status_says_whether_the_command_ran(status: bytes, started: bool) -> None:
+    assert sandbox_started(status) is started
