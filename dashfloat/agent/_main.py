@@ -15,19 +15,24 @@ def agent_process_main(conn: Connection, log_path: str, close_fds: list[int]) ->
     """Run one agent process on ``conn`` (its end of the UI's pipe) until Shutdown or the UI's death.
 
     The options are the pipe's first frame (``AgentOptions`` as JSON), not a fork argument: the main process forks
-    us before it reads the configuration, so the LLM worker's imports (its HTTP stack, the longest of all) overlap
-    that work (issue 19). Our own code is imported once the options came, not before: until then the main process
-    and the LLM worker keep both cores busy, and a third process importing only slowed the worker, the first
-    request's critical path (ADR 0045). The executor needs the options (root, sandbox); the shell forks it once its
-    first messages went out (the window discovery is on the first request's path, the executor is not).
+    us before it reads the configuration, so the LLM worker's imports and ours overlap that work (issue 19). Our
+    core is imported before the options come: with a local plain-HTTP provider the worker no longer imports
+    ``requests`` (ADR 0048), and the chain to the first request is the main process's way to the options, then ours
+    to the window discovery (ADR 0049; ADR 0045 had moved the import after the options while the worker's
+    ``requests`` was the chain). The executor needs the options (root, sandbox); the shell forks it once its first
+    messages went out.
     """
     become_child(log_path, close_fds)
     die_with_parent()
     set_name(AGENT_PROCESS_NAME)
     workers = ForkWorkers("", 0.0, log_path, [conn.fileno()])
     workers.prefork_llm()
-    # The executor's code imports on a thread while we wait for the options (the executor is forked once they came
-    # and our first messages went out), so it is ready long before the first tool call (ADR 0045).
+    # Our core first, while the main process reads the configuration: once the options come, the window discovery
+    # goes at once (ADR 0049). Then the executor's code, on a thread while we wait for the options and serve (the
+    # executor is forked once our first messages went out): on a thread beside the core's import it would share our
+    # GIL with it and slow it down.
+    from dashfloat.agent._process import serve
+
     workers.preload_executor()
     try:
         options_json = conn.recv_bytes()
@@ -35,7 +40,6 @@ def agent_process_main(conn: Connection, log_path: str, close_fds: list[int]) ->
         # The main process gave up before it had options (a bad config, Ctrl-C): nothing was started yet.
         workers.abandon()
         return
-    from dashfloat.agent._process import serve  # the core, once the main process's own start-up work is done
 
     options = msgspec.json.decode(options_json, type=AgentOptions)
     workers.configure(options.cwd, options.exec_timeout_s, options.sandbox)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import gc
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import psutil
@@ -154,3 +156,33 @@ def test_the_demo_server_forked_after_the_agent_holds_none_of_its_pipes() -> Non
         demo.stop()
         os.close(read_end)
         os.close(write_end)
+
+
+def test_the_agent_imports_its_core_then_the_executors_code_before_its_options_come(tmp_path: Path) -> None:
+    """ADR 0049: the core is ready when the options arrive (the discovery goes at once), and the executor's code
+    follows it rather than sharing the agent's GIL with it. Observed by a finder that only records, installed in a
+    fresh interpreter before it forks the agent (the forked agent inherits it); the options are never sent."""
+    record = tmp_path / "imports"
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        f"record = Path({str(record)!r})\n"
+        "WATCHED = ('dashfloat.agent._process', 'dashfloat.executor._serve')\n"
+        "class Recorder:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name in WATCHED:\n"
+        "            with record.open('a') as out:\n"
+        "                out.write(name + '\\n')\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, Recorder())\n"
+        "from dashfloat.runtime import start_agent\n"
+        f"link = start_agent({str(tmp_path / 'dashfloat.log')!r})\n"
+        "deadline = time.monotonic() + 30\n"
+        "while time.monotonic() < deadline and len(record.read_text().split() if record.exists() else []) < 2:\n"
+        "    time.sleep(0.02)\n"
+        "print(link.options is None, flush=True)\n"
+        "link.shutdown()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "True"  # no options were ever sent
+    assert record.read_text().split() == ["dashfloat.agent._process", "dashfloat.executor._serve"]
