@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import stat
 import subprocess
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -114,27 +114,33 @@ class Probe:
     probe the configuration turns out not to need is discarded."""
 
     def __init__(self, env: Mapping[str, str]) -> None:
-        self._deadline = time.monotonic() + SANDBOX_PROBE_TIMEOUT_S
         self._process: subprocess.Popen[bytes] | None = None
         self._outcome: str | None = None
         try:
+            # A group of its own: stopping it reaches whatever it started (bwrap's half inside the namespace, a
+            # wrapper's children), which would otherwise hold its stderr open and be left running.
             self._process = subprocess.Popen(
                 [bwrap_binary(env), *PROBE_ARGS],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
+                process_group=0,
             )
         except (OSError, subprocess.SubprocessError) as exc:
             self._outcome = f"cannot run bwrap: {exc}"
 
     def outcome(self) -> str:
-        """Wait for it (until SANDBOX_PROBE_TIMEOUT_S after its start): empty when bwrap could sandbox, else why not."""
+        """Wait for it (at most SANDBOX_PROBE_TIMEOUT_S from now): empty when bwrap could sandbox, else why not.
+
+        The bound counts from this call, not from the probe's start: what ran in between (reading a slow piped
+        stdin) is not the probe's time, and a probe that finished long ago must not read as one that never did —
+        that would turn the sandbox off on a machine that has one."""
         if self._outcome is None:
             assert self._process is not None
             try:
-                _, stderr = self._process.communicate(timeout=max(0.0, self._deadline - time.monotonic()))
+                _, stderr = self._process.communicate(timeout=SANDBOX_PROBE_TIMEOUT_S)
             except subprocess.TimeoutExpired:
-                self.discard()
+                self._stop()
                 self._outcome = f"cannot run bwrap: it did not finish within {SANDBOX_PROBE_TIMEOUT_S:g} s"
             else:
                 code = self._process.returncode
@@ -146,12 +152,21 @@ class Probe:
     def discard(self) -> None:
         """Stop it if it still runs, and reap it (a start that ends before it was collected, or a session without a
         sandbox)."""
-        if self._process is not None and self._process.returncode is None:
-            if self._process.poll() is None:
-                self._process.kill()
-            self._process.communicate()
+        self._stop()
         if self._outcome is None:
             self._outcome = "cannot run bwrap: the probe was discarded"
+
+    def _stop(self) -> None:
+        """Kill its whole group and reap bwrap, without reading its stderr to the end: a process it left behind
+        (bwrap's inner half killed before it was set up, a wrapper script's child) may hold that pipe for good."""
+        process = self._process
+        if process is None or process.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # its group's id is its pid (process_group=0)
+        if process.stderr is not None:
+            process.stderr.close()
+        process.wait()
 
 
 def detect(

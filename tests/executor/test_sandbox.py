@@ -9,6 +9,7 @@ import signal
 import socket
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from multiprocessing.process import BaseProcess
@@ -36,7 +37,7 @@ from dashfloat.protocol import (
     ToolCancelled,
     ToolFinished,
 )
-from tests.executor.conftest import gone, run_json
+from tests.executor.conftest import EXIT_WAIT_S, gone, run_json, within
 
 # The interpreter itself, not the venv's link to it: the venv may live under /tmp (a clone there), which the
 # sandbox replaces with a private one; these snippets need only the standard library.
@@ -487,6 +488,64 @@ def test_a_probe_a_session_without_a_sandbox_does_not_need_is_stopped_and_reaped
     assert _children() == before
     probe.discard()  # again: nothing left to do
     assert probe.outcome() == "cannot run bwrap: the probe was discarded"
+
+
+def _group_members(pgid: int) -> list[int]:
+    return [p.pid for p in psutil.process_iter() if _pgid(p.pid) == pgid and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
+
+
+def test_a_probe_that_finished_while_the_command_line_ran_long_is_collected_not_timed_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by review: the bound counted from the probe's start, so a slow piped stdin read before the probe was
+    # collected (`make test | dashfloat -p -` over 10 s) read a probe that had worked as one that never finished,
+    # and the default mode fell back to running commands unconfined.
+    environ = {**os.environ, BWRAP_ENV: _bwrap_script(tmp_path, "exit 0")}
+    probe = SandboxProbe(environ)
+    process = psutil.Process(probe._process.pid)  # type: ignore[union-attr]
+    assert within(lambda: process.status() == psutil.STATUS_ZOMBIE, TIMEOUT_S)  # it is done, not yet collected
+    real = time.monotonic
+    monkeypatch.setattr(time, "monotonic", lambda: real() + sandbox_module.SANDBOX_PROBE_TIMEOUT_S + 1)
+    state = detect_sandbox("workspace-write", False, [], environ, probe=probe)
+    assert (state.mode, state.unavailable) == ("workspace-write", "")
+
+
+def _discard_within(probe: SandboxProbe) -> bool:
+    done = threading.Thread(target=probe.discard, daemon=True)
+    done.start()
+    done.join(TIMEOUT_S)
+    return not done.is_alive()
+
+
+def test_a_real_probe_discarded_at_once_leaves_nothing_and_does_not_wait_on_its_pipe() -> None:
+    # Found by review: bwrap killed this early left its half inside the namespace stuck for good, holding bwrap's
+    # stderr, and discard read that pipe to its end: start-up hung.
+    probe = SandboxProbe(dict(os.environ))
+    pgid = probe._process.pid  # type: ignore[union-attr]
+    assert _discard_within(probe)
+    assert within(lambda: not _group_members(pgid), EXIT_WAIT_S)
+
+
+def test_a_probe_past_its_bound_is_stopped_with_its_children(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A wrapper that does not exec: its child held the pipe, and the probe's stop waited for it (25 s of a
+    # `sleep 25`; for good with `sleep infinity`).
+    monkeypatch.setattr(sandbox_module, "SANDBOX_PROBE_TIMEOUT_S", 0.5)
+    environ = {**os.environ, BWRAP_ENV: _bwrap_script(tmp_path, "sleep 300; exit 0")}
+    probe = SandboxProbe(environ)
+    pgid = probe._process.pid  # type: ignore[union-attr]
+    result: list[str] = []
+    waiter = threading.Thread(target=lambda: result.append(probe.outcome()), daemon=True)
+    waiter.start()
+    waiter.join(TIMEOUT_S)
+    assert result == ["cannot run bwrap: it did not finish within 0.5 s"]
+    assert within(lambda: not _group_members(pgid), EXIT_WAIT_S)  # the sleep too
 
 
 @pytest.mark.parametrize(
