@@ -167,6 +167,7 @@ class AgentShell:
 
     def _executor_died(self, reason: str = "") -> None:
         reason = reason or self.executor.exit_reason()
+        self._read_last_groups(self.executor.channel)
         self.executor.channel.close()
         for pgid in self.pgids.values():
             kill_group(pgid)  # commands it ran die with it: no orphans
@@ -176,6 +177,24 @@ class AgentShell:
         if self.core.waiting not in ("preview", "tool", "restore", "mention") and not self.core.shutting_down:
             self._announce_restart("the executor process", reason)
         self._guard(self.core.on_executor_died, reason)
+
+    def _read_last_groups(self, channel: Channel[ExecutorToAgent]) -> None:
+        """Read what a dead executor wrote before dying, for the groups it reported: its death may be noticed by a
+        send (an Esc's cancel) with a CommandStarted still unread, and a command it released must die with it
+        (ADR 0050). The rest is dropped: the core reports the call in flight as failed."""
+        while True:
+            try:
+                if not channel.poll():
+                    return
+                message = channel.recv()
+            except ProtocolError:
+                continue  # that frame is lost; the next may still be whole
+            except (PeerDied, OSError):
+                return
+            if isinstance(message, CommandStarted):
+                self.pgids[message.call_id] = message.pgid
+            elif isinstance(message, ToolFinished):
+                self.pgids.pop(message.call_id, None)
 
     def _start_executor(self) -> None:
         _ = self.executor

@@ -37,7 +37,7 @@ from dashfloat.protocol import (
     ToolCancelled,
     ToolFinished,
 )
-from tests.executor.conftest import EXIT_WAIT_S, gone, run_json, within
+from tests.executor.conftest import EXIT_WAIT_S, gone, live_in_group, run_json, within
 
 # The interpreter itself, not the venv's link to it: the venv may live under /tmp (a clone there), which the
 # sandbox replaces with a private one; these snippets need only the standard library.
@@ -490,17 +490,6 @@ def test_a_probe_a_session_without_a_sandbox_does_not_need_is_stopped_and_reaped
     assert probe.outcome() == "cannot run bwrap: the probe was discarded"
 
 
-def _group_members(pgid: int) -> list[int]:
-    return [p.pid for p in psutil.process_iter() if _pgid(p.pid) == pgid and p.status() != psutil.STATUS_ZOMBIE]
-
-
-def _pgid(pid: int) -> int | None:
-    try:
-        return os.getpgid(pid)
-    except ProcessLookupError:
-        return None
-
-
 def test_a_probe_that_finished_while_the_command_line_ran_long_is_collected_not_timed_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -530,7 +519,7 @@ def test_a_real_probe_discarded_at_once_leaves_nothing_and_does_not_wait_on_its_
     probe = SandboxProbe(dict(os.environ))
     pgid = probe._process.pid  # type: ignore[union-attr]
     assert _discard_within(probe)
-    assert within(lambda: not _group_members(pgid), EXIT_WAIT_S)
+    assert within(lambda: not live_in_group(pgid), EXIT_WAIT_S)
 
 
 def test_a_probe_past_its_bound_is_stopped_with_its_children(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -545,7 +534,7 @@ def test_a_probe_past_its_bound_is_stopped_with_its_children(tmp_path: Path, mon
     waiter.start()
     waiter.join(TIMEOUT_S)
     assert result == ["cannot run bwrap: it did not finish within 0.5 s"]
-    assert within(lambda: not _group_members(pgid), EXIT_WAIT_S)  # the sleep too
+    assert within(lambda: not live_in_group(pgid), EXIT_WAIT_S)  # the sleep too
 
 
 @pytest.mark.parametrize(
