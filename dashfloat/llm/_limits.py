@@ -56,11 +56,14 @@ ANSWER_WINDOW_FRACTION: Final = 0.25
 ANSWER_MAX_TOKENS_CAP: Final = 8192
 """Never more than this, whatever the window (many models reject a larger max_tokens)."""
 REPEAT_SPAN_MIN_CHARS: Final = 32
-"""The shortest span the repetition guard counts (shorter loops count as their multiples)."""
+"""The shortest passage the repetition guard counts; what repeats a shorter unit is a run (``REPEAT_RUN_MIN_CHARS``)."""
 REPEAT_SPAN_MAX_CHARS: Final = 2048
 """The longest repeated span the guard looks for (a looping paragraph)."""
 REPEAT_MIN_COUNT: Final = 24
 """Back-to-back copies of one span that end a stream: a model looping, not writing."""
+REPEAT_RUN_MIN_CHARS: Final = 4096
+"""A run (a unit shorter than ``REPEAT_SPAN_MIN_CHARS`` back to back: ``=====``, ``|-----``, blank lines) is a loop
+only from this length: a rule, a table separator or blank lines take far less (ADR 0051)."""
 REPEAT_CHECK_EVERY_CHARS: Final = 512
 """The guard looks again after this much new text (its cost stays a small share of the stream's)."""
 PROBE_TIMEOUT_S: Final = 2.0

@@ -15,8 +15,8 @@ import msgspec
 
 from dashfloat.jsonvalue import JsonObject
 from dashfloat.llm._errors import StreamError, clause, context_exceeded, error_text, one_line, says_context_exceeded
-from dashfloat.llm._limits import EPISODE_MAX_BYTES, EPISODE_MAX_TOOL_CALLS, REPEAT_MIN_COUNT
-from dashfloat.llm._repeat import RepetitionGuard
+from dashfloat.llm._limits import EPISODE_MAX_BYTES, EPISODE_MAX_TOOL_CALLS, REPEAT_MIN_COUNT, REPEAT_RUN_MIN_CHARS
+from dashfloat.llm._repeat import Loop, RepetitionGuard
 from dashfloat.llm.textcalls import text_tool_calls
 from dashfloat.llm.toolcalls import ToolCalls, empty_call
 from dashfloat.protocol import AssembledCall, StreamDone, StreamFailed, StreamFailureKind, Usage
@@ -169,13 +169,13 @@ class Episode:
             return None  # one of them crosses the bound: where, the one-by-one path says
         looped = self._guards["content"].feed_many(texts)
         if looped is not None:
-            index, span = looped
+            index, loop = looped
             taken = texts[: index + 1]
             self._episode_bytes += sum(len(text.encode()) for text in taken)
             self._content += taken
             self.emitted = True
             shown = "".join(texts[:index])
-            return ([("content", shown)] if shown else []), self._looping("content", span)
+            return ([("content", shown)] if shown else []), self._looping("content", loop)
         self._episode_bytes += size
         self._content += texts
         self.emitted = True
@@ -221,12 +221,13 @@ class Episode:
 
     def _guard(self, kind: DeltaKind, text: str) -> None:
         """End a stream that loops on one span (a small model can repeat a sentence for minutes)."""
-        span = self._guards[kind].feed(text) if kind in self._guards else None
-        if span is not None:
-            raise self._looping(kind, span)
+        loop = self._guards[kind].feed(text) if kind in self._guards else None
+        if loop is not None:
+            raise self._looping(kind, loop)
 
-    def _looping(self, kind: DeltaKind, span: str) -> StreamError:
-        """The error for a loop on ``span`` in ``kind``; for content, the answer kept is cut to one copy."""
+    def _looping(self, kind: DeltaKind, loop: Loop) -> StreamError:
+        """The error for ``loop`` in ``kind``; for content, the answer kept is cut to one copy of its span."""
+        span = loop.span
         if kind == "content":
             # Keep one copy of the loop in the answer recorded for the model, not all of them.
             content = self.content
@@ -234,11 +235,15 @@ class Episode:
             while cut >= 2 * len(span) and content[cut - 2 * len(span) : cut - len(span)] == span:
                 cut -= len(span)
             self._loop_cut = cut
-        excerpt = one_line(span, 60)
+        if loop.run:
+            what = f"wrote {span[-loop.unit :]!r} over and over, {REPEAT_RUN_MIN_CHARS} characters of it and more"
+        else:
+            what = (
+                f"repeated the same {len(span)}-character passage {REPEAT_MIN_COUNT} times in a row "
+                f"({one_line(span, 60)!r})"
+            )
         return StreamError(
-            "repeating",
-            f"the model repeated the same {len(span)}-character passage {REPEAT_MIN_COUNT} times in a row "
-            f"({excerpt!r}); the stream was stopped: ask again, rephrase, or use a larger model.",
+            "repeating", f"the model {what}; the stream was stopped: ask again, rephrase, or use a larger model."
         )
 
     def _check_bytes(self) -> None:

@@ -18,6 +18,7 @@ from dashfloat.llm._limits import (
     ANSWER_MAX_TOKENS_DEFAULT,
     MAX_REDIRECTS,
     REPEAT_MIN_COUNT,
+    REPEAT_RUN_MIN_CHARS,
     SSE_EVENT_MAX_LINES,
 )
 from dashfloat.protocol import (
@@ -132,6 +133,25 @@ def test_a_runaway_answer_without_max_tokens_is_ended_by_the_repetition_guard(ll
     assert failed.kind == "repeating" and f"{REPEAT_MIN_COUNT} times" in failed.message
     assert failed.content.count(sentence.strip()) == 1  # one copy kept for the model, not the loop
     assert "max_tokens" not in server.requests[0]
+
+
+def test_long_rules_table_separators_and_blank_lines_are_no_loop(llm: Llm, server: ScriptedServer) -> None:
+    # Runs of a short unit are what rules and tables are made of: the guard stopped these at 768 characters.
+    columns = 120
+    answer = (
+        "Title\n" + "=" * 3000 + "\n\n"
+        + "|" + "|".join(f" c{i} " for i in range(columns)) + "|\n"
+        + "|" + "-----|" * columns + "\n"
+        + "|" + "|".join(" 0 " for _ in range(columns)) + "|\n"
+        + "\n" * 3000 + "zeros: " + "0, " * 1300 + "done."
+    )  # fmt: skip
+    server.enqueue(text_reply(answer, chunk_size=16))
+    assert llm.run(server.base_url, max_tokens=0).done.content == answer
+    run = "=" * (REPEAT_RUN_MIN_CHARS + 1024)  # past the bound: a loop after all
+    server.enqueue(text_reply("Title\n" + run, chunk_size=16))
+    failed = llm.run(server.base_url, max_tokens=0).failed
+    assert failed.kind == "repeating" and f"'=' over and over, {REPEAT_RUN_MIN_CHARS} characters" in failed.message
+    assert failed.content.startswith("Title\n==") and len(failed.content) < len("Title\n") + 64  # one span kept
 
 
 def test_a_provider_that_rejects_max_tokens_gets_none_from_then_on(llm: Llm, server: ScriptedServer) -> None:
