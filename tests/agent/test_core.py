@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 
 from dashfloat.agent import MAX_EPISODES_PER_TURN, AgentCore, AgentOptions, MemoryJournal, provider_message
+from dashfloat.agent._context import raw_request_tokens
+from dashfloat.agent._prompt import system_message
 from dashfloat.protocol import (
     AssembledCall,
     Cancel,
@@ -165,6 +167,27 @@ def test_a_turn_without_usage_shows_the_estimated_context_instead() -> None:
     assert changed.tokens > 0
     assert out.index(changed) < out.index(TurnEnded(outcome="completed"))
     assert not any(isinstance(m, UsageShown) for m in out)
+
+
+def test_after_clear_and_resume_the_context_shown_is_what_the_next_request_carries() -> None:
+    # After /clear the status bar read 0, though the system prompt and the tools go with every request.
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="x" * 3000))
+    done(core, "y" * 3000, usage=Usage(prompt_tokens=1500, completion_tokens=1000, total_tokens=2500))
+    conversation = list(core.conversation)
+    take(core)
+    core.on_ui(ClearSession())
+    out = take(core)
+    [cleared] = [m for m in out if isinstance(m, ContextChanged)]
+    assert out.index(SessionCleared()) < out.index(cleared)  # the UI forgets the old figure first
+    empty = raw_request_tokens([system_message("/work", "")])
+    assert cleared.tokens == empty and empty > raw_request_tokens([])  # the system prompt and the tools count
+    assert f"fill: ~{cleared.tokens} " in core.usage_report()  # what /usage says
+    core.load(conversation, [])  # /resume: the conversation it brings back goes with the next request
+    out = take(core)
+    [resumed] = [m for m in out if isinstance(m, ContextChanged)]
+    assert out.index(SessionStarted(session_id="", resumed=True)) < out.index(resumed)
+    assert resumed.tokens > empty + 1500
 
 
 def confirm_flow(core: AgentCore) -> ConfirmRequested:
