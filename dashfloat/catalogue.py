@@ -156,6 +156,10 @@ UNNAMED_CALL = "(unnamed call)"
 """What a row shows for a call the model sent without a function name."""
 
 
+CUT_OFF_MARK = "(cut off)"
+"""Before the arguments of a call the stream's failure cut off (what had come of them follows)."""
+
+
 def call_name(call: ConfirmSubject | MalformedCall) -> str:
     """The name a row shows for a call or a confirmation's subject: the tool's, or the restore's."""
     match call:
@@ -212,6 +216,8 @@ def summarize_call(call: ConfirmSubject | MalformedCall, width: int = 80) -> str
     """A tool row's one-line summary: ``read_file lib/foo.py``, ``execute_command pytest -q``."""
     name = call_name(call)
     text = " ".join(_subject_text(call).split())
+    if isinstance(call, MalformedCall) and call.cut:
+        text = f"{CUT_OFF_MARK} {text}".rstrip()  # first: the row's end may be cut to its width
     if len(text) > width:
         text = text[: width - 1] + "…"
     return f"{name} {text}".rstrip()

@@ -196,6 +196,8 @@ class MalformedCall(ToolArgsBase, frozen=True, tag="malformed"):
 
     name: str
     arguments: str
+    cut: bool = False
+    """The stream ended while the call was arriving: ``arguments`` is what had come."""
 
 
 class UndoChanges(ToolArgsBase, frozen=True, tag="undo"):
@@ -229,6 +231,10 @@ class AssembledCall(msgspec.Struct, frozen=True):
     """The arguments as sent back to the provider (canonical JSON; ``{}`` when they were no JSON object)."""
     args: ToolArgs | None = None
     error: str | None = None
+    written: str = ""
+    """The arguments as they came when they were no JSON object (the start of them), for the call's row."""
+    cut: bool = False
+    """The stream ended while these arguments were arriving: the call is incomplete, and never runs."""
 
 
 class Usage(msgspec.Struct, frozen=True):

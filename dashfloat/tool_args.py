@@ -118,9 +118,12 @@ def _typed(name: str, checked: JsonObject) -> ToolArgs:
     raise AssertionError(f"tool {name!r} has no argument Struct")  # a catalogue edit forgot us
 
 
-def assemble(call_id: str, name: str, args: JsonObject | None, error: str | None = None) -> AssembledCall:
+def assemble(
+    call_id: str, name: str, args: JsonObject | None, error: str | None = None, written: str = "", cut: bool = False
+) -> AssembledCall:
     """A call as the agent gets it: the arguments' canonical JSON (what goes back to the provider) and either
-    the parsed arguments or why it cannot run (``error`` given: the arguments did not even decode)."""
+    the parsed arguments or why it cannot run (``error`` given: the arguments did not even decode; ``written``:
+    what came instead, ``cut``: the stream ended while they were arriving)."""
     arguments = _ARGUMENTS_ENCODER.encode(args if args is not None else {}).decode()
     if error is None:
         parsed = parse_args(name, args)
@@ -128,4 +131,4 @@ def assemble(call_id: str, name: str, args: JsonObject | None, error: str | None
             error = parsed
         else:
             return AssembledCall(call_id, name, arguments, args=parsed)
-    return AssembledCall(call_id, name, arguments, error=error)
+    return AssembledCall(call_id, name, arguments, error=error, written=written, cut=cut)

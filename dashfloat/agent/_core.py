@@ -247,7 +247,20 @@ def _canonical(call: AssembledCall) -> ToolCallRecord:
 
 def _shown(call: AssembledCall) -> ToolArgs | MalformedCall:
     """What a tool row shows of ``call``: its arguments, or what the model wrote when they did not parse."""
-    return call.args if call.args is not None else MalformedCall(name=call.name, arguments=call.arguments)
+    if call.args is not None:
+        return call.args
+    return MalformedCall(name=call.name, arguments=call.written or call.arguments, cut=call.cut)
+
+
+def _not_run(call: AssembledCall, stopped: ToolResult) -> ToolResult:
+    """The result of ``call``, not run because the turn stopped: a call the failure cut off says what had come
+    (the conversation keeps it with the arguments ``{}``, the only JSON a provider takes back)."""
+    if call.cut and isinstance(stopped, ToolFailed):
+        return ToolFailed(
+            error=f"{stopped.error} while this call was arriving: {call.error}. It is recorded with the arguments "
+            "{} and nothing of it ran: call it again, whole, if it is still needed"
+        )
+    return stopped
 
 
 def _replayed(record: ToolCallRecord) -> ToolArgs | MalformedCall:
@@ -1208,7 +1221,7 @@ class AgentCore:
             call = self._current()
             self._ui(ToolCallShown(id=call.id, args=_shown(call)))
             if self.stop_result is not None:
-                self._finish_call(self.stop_result)
+                self._finish_call(_not_run(call, self.stop_result))
             elif call.args is None:
                 self._finish_call(ToolFailed(error=call.error or "the call's arguments did not parse"))
             elif not mutates(call.args):

@@ -291,7 +291,7 @@ class Episode:
     def failed(self, request_id: int, kind: StreamFailureKind, message: str) -> StreamFailed:
         """The episode as a StreamFailed: what arrived before the failure is kept."""
         try:
-            calls = self.calls()
+            calls = self._calls.finish(stream_ended=True)
         except Exception:  # even the partial calls cannot be assembled: answer without them
             calls = []
         content = self.content if self._loop_cut is None else self.content[: self._loop_cut]

@@ -13,6 +13,8 @@ from dashfloat.protocol import AssembledCall
 from dashfloat.tool_args import assemble
 
 _ERROR_EXCERPT_CHARS = 80
+WRITTEN_MAX_CHARS = 500
+"""Of arguments that are no JSON object, what a call carries to its row (the row shows one line of it)."""
 
 
 class _Call:
@@ -143,18 +145,26 @@ class ToolCalls:
         else:
             call.args += args
 
-    def finish(self) -> list[AssembledCall]:
-        """The assembled calls in index order (ties in arrival order), each with a reason if unusable."""
+    def finish(self, stream_ended: bool = False) -> list[AssembledCall]:
+        """The assembled calls in index order (ties in arrival order), each with a reason if unusable.
+        ``stream_ended``: the stream failed, so the call that was arriving last, if its arguments are no JSON
+        object, was cut off rather than malformed."""
         ordered = sorted(self._calls, key=lambda c: (c.index, c.seq))
-        return [self._assemble(c) for c in ordered]
+        return [self._assemble(c, cut=stream_ended and c is self._last) for c in ordered]
 
     @staticmethod
-    def _assemble(call: _Call) -> AssembledCall:
+    def _assemble(call: _Call, cut: bool = False) -> AssembledCall:
         call_id = call.id or f"call_{call.index}_{call.seq}"
         args, error = _parse_args(call.args)
         if not call.name:
             error = "the tool call has no function name"
-        return assemble(call_id, call.name, args, error)
+        if args is not None:
+            return assemble(call_id, call.name, args, error)
+        written = call.args[:WRITTEN_MAX_CHARS]
+        if cut:
+            came = repr(call.args[:_ERROR_EXCERPT_CHARS]) + ("…" if len(call.args) > _ERROR_EXCERPT_CHARS else "")
+            error = f"its arguments were cut off after {len(call.args)} characters: {came}"
+        return assemble(call_id, call.name, args, error, written=written, cut=cut)
 
 
 EMPTY_CALL_ERROR = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -25,6 +26,7 @@ from dashfloat.protocol import (
     FrameRejected,
     ListDirectoryArgs,
     ListDirectoryResult,
+    MalformedCall,
     Message,
     PhaseChanged,
     PreviewReady,
@@ -50,6 +52,7 @@ from dashfloat.protocol import (
     ToolCancelled,
     ToolFailed,
     ToolFinished,
+    ToolReply,
     ToolResultShown,
     TurnEnded,
     Usage,
@@ -404,6 +407,26 @@ def test_stream_failure_after_calls_answers_every_call() -> None:
     assert SystemEntry(text="cut", level="error") in out
     assert TurnEnded(outcome="failed") in out
     assert not any(isinstance(m, RunTool | PreviewTool) for m in out)
+    assert_no_dangling(sent(core))
+
+
+def test_a_call_cut_off_by_a_stream_failure_shows_what_came_and_the_model_reads_it() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="x"))
+    came = '{"path": "notes.md", "content": "# No'
+    whole = assemble("w", "read_file", {"path": "a"})
+    cut = assemble("c", "write_file", None, f"its arguments were cut off after {len(came)} characters", came, True)
+    core.on_llm(StreamFailed(request_id=core.request_id, kind="truncated", message="cut", tool_calls=[whole, cut]))
+    out = take(core)
+    shown = [m.args for m in out if isinstance(m, ToolCallShown)]
+    assert shown == [ReadFileArgs(path="a"), MalformedCall(name="write_file", arguments=came, cut=True)]
+    results = {m.call_id: result_json(m.result) for m in core.conversation if isinstance(m, ToolReply)}
+    assert results["w"] == '{"ok":false,"error":"not run: the stream failed (truncated)"}'
+    told = json.loads(results["c"])["error"]
+    assert told.startswith("not run: the stream failed (truncated) while this call was arriving: its arguments were")
+    assert f"cut off after {len(came)} characters" in told and "recorded with the arguments {}" in told
+    record = next(m for m in core.conversation if isinstance(m, ChatMessage) and m.tool_calls)
+    assert [c.function.arguments for c in record.tool_calls or []] == ['{"path":"a"}', "{}"]  # JSON a provider takes
     assert_no_dangling(sent(core))
 
 

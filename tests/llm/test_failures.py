@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 from collections.abc import Iterator
@@ -187,6 +188,36 @@ def test_never_retried_after_a_token(llm: Llm, server: ScriptedServer) -> None:
     result = llm.run(server.base_url)
     assert result.failed.kind == "truncated" and result.failed.content == "partial"
     assert len(server.requests) == 1 and result.of(StreamStatus) == []
+
+
+def _call_fragment(index: int, arguments: str, call_id: str = "", name: str = "") -> bytes:
+    item: dict[str, Any] = {"index": index, "function": {"arguments": arguments}}
+    if call_id:
+        item.update(id=call_id, type="function", function={"name": name, "arguments": arguments})
+    return sse_event({"choices": [{"index": 0, "delta": {"tool_calls": [item]}, "finish_reason": None}]})
+
+
+def test_a_call_cut_off_by_the_failure_says_so_and_keeps_what_came(llm: Llm, server: ScriptedServer) -> None:
+    # Its row showed `write_file {}`: what had come of the arguments was dropped for the canonical "{}".
+    partial = json.dumps({"path": "notes.md", "content": "# Notes\n" + "a line\n" * 20})[:120]
+    broken = '{"path": "a.txt", oops}'  # complete but malformed: the model's mistake, not the failure's
+    body: list[bytes | Drop] = [
+        content("Writing."),
+        _call_fragment(0, '{"path": "README.md"}', "c0", "read_file"),
+        _call_fragment(1, broken, "c1", "read_file"),
+        _call_fragment(2, "", "c2", "write_file"),
+        *[_call_fragment(2, partial[i : i + 30]) for i in range(0, len(partial), 30)],
+        Drop(),
+    ]
+    server.enqueue(Reply(body=body))
+    failed = llm.run(server.base_url).failed
+    assert failed.kind == "truncated"
+    ok, malformed, cut = failed.tool_calls
+    assert ok.args is not None and not ok.cut and ok.written == ""
+    assert (malformed.cut, malformed.written, malformed.arguments) == (False, broken, "{}")
+    assert "not valid JSON" in (malformed.error or "")
+    assert (cut.cut, cut.written, cut.arguments, cut.args) == (True, partial, "{}", None)
+    assert cut.error == f"its arguments were cut off after {len(partial)} characters: {partial[:80]!r}…"
 
 
 def test_html_page_is_not_sse(llm: Llm, server: ScriptedServer) -> None:

@@ -9,7 +9,7 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashfloat.llm.toolcalls import ToolCalls
+from dashfloat.llm.toolcalls import WRITTEN_MAX_CHARS, ToolCalls
 from dashfloat.tool_args import parse_args
 from tests.llm.conftest import written
 
@@ -291,3 +291,12 @@ def test_an_id_that_changes_on_every_fragment_is_one_call_keyed_by_index() -> No
         [frag(0, '"a.txt"}', id="id-3")],
     )
     assert calls == [("id-1", "read_file", {"path": "a.txt"}, None)]
+
+
+def test_arguments_that_are_no_json_object_go_to_the_row_up_to_written_max_chars() -> None:
+    for size in (WRITTEN_MAX_CHARS, WRITTEN_MAX_CHARS + 1):
+        text = "{" + "x" * (size - 1)
+        [call] = ToolCalls().feed([first(0, "c1", "write_file", text)]).finish()
+        assert call.arguments == "{}" and call.written == text[:WRITTEN_MAX_CHARS] and not call.cut
+    [call] = ToolCalls().feed([first(0, "c1", "read_file", '{"path": "a"}')]).finish(stream_ended=True)
+    assert call.args is not None and not call.cut and call.written == ""  # whole: a failure after it cut nothing

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from dashfloat.testing.sse_server import ScriptedServer, text_reply, tool_calls_reply
+from dashfloat.testing.sse_server import Drop, Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
 from dashfloat.ui.state import LIVE_OUTPUT_MAX_LINES
 from tests.e2e import dashfloat_argv, wait_for
 from tests.pty_harness import Terminal
@@ -295,5 +296,28 @@ def test_after_clear_the_status_bar_counts_the_system_prompt_and_tools(
         [status] = [line for line in term.visible().splitlines() if line.startswith("● Idle")]
         used = status.split(" · ")[2].split(" / ")[0]
         assert used.isdigit() and 300 < int(used) < 5000, status
+    finally:
+        term.close()
+
+
+def test_a_call_cut_off_by_a_dropped_stream_shows_what_came(
+    tree: Path, isolated_env: dict[str, str], server: ScriptedServer
+) -> None:
+    """Found in tmux: a write_file whose stream dropped mid-arguments showed as `⚙ write_file {}`."""
+    arguments = json.dumps({"path": "notes.md", "content": "# Notes\n" + "a line\n" * 40})[:150]
+    events = [sse_event({"choices": [{"index": 0, "delta": {"content": "Writing the notes."}}]})]
+    call = {"index": 0, "id": "c1", "type": "function", "function": {"name": "write_file", "arguments": ""}}
+    events.append(sse_event({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}))
+    for start in range(0, len(arguments), 25):
+        fragment = {"index": 0, "function": {"arguments": arguments[start : start + 25]}}
+        events.append(sse_event({"choices": [{"index": 0, "delta": {"tool_calls": [fragment]}}]}))
+    server.enqueue(Reply(body=[*events, Drop()]))
+    term = launch(server, tree, isolated_env)
+    try:
+        term.send("write notes\r")
+        assert term.wait_for("→ error"), term.text()
+        assert '⚙ write_file (cut off) {"path": "notes.md", "content": "# Notes' in term.text(), term.text()
+        assert "⚙ write_file {}" not in term.text()
+        assert "→ error: not run: the stream failed (truncated) while this call was arriving" in term.text()
     finally:
         term.close()
