@@ -6,6 +6,7 @@ path out of a turn leaves a conversation with a tool message for every announced
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, assert_never
@@ -21,7 +22,7 @@ from dashfloat.agent._prompt import system_message
 from dashfloat.agent._restore import RestoreFlow
 from dashfloat.agent._resumed import Resumed
 from dashfloat.agent._summary import result_excerpt, result_status
-from dashfloat.catalogue import call_name, mutates
+from dashfloat.catalogue import UNNAMED_CALL, call_name, mutates
 from dashfloat.jsonvalue import JsonValue
 from dashfloat.permissions import SourcedRule, call_scope, no_scope_reason, read_only_command, verdict
 from dashfloat.protocol import (
@@ -123,6 +124,9 @@ from dashfloat.protocol import (
 from dashfloat.tool_args import parse_args
 
 MAX_EPISODES_PER_TURN: Final = 50
+NOT_RUN_ROWS_MAX: Final = 3
+"""Calls a stopped turn leaves unrun are shown a row each up to this many; more are one row that counts them (an
+answer stopped at its 65th call printed 65 identical rows)."""
 EMPTY_ANSWER_SUSPECT_PERCENT: Final = 50
 """An empty 200 to a request filling at least this much of the window is read as "context exceeded"
 (LM Studio answers an over-window prompt that way), and handled like the explicit errors."""
@@ -1218,6 +1222,9 @@ class AgentCore:
     def _advance(self) -> None:
         """Handle calls in order until one needs to wait; then, or when all are done, move on."""
         while self.next_call < len(self.calls):
+            if self.stop_result is not None and len(self.calls) - self.next_call > NOT_RUN_ROWS_MAX:
+                self._not_run_rest(self.stop_result)
+                break
             call = self._current()
             self._ui(ToolCallShown(id=call.id, args=_shown(call)))
             if self.stop_result is not None:
@@ -1426,6 +1433,24 @@ class AgentCore:
         self._record(ToolReply(call_id=call.id, name=call.name, result=result))
         self._show_result(call.id, call.name, result)
         self.next_call += 1
+
+    def _not_run_rest(self, stopped: ToolResult) -> None:
+        """The calls left when the turn stopped: each answered for the model, one row for all of them."""
+        rest = self.calls[self.next_call :]
+        for call in rest:
+            self._record(ToolReply(call_id=call.id, name=call.name, result=_not_run(call, stopped)))
+        self.next_call = len(self.calls)
+        self.waiting = "nothing"
+        self.auto_approval = None
+        self.change = None
+        if isinstance(stopped, ToolFailed):
+            why = stopped.error.removeprefix("not run: ")
+        else:
+            why = "you stopped the turn" if isinstance(stopped, ToolRejected) else result_status(stopped)
+        counts = collections.Counter(call.name or UNNAMED_CALL for call in rest)
+        names = ", ".join(f"{count} {name}" for name, count in counts.most_common())
+        cut = " (the last one cut off)" if rest[-1].cut else ""
+        self._ui(SystemEntry(text=f"{len(rest)} tool calls not run, {why}: {names}{cut}", level="warning"))
 
     def _after_calls(self) -> None:
         if self.stop_result is not None:

@@ -158,13 +158,16 @@ class ToolCalls:
         args, error = _parse_args(call.args)
         if not call.name:
             error = "the tool call has no function name"
-        if args is not None:
+        cut = cut and (args is None or not call.args.strip())  # no JSON object yet, or nothing of it at all
+        if not cut and args is not None:
             return assemble(call_id, call.name, args, error)
         written = call.args[:WRITTEN_MAX_CHARS]
-        if cut:
+        if cut and not call.args.strip():
+            error = "it was cut off before any of its arguments came"
+        elif cut:
             came = repr(call.args[:_ERROR_EXCERPT_CHARS]) + ("…" if len(call.args) > _ERROR_EXCERPT_CHARS else "")
             error = f"its arguments were cut off after {len(call.args)} characters: {came}"
-        return assemble(call_id, call.name, args, error, written=written, cut=cut)
+        return assemble(call_id, call.name, None, error, written=written, cut=cut)
 
 
 EMPTY_CALL_ERROR = (

@@ -9,6 +9,7 @@ import pytest
 
 from dashfloat.agent import MAX_EPISODES_PER_TURN, AgentCore, AgentOptions, MemoryJournal, provider_message
 from dashfloat.agent._context import raw_request_tokens
+from dashfloat.agent._core import NOT_RUN_ROWS_MAX
 from dashfloat.agent._prompt import system_message
 from dashfloat.protocol import (
     AssembledCall,
@@ -427,6 +428,49 @@ def test_a_call_cut_off_by_a_stream_failure_shows_what_came_and_the_model_reads_
     assert f"cut off after {len(came)} characters" in told and "recorded with the arguments {}" in told
     record = next(m for m in core.conversation if isinstance(m, ChatMessage) and m.tool_calls)
     assert [c.function.arguments for c in record.tool_calls or []] == ['{"path":"a"}', "{}"]  # JSON a provider takes
+    assert_no_dangling(sent(core))
+
+
+def test_calls_a_stopped_turn_leaves_unrun_are_one_row_past_not_run_rows_max() -> None:
+    # An answer stopped at its 65th call printed 65 identical "not run" rows.
+    for count in (NOT_RUN_ROWS_MAX, NOT_RUN_ROWS_MAX + 1):
+        core = make_core()
+        core.on_ui(SubmitPrompt(text="x"))
+        calls = [call(f"r{i}", "read_file", path=f"f{i}") for i in range(count - 1)]
+        calls.append(assemble("c", "write_file", None, "its arguments were cut off after 9 characters", "{", True))
+        core.on_llm(StreamFailed(request_id=core.request_id, kind="truncated", message="cut", tool_calls=calls))
+        out = take(core)
+        rows = [m for m in out if isinstance(m, ToolCallShown | ToolResultShown)]
+        notes = [m.text for m in out if isinstance(m, SystemEntry) and "not run" in m.text]
+        if count == NOT_RUN_ROWS_MAX:
+            assert len(rows) == 2 * count and notes == []
+        else:
+            assert rows == []
+            assert notes == [
+                f"{count} tool calls not run, the stream failed (truncated): "
+                f"{count - 1} read_file, 1 write_file (the last one cut off)"
+            ]
+        # the model still gets a result for each call, the cut one saying so
+        results = [json.loads(m.content or "")["error"] for m in sent(core) if m.role == "tool"]
+        assert results[:-1] == ["not run: the stream failed (truncated)"] * (count - 1) and "cut off" in results[-1]
+        assert_no_dangling(sent(core))
+
+
+def test_reject_and_stop_with_many_calls_left_says_how_many_in_one_row() -> None:
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="edit"))
+    left = NOT_RUN_ROWS_MAX + 2
+    done(core, "", [call(f"w{i}", "write_file", path="f", content="x") for i in range(left + 1)])
+    take(core)
+    core.on_executor(PreviewReady(call_id="w0", lines=["+x"], digest="d", summary="new file"))
+    [ask] = [m for m in take(core) if isinstance(m, ConfirmRequested)]
+    core.on_ui(DecideConfirmation(ref=ask.ref, decision="reject_stop"))
+    out = take(core)
+    assert (
+        SystemEntry(text=f"{left} tool calls not run, you stopped the turn: {left} write_file", level="warning") in out
+    )
+    assert [m.id for m in out if isinstance(m, ToolResultShown)] == ["w0"]
+    assert [m.content for m in sent(core) if m.role == "tool"] == ['{"ok":false,"rejected":true}'] * (left + 1)
     assert_no_dangling(sent(core))
 
 

@@ -300,3 +300,12 @@ def test_arguments_that_are_no_json_object_go_to_the_row_up_to_written_max_chars
         assert call.arguments == "{}" and call.written == text[:WRITTEN_MAX_CHARS] and not call.cut
     [call] = ToolCalls().feed([first(0, "c1", "read_file", '{"path": "a"}')]).finish(stream_ended=True)
     assert call.args is not None and not call.cut and call.written == ""  # whole: a failure after it cut nothing
+    # The call a failure stopped before any of its arguments came (the 65th of an answer over the call bound).
+    started = ToolCalls().feed([first(0, "c1", "read_file", '{"path": "a"}'), first(1, "c2", "read_file", "")])
+    whole, cut = started.finish(stream_ended=True)
+    assert not whole.cut and (cut.cut, cut.args, cut.error) == (
+        True,
+        None,
+        "it was cut off before any of its arguments came",
+    )
+    assert started.finish()[1].error == "read_file: missing required parameter path"  # a finished stream: its error

@@ -321,3 +321,21 @@ def test_a_call_cut_off_by_a_dropped_stream_shows_what_came(
         assert "→ error: not run: the stream failed (truncated) while this call was arriving" in term.text()
     finally:
         term.close()
+
+
+def test_an_answer_stopped_at_its_call_bound_is_one_row_for_the_calls_not_run(
+    tree: Path, isolated_env: dict[str, str], server: ScriptedServer
+) -> None:
+    """Found in tmux: 300 calls in one answer printed 65 identical `→ error: not run: …` rows."""
+    server.enqueue(tool_calls_reply([(f"c{i}", "read_file", {"path": f"f{i}.txt"}) for i in range(300)]))
+    term = launch(server, tree, isolated_env)
+    try:
+        term.send("read them all\r")
+        assert term.wait_for("tool calls not run"), term.text()
+        assert term.wait_for("● Idle", visible_only=True), term.text()
+        assert "· 65 tool calls not run, the stream failed (too_many_calls): 65 read_file (the last one cut off)" in (
+            term.text()
+        )
+        assert "→ error: not run" not in term.text() and "⚙ read_file" not in term.text()
+    finally:
+        term.close()
