@@ -807,7 +807,11 @@ class TuiShell:
 
         @kb.add("c-u")
         def _(event: KeyPressEvent) -> None:
-            self.buffer.delete_before_cursor(-self.buffer.document.get_start_of_line_position())
+            document = self.buffer.document
+            if document.cursor_position_col == 0:  # at a line's start: the line break before it (as readline's own)
+                self.buffer.delete_before_cursor(1)
+            else:
+                self.buffer.delete_before_cursor(-document.get_start_of_line_position())
 
         @kb.add("c-k")
         def _(event: KeyPressEvent) -> None:

@@ -144,6 +144,32 @@ def test_keys_during_the_guard_or_into_a_draft_decide_nothing_and_stay_in_the_in
     asyncio.run(main())
 
 
+def test_ctrl_u_clears_a_draft_of_several_lines_when_pressed_again() -> None:
+    # The key line says "clear it (Ctrl-U) to answer"; on a draft of two lines Ctrl-U emptied the last line and
+    # then did nothing more (the line break before it stayed), so the confirmation could not be answered.
+    async def main() -> None:
+        async with running_ui() as ui:
+            confirm = ConfirmRequested(
+                ref=1, id="c1", subject=WriteFileArgs(path="f.txt", content=""), lines=["+x"], scope="write_file"
+            )
+            ui.link.push(PhaseChanged(phase="streaming"), confirm, PhaseChanged(phase="confirming"))
+            ui.keys("first line" + ALT_ENTER + "second")
+            await ui.until(lambda: any("clear it (Ctrl-U) to answer" in x for x in ui.visible()))
+            ui.keys("\x15")
+            await ui.until(lambda: ui.shell.buffer.text == "first line\n")
+            ui.keys("\x15")
+            await ui.until(lambda: ui.shell.buffer.text == "first line")
+            ui.keys("\x15")
+            await ui.until(lambda: ui.shell.buffer.text == "")
+            await ui.until(
+                lambda: "y/Enter approve · n reject · Esc reject & stop · a always allow write_file" in ui.visible()
+            )
+            ui.keys("y")
+            await ui.until(lambda: ui.link.sent == [DecideConfirmation(ref=1, decision="approve")])
+
+    asyncio.run(main())
+
+
 def test_tool_rows_and_results_are_drawn() -> None:
     async def main() -> None:
         async with running_ui() as ui:
