@@ -1399,6 +1399,7 @@ class AgentCore:
                 self.journal.record_rewind(kept)
                 self.undo_log.rewound(kept)
                 self._truncate(kept)
+                self._show_context()  # the shorter conversation is what the next request carries
                 self._ui(PromptRestored(text=flow.text))
         self._ui(flow.ended)
         self._set_phase("idle")

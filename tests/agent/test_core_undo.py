@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dashfloat.agent import AgentCore, AgentOptions, MemoryJournal
+from dashfloat.agent._context import estimate
 from dashfloat.agent.undo import CheckpointEntry, CommandEntry
 from dashfloat.protocol import (
     ApplyRestore,
@@ -15,6 +16,7 @@ from dashfloat.protocol import (
     CommandChanges,
     CommandExited,
     ConfirmRequested,
+    ContextChanged,
     DecideConfirmation,
     Message,
     PhaseChanged,
@@ -210,6 +212,7 @@ def test_rewind_truncates_records_and_gives_the_prompt_back() -> None:
     turn_with_a_write(core, "one", "c1", "f1")
     turn_with_a_write(core, "two", "c2", "f2")
     take(core)
+    before = estimate(core._request_messages(), None)
     core.on_ui(RewindTo(prompt=2))
     preview = one(take(core, "executor"), PreviewRestore)
     assert [f.path for f in preview.files] == ["f2"]
@@ -223,6 +226,8 @@ def test_rewind_truncates_records_and_gives_the_prompt_back() -> None:
     core.on_executor(RestoreApplied(ref=apply.ref, outcomes=[RestoreOutcome(path="f2", ok=True)]))
     out = take(core, "ui")
     assert one(out, PromptRestored).text == "two"
+    # The status bar's figure follows the shorter conversation (it kept the longer one's until the next turn).
+    assert one(out, ContextChanged).tokens == estimate(core._request_messages(), None) < before
     assert journal.rewinds == [1] and [e.turn for e in core.undo_log.checkpoints] == [1]
     assert [m.content for m in core.conversation if isinstance(m, ChatMessage) and m.role == "user"] == ["one"]
     last = core.conversation[-1]
