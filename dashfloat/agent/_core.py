@@ -475,7 +475,7 @@ class AgentCore:
             if isinstance(message, ToolReply):
                 self._show_result(message.call_id, message.name, message.result)
             elif message.role == "user" and message.content is not None:
-                self._ui(UserPromptShown(text=message.content))
+                self._ui(UserPromptShown(text=mentions.typed_prompt(message.content)))  # not the files it attached
             elif message.role == "assistant":
                 if message.content:
                     self._ui(TokenReceived(text=message.content))

@@ -10,6 +10,7 @@ import pytest
 from dashfloat.agent import MAX_EPISODES_PER_TURN, AgentCore, AgentOptions, MemoryJournal, provider_message
 from dashfloat.agent._context import raw_request_tokens
 from dashfloat.agent._core import NOT_RUN_ROWS_MAX
+from dashfloat.agent._mentions import with_attachments
 from dashfloat.agent._prompt import system_message
 from dashfloat.protocol import (
     AssembledCall,
@@ -58,6 +59,7 @@ from dashfloat.protocol import (
     TurnEnded,
     Usage,
     UsageShown,
+    UserPromptShown,
     WriteFileArgs,
     WriteFileResult,
     result_json,
@@ -192,6 +194,15 @@ def test_after_clear_and_resume_the_context_shown_is_what_the_next_request_carri
     [resumed] = [m for m in out if isinstance(m, ContextChanged)]
     assert out.index(SessionStarted(session_id="", resumed=True)) < out.index(resumed)
     assert resumed.tokens > empty + 1500
+
+
+def test_a_resumed_prompt_shows_as_typed_not_with_the_files_its_mentions_attached() -> None:
+    # Found resuming in tmux: the replay printed every attached file (up to 128 KiB) under the prompt.
+    core = make_core()
+    attached = with_attachments("explain @notes.md", ["The file notes.md:\n```\n" + "a line\n" * 500 + "```"])
+    core.load([ChatMessage(role="user", content=attached), ChatMessage(role="assistant", content="ok")], [])
+    assert [m for m in take(core) if isinstance(m, UserPromptShown)] == [UserPromptShown(text="explain @notes.md")]
+    assert sent(core)[0].content == attached  # the model still reads them
 
 
 def confirm_flow(core: AgentCore) -> ConfirmRequested:
