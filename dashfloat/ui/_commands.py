@@ -122,6 +122,8 @@ def parse(text: str, prompt_files: Sequence[PromptFile] = ()) -> Parsed:
     if stripped.startswith("//"):
         return Prompt(stripped[1:])
     name, _, rest = stripped.partition(" ")
+    if "/" in name[1:].split("\n", 1)[0]:
+        return Prompt(text)  # a path (a pasted "/home/me/app.py:3: error"), never a command: no name holds a "/"
     arg = rest.strip()
     match name:
         case "/help":

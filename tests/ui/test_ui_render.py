@@ -394,6 +394,11 @@ def test_slash_commands_parse_to_messages() -> None:
     assert commands.parse("/help") == commands.ShowHelp() and commands.parse("/exit") == commands.Exit()
     assert commands.parse("hello /x") == commands.Prompt("hello /x")
     assert commands.parse("//etc is a dir") == commands.Prompt("/etc is a dir")
+    # A first word with a second "/" is a path, not a command (no command's name holds one): sent as typed.
+    pasted = "/home/me/app.py:3: SyntaxError: invalid syntax\nwhy?"
+    assert commands.parse(pasted) == commands.Prompt(pasted)
+    assert commands.parse("/etc/hosts has a bad line") == commands.Prompt("/etc/hosts has a bad line")
+    assert commands.parse("/model gpt/4o") == commands.Send(SetModel(model="gpt/4o"))  # a "/" in an argument
 
 
 def test_bad_slash_commands_name_the_closest() -> None:
