@@ -66,6 +66,13 @@ def test_index_missing_with_fragments_continues_the_latest_call() -> None:
     assert calls == [("c1", "read_file", {"path": "a"}, None)]
 
 
+def test_no_index_and_no_id_a_named_fragment_after_a_complete_call_starts_the_next() -> None:
+    calls = assemble(
+        [first(None, None, "read_file", '{"path": "a"}')], [first(None, None, "read_file", '{"path": "b"}')]
+    )
+    assert [c[1:3] for c in calls] == [("read_file", {"path": "a"}), ("read_file", {"path": "b"})]
+
+
 def test_every_parallel_call_at_index_zero_told_apart_by_id() -> None:
     calls = assemble(
         [first(0, "c1", "read_file", '{"path": "a"}')],
@@ -303,6 +310,11 @@ def test_arguments_that_are_no_json_object_go_to_the_row_up_to_written_max_chars
     # The call a failure stopped before any of its arguments came (the 65th of an answer over the call bound).
     started = ToolCalls().feed([first(0, "c1", "read_file", '{"path": "a"}'), first(1, "c2", "read_file", "")])
     whole, cut = started.finish(stream_ended=True)
+    # Cut mid-arguments: what came is kept for the row, and said (its start) to the model.
+    partial = '{"path": "notes.md", "content": "' + "x" * 100
+    [cut_mid] = ToolCalls().feed([first(0, "c1", "write_file", partial)]).finish(stream_ended=True)
+    assert (cut_mid.cut, cut_mid.written, cut_mid.arguments) == (True, partial, "{}")
+    assert cut_mid.error == f"its arguments were cut off after {len(partial)} characters: {partial[:80]!r}…"
     assert not whole.cut and (cut.cut, cut.args, cut.error) == (
         True,
         None,
