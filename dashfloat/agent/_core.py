@@ -261,10 +261,46 @@ def _not_run(call: AssembledCall, stopped: ToolResult) -> ToolResult:
     (the conversation keeps it with the arguments ``{}``, the only JSON a provider takes back)."""
     if call.cut and isinstance(stopped, ToolFailed):
         return ToolFailed(
-            error=f"{stopped.error} while this call was arriving: {call.error}. It is recorded with the arguments "
+            error=f"{stopped.error}{_NOT_RUN_CUT}: {call.error}. It is recorded with the arguments "
             "{} and nothing of it ran: call it again, whole, if it is still needed"
         )
     return stopped
+
+
+def _not_run_row(names: list[str], why: str, cut: bool) -> str:
+    """The one row for calls a stopped turn left unrun: how many, why, of which tools."""
+    counts = collections.Counter(name or UNNAMED_CALL for name in names)
+    tools = ", ".join(f"{count} {name}" for name, count in counts.most_common())
+    return f"{len(names)} tool calls not run, {why}: {tools}{' (the last one cut off)' if cut else ''}"
+
+
+_NOT_RUN_CUT = " while this call was arriving"
+
+
+def _folded_not_run(messages: Sequence[ConversationEntry]) -> dict[str, str]:
+    """For a replay: the calls a stream failure left unrun that the live turn showed as one row (more than
+    ``NOT_RUN_ROWS_MAX`` at an answer's end), each mapped to "" but the last, mapped to that row."""
+    folded: dict[str, str] = {}
+    for at, message in enumerate(messages):
+        if not isinstance(message, ChatMessage) or not message.tool_calls:
+            continue
+        replies = [m for m in messages[at + 1 : at + 1 + len(message.tool_calls)] if isinstance(m, ToolReply)]
+        tail: list[ToolReply] = []
+        for reply in reversed(replies):
+            result = reply.result
+            if not isinstance(result, ToolFailed) or not result.error.startswith("not run: "):
+                break
+            tail.insert(0, reply)
+        if len(tail) <= NOT_RUN_ROWS_MAX:
+            continue
+        first = tail[0].result
+        assert isinstance(first, ToolFailed)
+        why = first.error.removeprefix("not run: ").split(_NOT_RUN_CUT, 1)[0]
+        last = tail[-1].result
+        cut = isinstance(last, ToolFailed) and _NOT_RUN_CUT in last.error
+        folded.update({reply.call_id: "" for reply in tail})
+        folded[tail[-1].call_id] = _not_run_row([reply.name for reply in tail], why, cut)
+    return folded
 
 
 def _replayed(record: ToolCallRecord) -> ToolArgs | MalformedCall:
@@ -471,16 +507,22 @@ class AgentCore:
         self._show_context()  # the resumed conversation goes with the next request, not 0 tokens
         if not replay:
             return
-        for message in conversation if transcript is None else transcript:
+        messages = conversation if transcript is None else transcript
+        folded = _folded_not_run(messages)  # as the live turn showed them: one row past NOT_RUN_ROWS_MAX
+        for message in messages:
             if isinstance(message, ToolReply):
-                self._show_result(message.call_id, message.name, message.result)
+                if message.call_id not in folded:
+                    self._show_result(message.call_id, message.name, message.result)
+                elif folded[message.call_id]:
+                    self._ui(SystemEntry(text=folded[message.call_id], level="warning"))
             elif message.role == "user" and message.content is not None:
                 self._ui(UserPromptShown(text=mentions.typed_prompt(message.content)))  # not the files it attached
             elif message.role == "assistant":
                 if message.content:
                     self._ui(TokenReceived(text=message.content))
                 for record in message.tool_calls or []:
-                    self._ui(ToolCallShown(id=record.id, args=_replayed(record)))
+                    if record.id not in folded:
+                        self._ui(ToolCallShown(id=record.id, args=_replayed(record)))
         self._ui(PhaseChanged(phase="idle"))
 
     # ------------------------------------------------------------ UI -> agent
@@ -1448,10 +1490,8 @@ class AgentCore:
             why = stopped.error.removeprefix("not run: ")
         else:
             why = "you stopped the turn" if isinstance(stopped, ToolRejected) else result_status(stopped)
-        counts = collections.Counter(call.name or UNNAMED_CALL for call in rest)
-        names = ", ".join(f"{count} {name}" for name, count in counts.most_common())
-        cut = " (the last one cut off)" if rest[-1].cut else ""
-        self._ui(SystemEntry(text=f"{len(rest)} tool calls not run, {why}: {names}{cut}", level="warning"))
+        text = _not_run_row([call.name for call in rest], why, rest[-1].cut)
+        self._ui(SystemEntry(text=text, level="warning"))
 
     def _after_calls(self) -> None:
         if self.stop_result is not None:

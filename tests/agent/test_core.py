@@ -467,6 +467,24 @@ def test_calls_a_stopped_turn_leaves_unrun_are_one_row_past_not_run_rows_max() -
         assert_no_dangling(sent(core))
 
 
+def test_a_resumed_session_replays_the_calls_a_failure_left_unrun_as_the_live_turn_showed_them() -> None:
+    for count in (NOT_RUN_ROWS_MAX, NOT_RUN_ROWS_MAX + 1):
+        core = make_core()
+        core.on_ui(SubmitPrompt(text="x"))
+        calls = [call(f"r{i}", "read_file", path=f"f{i}") for i in range(count - 1)]
+        calls.append(assemble("c", "write_file", None, "its arguments were cut off after 9 characters", "{", True))
+        core.on_llm(StreamFailed(request_id=core.request_id, kind="truncated", message="cut", tool_calls=calls))
+        live = [m for m in take(core) if isinstance(m, ToolCallShown | ToolResultShown | SystemEntry)]
+        resumed = make_core()
+        resumed.load(list(core.conversation), [])
+        replayed = [m for m in take(resumed) if isinstance(m, ToolCallShown | ToolResultShown | SystemEntry)]
+        if count == NOT_RUN_ROWS_MAX:
+            assert len([m for m in replayed if isinstance(m, ToolResultShown)]) == count
+        else:
+            assert [m for m in replayed if not isinstance(m, SystemEntry)] == []
+            assert replayed == [m for m in live if isinstance(m, SystemEntry) and "not run" in m.text]
+
+
 def test_reject_and_stop_with_many_calls_left_says_how_many_in_one_row() -> None:
     core = make_core()
     core.on_ui(SubmitPrompt(text="edit"))
