@@ -136,13 +136,20 @@ def _kind(prompt: str) -> str:
     return "other"
 
 
+def _count(n: int, noun: str) -> str:
+    """``1 file``, ``2 files``, ``1 directory``, ``0 directories``."""
+    if n == 1:
+        return f"1 {noun}"
+    return f"{n} {noun[:-1]}ies" if noun.endswith("y") else f"{n} {noun}s"
+
+
 def _overview(entries: list[DirectoryEntry], read: tuple[str, str] | None) -> str:
     dirs = [e.name + "/" for e in entries if e.type == "dir"]
     files = [e.name for e in entries if e.type != "dir"]
     lines = [
         "## This project",
         "",
-        f"The working directory holds **{len(files)} files** and **{len(dirs)} directories**.",
+        f"The working directory holds **{_count(len(files), 'file')}** and **{_count(len(dirs), 'directory')}**.",
     ]
     if read:
         path, content = read

@@ -114,3 +114,14 @@ def test_headless_demo_tour_through_the_real_processes(tmp_path: Path, isolated_
     assert "Tour complete" in result.stdout
     assert "edited through a confirmation" in (tree / DEMO_FILE).read_text()
     assert sorted(p.name for p in tree.iterdir()) == ["README.md", DEMO_FILE]
+
+
+def test_explain_counts_files_and_directories_in_words_that_agree() -> None:
+    # It said "1 directories" (found in tmux on the demo).
+    entries = [{"name": "a.py", "type": "file", "size": 1}, {"name": "src", "type": "dir", "size": 0}]
+    listing: dict[str, Any] = {"ok": True, "entries": entries}
+    steps: list[tuple[ToolArgs, dict[str, Any]]] = [(ListDirectoryArgs(path="."), listing)]
+    steps.append((ReadFileArgs(path="a.py", limit=60), {"ok": True, "path": "a.py", "content": "x = 1\n"}))
+    assert "holds **1 file** and **1 directory**." in respond(conversation("explain this project", *steps)).text
+    listing["entries"] = []
+    assert "holds **0 files** and **0 directories**." in respond(conversation("explain this project", steps[0])).text
