@@ -504,7 +504,7 @@ class AgentCore:
         self._fresh_front()
         self._announced_session = self.journal.session_id
         self._ui(SessionStarted(session_id=self.journal.session_id, resumed=True))
-        self._show_context()  # the resumed conversation goes with the next request, not 0 tokens
+        self.show_context()  # the resumed conversation goes with the next request, not 0 tokens
         if not replay:
             return
         messages = conversation if transcript is None else transcript
@@ -581,7 +581,7 @@ class AgentCore:
                     self._ui(self.ready_message())
                 # no session file yet; a restart after a crash must not bring the old one back
                 self._ui(SessionCleared())
-                self._show_context()  # the system prompt and the tools still go with the next request
+                self.show_context()  # the system prompt and the tools still go with the next request
                 self._ui(SystemEntry(text="new session: the conversation starts empty"))
             case ListSessions():
                 self._ui(SessionsListed(sessions=self.journal.list_sessions()))
@@ -1441,7 +1441,7 @@ class AgentCore:
                 self.journal.record_rewind(kept)
                 self.undo_log.rewound(kept)
                 self._truncate(kept)
-                self._show_context()  # the shorter conversation is what the next request carries
+                self.show_context()  # the shorter conversation is what the next request carries
                 self._ui(PromptRestored(text=flow.text))
         self._ui(flow.ended)
         self._set_phase("idle")
@@ -1723,7 +1723,7 @@ class AgentCore:
                         self._show_result(record.id, record.function.name, result)
                 return
 
-    def _show_context(self) -> None:
+    def show_context(self) -> None:
         """The status bar's context figure from the estimate of the next request (the one /usage gives)."""
         self._ui(ContextChanged(tokens=estimate(self._request_messages(), self.calibration)))
 
@@ -1734,7 +1734,7 @@ class AgentCore:
             self.journal.record_usage(len(self.turn_usage), self.last_usage)
         elif self.last_estimate:
             # A provider that reports no usage: the status bar shows the estimate /usage gives, not 0 forever.
-            self._show_context()
+            self.show_context()
         self._ui(TurnEnded(outcome=outcome))
         self._reset_turn()
         self._ui(PhaseChanged(phase="idle"))

@@ -51,6 +51,7 @@ def build_core(options: AgentOptions) -> AgentCore:
         core = AgentCore(options, journal, instructions.text)
     core.prompt_files, prompt_problems = load_prompt_files(Path(options.cwd), os.environ)
     core.outbox.append(("ui", core.ready_message()))
+    core.show_context()  # the system prompt and the tools go with the first request: not 0 (a resume says more)
     for problem in prompt_problems:
         core.outbox.append(("ui", SystemEntry(text=problem, level="warning")))
     core.discover_window()

@@ -280,22 +280,28 @@ def test_a_pasted_tab_shows_as_spaces_in_the_input_and_its_echo(
         term.close()
 
 
-def test_after_clear_the_status_bar_counts_the_system_prompt_and_tools(
+def test_at_start_and_after_clear_the_status_bar_counts_the_system_prompt_and_tools(
     tree: Path, isolated_env: dict[str, str], server: ScriptedServer
 ) -> None:
     """Found in tmux: after /clear the status bar read `0 / …` while /usage said ~835 (the system prompt and the
     tools go with every request)."""
     server.enqueue(text_reply("answered", usage=(5000, 10)))
     term = launch(server, tree, isolated_env)
+
+    def used() -> str:
+        [status] = [line for line in term.visible().splitlines() if line.startswith("● Idle")]
+        return status.split(" · ")[2].split(" / ")[0]
+
     try:
+        assert term.wait_for("/ 32.8k (assumed) · approve", visible_only=True), term.text()  # the window is known
+        assert used().isdigit() and 300 < int(used()) < 5000, term.visible()  # at start too, before any prompt
+        at_start = used()
         term.send("hi\r")
         assert term.wait_for("5k / ", visible_only=True), term.text()
         term.send("/clear\r")
         assert term.wait_for("conversation starts empty"), term.text()
         assert term.wait_for("● Idle", visible_only=True), term.text()
-        [status] = [line for line in term.visible().splitlines() if line.startswith("● Idle")]
-        used = status.split(" · ")[2].split(" / ")[0]
-        assert used.isdigit() and 300 < int(used) < 5000, status
+        assert used() == at_start, term.visible()
     finally:
         term.close()
 
