@@ -239,6 +239,8 @@ def resolve_provider(flags: ProviderFlags, env: Mapping[str, str]) -> ProviderCo
     Precedence, field by field: a flag, then the environment, then the file. A provider chosen with
     ``--provider`` is taken as written in the file: only other flags change it, not the environment.
     """
+    if flags.model is not None and not flags.model.strip():
+        raise ConfigError("--model: empty: name the model (--model gpt-4o-mini); leave the flag out to use the default")
     config = load_config(env)
     picked = _pick_entry(flags, env, config)
     by_flag = flags.provider is not None
@@ -252,10 +254,11 @@ def resolve_provider(flags: ProviderFlags, env: Mapping[str, str]) -> ProviderCo
     base_url = _check_url(origin or f"{config_path(env)}: base_url", base_url or OPENAI_BASE_URL)
     if model is None:
         if base_url != OPENAI_BASE_URL:
-            where = f"providers.{picked[0]}.model" if picked else "model"
+            # Named by where the URL came from: a config file that does not exist has no model to add.
+            where = f"{config_path(env)}: providers.{picked[0]}.model" if picked else (origin or "base_url")
             raise ConfigError(
-                f"{config_path(env)}: {where}: no model for {base_url}: pass --model NAME, "
-                "set DASHFLOAT_MODEL, or add model to the provider"
+                f"{where}: no model for {base_url}: pass --model NAME, set DASHFLOAT_MODEL, or add model to the "
+                "provider"
             )
         model = OPENAI_DEFAULT_MODEL
     if picked is not None:

@@ -47,7 +47,8 @@ def error_of(tmp_path: Path, text: str | None, flags: ProviderFlags | None = Non
         resolve_provider(flags or ProviderFlags(), env_with(tmp_path, text, **extra))
     message = str(caught.value)
     assert "\n" not in message
-    assert message.startswith(str(tmp_path / "dashfloat" / "config.toml")) or message.startswith("DASHFLOAT")
+    # Named by where the wrong value came from: the file, a variable or a flag.
+    assert message.startswith((str(tmp_path / "dashfloat" / "config.toml"), "DASHFLOAT", "OPENAI_", "--"))
     return message
 
 
@@ -100,6 +101,18 @@ def test_environment_only(tmp_path: Path) -> None:
 def test_a_base_url_without_a_model_is_an_error(tmp_path: Path) -> None:
     message = error_of(tmp_path, None, OPENAI_BASE_URL="http://localhost:1234/v1")
     assert "no model for http://localhost:1234/v1" in message and "--model" in message
+    # Named by where the URL came from, not a config file that does not exist (it was named before).
+    assert message.startswith("OPENAI_BASE_URL: no model") and "config.toml" not in message
+    flagged = error_of(tmp_path, None, ProviderFlags(base_url="http://localhost:1234/v1"))
+    assert flagged.startswith("--base-url: no model for http://localhost:1234/v1")
+
+
+def test_an_empty_model_flag_is_an_error_not_the_default(tmp_path: Path) -> None:
+    # --model "" fell back to the environment's or the file's model without a word.
+    for empty in ("", "  "):
+        flags = ProviderFlags(base_url="http://localhost:1234/v1", model=empty)
+        message = error_of(tmp_path, GOOD, flags, DASHFLOAT_MODEL="m")
+        assert message.startswith("--model: empty: name the model")
 
 
 def test_bad_toml(tmp_path: Path) -> None:
