@@ -154,9 +154,9 @@ class RestoreFlow:
                 lines.append(f"── {file.path}: {word}: {preview.reason}" if preview.reason else f"── {file.path}")
         lines += describe_commands(self.plan)
         if self.text is not None:
-            lines.append(
-                f"the conversation goes back to just before prompt {self.first_turn}; its text returns to the input"
-            )
+            # Not "to the input": headless (--rewind) has none, it prints the text.
+            back = f"the conversation goes back to just before prompt {self.first_turn}"
+            lines.append(f"{back}; its text is given back to edit and send")
         subject: UndoChanges | RewindConversation = RewindConversation(prompt=self.first_turn)
         if self.text is None:
             subject = UndoChanges(turns=list(self.plan.turns))

@@ -218,8 +218,10 @@ def test_rewind_truncates_records_and_gives_the_prompt_back() -> None:
     assert [f.path for f in preview.files] == ["f2"]
     core.on_executor(RestorePreviewed(ref=preview.ref, files=[RestorePreview(path="f2", status="delete", digest="d")]))
     ask = one(take(core, "ui"), ConfirmRequested)
-    assert isinstance(ask.subject, RewindConversation) and ask.lines[-1].startswith(
-        "the conversation goes back to just before prompt 2"
+    assert isinstance(ask.subject, RewindConversation)
+    # Said alike to the TUI and to a headless --rewind, which has no input to return it to (it prints it).
+    assert (
+        ask.lines[-1] == "the conversation goes back to just before prompt 2; its text is given back to edit and send"
     )
     core.on_ui(DecideConfirmation(ref=ask.ref, decision="approve"))
     apply = one(take(core, "executor"), ApplyRestore)
