@@ -17,7 +17,7 @@ from dashfloat.llm._limits import (
     REPEAT_SPAN_MAX_CHARS,
     REPEAT_SPAN_MIN_CHARS,
 )
-from dashfloat.llm._repeat import _TAIL_CHARS, Loop, RepetitionGuard, looping_span
+from dashfloat.llm._repeat import _TAIL_CHARS, Loop, RepetitionGuard, _needle_unit, looping_span
 
 PROSE = "".join(random.Random(7).choices("ABCDEFGHIJKLMNOPQRSTUVWXYZ.,;", k=3000))
 """Text that never loops, in characters no unit below holds (nothing before a run extends it by chance)."""
@@ -140,3 +140,13 @@ def test_a_looping_passage_is_stopped_once_it_repeated_the_count(passage: str, s
     loop, taken = fed
     assert not loop.run and len(loop.span) == len(passage) and loop.span in passage * 2  # one turn of it
     assert taken - 500 < len(passage) * REPEAT_MIN_COUNT + REPEAT_CHECK_EVERY_CHARS + max(sizes) + len(passage) * 8
+
+
+@settings(max_examples=300, deadline=None)
+@given(unit=st.text(alphabet="ab=", min_size=1, max_size=20), skip=st.integers(0, 20), noise=st.booleans())
+def test_the_needles_run_unit_is_the_shortest_period_a_brute_force_finds(unit: str, skip: int, noise: bool) -> None:
+    needle = (unit * 64)[skip : skip + REPEAT_SPAN_MIN_CHARS]
+    if noise:
+        needle = needle[:-1] + ("b" if needle[-1] != "b" else "a")
+    periods = [u for u in range(1, len(needle) // 2 + 1) if needle[u:] == needle[:-u]]
+    assert _needle_unit(needle) == (periods[0] if periods else 0)
