@@ -2,8 +2,8 @@
 
 The parsers are in ``_window``; this module only makes the requests, in an order that costs a hosted API
 one request (``/models``) and a local server at most five, each with DISCOVERY_TIMEOUT_S. A local plain-HTTP
-server is asked through http.client while ``requests`` is still being imported (``_probe``, ADR 0045); anything
-else through ``requests``, once it is.
+server is asked through http.client (``_probe``, the plain route of ADR 0048: at once, whatever the process is
+still importing); anything else through ``requests``, once it is imported (ADR 0045).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from dashfloat.config import is_local_url
 from dashfloat.jsonvalue import JsonValue
 from dashfloat.llm import _window as w
 from dashfloat.llm._limits import MAX_REDIRECTS
-from dashfloat.llm._probe import PROBE_BODY_MAX_BYTES, PlainProber, follow, plain_probes
+from dashfloat.llm._probe import PROBE_BODY_MAX_BYTES, PlainProber, follow
+from dashfloat.llm._transport import plain_route
 from dashfloat.protocol import DiscoverWindow, ProviderConfig, WindowFound
 
 if TYPE_CHECKING:
@@ -136,7 +137,7 @@ def unreported(model: str, request_id: int, detail: str, notice: str) -> WindowF
 class Discovery:
     """One DiscoverWindow answered from a worker thread; ``done`` is called with the reply, once, within
     DISCOVERY_DEADLINE_S (a timer answers for a discovery still asking then; its late answer is dropped).
-    ``stack``: the HTTP stack's import; while it runs, a local plain-HTTP server is asked through http.client, else
+    ``stack``: the HTTP stack's import; a local plain-HTTP server is asked through http.client at once, else
     the thread waits for it."""
 
     def __init__(
@@ -183,7 +184,7 @@ class Discovery:
     def _run(self) -> None:
         provider, request_id = self._ask.provider, self._ask.request_id
         try:
-            if self._stack is not None and not self._stack.done() and plain_probes(provider.base_url, os.environ):
+            if plain_route(provider.base_url, os.environ):
                 prober = self._prober = PlainProber(w.DISCOVERY_TIMEOUT_S)
                 try:
                     found = discover(provider, request_id, self._props, prober.get)

@@ -1,12 +1,10 @@
-"""Window discovery's GETs to a local plain-HTTP server through http.client, before ``requests`` is imported.
+"""Window discovery's GETs to a local plain-HTTP server through http.client (the plain route, ADR 0048).
 
-The LLM process imports ``requests`` (its longest import) on a thread of its own as it starts (``_stack``); a
-discovery that asked through ``requests`` waited for that import, then made its probes one after the other, and
-only then could the first chat request go out. A local server over plain HTTP needs nothing ``requests`` adds, as
-long as the environment gives it nothing to add: no proxy variable (``requests`` would route through it) and no
-netrc file (``requests`` would send its credentials). Then these probes run while ``requests`` is still importing,
-and the window is known when it is done. Anything else (a hosted API, TLS, a proxy) is asked through ``requests``,
-whose kept-alive connection the chat request then reuses.
+A local server over plain HTTP needs nothing ``requests`` adds, as long as the environment gives it nothing to
+add: no proxy variable (``requests`` would route through it) and no netrc file (``requests`` would send its
+credentials). Then the probes, and the chat requests after them, go through http.client on the process's kept
+connections (``_plain``), and the process never imports ``requests``. Anything else (a hosted API, TLS, a proxy)
+is asked through ``requests``, whose kept-alive connection the chat request then reuses.
 """
 
 from __future__ import annotations
@@ -56,25 +54,15 @@ def plain_probes(base_url: str, env: Mapping[str, str], home: Path | None = None
 
 
 class PlainProber:
-    """One http.client connection for a discovery's probes (kept alive between them, reopened if the server
-    closes it); ``get`` has the contract of the ``requests`` getter: the JSON body of a 200, else None."""
+    """A discovery's probes through the plain route's connections (``_plain.PLAIN``: kept alive between them and
+    for the chat request that follows, replaced when the server closed one); ``get`` has the contract of the
+    ``requests`` getter: the JSON body of a 200, else None."""
 
     def __init__(self, timeout_s: float) -> None:
         self._timeout_s = timeout_s
-        self._connection: http.client.HTTPConnection | None = None
-        self._origin = ""
         self._aborted = False
         self._socket: socket.socket | None = None
         """The socket of the request being answered (http.client lets go of it while a closing answer is read)."""
-
-    def _connect(self, url: str) -> http.client.HTTPConnection:
-        parts = urlsplit(url)
-        origin = f"{parts.hostname}:{parts.port or 80}"
-        if self._connection is None or origin != self._origin:
-            self.close()
-            self._connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=self._timeout_s)
-            self._origin = origin
-        return self._connection
 
     def get(self, method: str, url: str, headers: dict[str, str], json: JsonValue = None) -> JsonValue:
         if self._aborted:
@@ -82,25 +70,29 @@ class PlainProber:
         try:
             return self._ask(method, url, headers, json)
         except (OSError, http.client.HTTPException, msgspec.DecodeError, ValueError):
-            self.close()  # a broken connection is not reused for the next probe
-            return None
+            return None  # the connection was closed with its answer: not reused for the next probe
+
+    def _on_socket(self, sock: socket.socket) -> None:
+        self._socket = sock
+        if self._aborted:  # the deadline came while this connected
+            _shutdown(sock)
 
     def _ask(self, method: str, url: str, headers: dict[str, str], json: JsonValue) -> JsonValue:
+        from dashfloat.llm._plain import PLAIN  # not at import: _plain imports this module's rule
+
         body = None if json is None else msgspec.json.encode(json)
         sent = {**headers, "Content-Type": "application/json"} if body is not None else headers
         for _ in range(MAX_REDIRECTS + 1):
-            connection = self._connect(url)
-            parts = urlsplit(url)
-            target = parts.path + (f"?{parts.query}" if parts.query else "")
-            connection.request(method, target or "/", body=body, headers=sent)
-            self._socket = connection.sock
-            if self._aborted:
-                return None  # the deadline came while this connected: it may have missed the socket
-            response = connection.getresponse()
-            data = response.read(PROBE_BODY_MAX_BYTES)
-            if not response.isclosed():
-                self.close()  # a body over the cap: not read further (its decode below fails), the connection goes
-            next_url = follow(url, method, response.status, response.getheader("Location"))
+            response = PLAIN.request(method, url, sent, body, self._timeout_s, self._timeout_s, self._on_socket)
+            try:
+                data = bytearray()  # read to its end, a refusal's too: the connection is then kept
+                for read in response.reads():
+                    data += read
+                    if len(data) > PROBE_BODY_MAX_BYTES:
+                        return None  # over the cap: not read further (closing drops the connection)
+            finally:
+                response.close()
+            next_url = follow(url, method, response.status, response.header("Location"))
             if next_url is not None:
                 url = next_url
                 continue
@@ -115,10 +107,12 @@ class PlainProber:
         self._aborted = True
         sock = self._socket
         if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+            _shutdown(sock)
 
     def close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
+        """Nothing to release: the connections belong to the process's plain route."""
+
+
+def _shutdown(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)

@@ -152,6 +152,9 @@ class StreamThreads:
 class Stream:
     """The worker for one StartStream; ``abort()`` may be called from any thread."""
 
+    _transport: Transport
+    """Chosen by the stream's thread as it starts (``_transport.transport_for``)."""
+
     def __init__(self, start: StartStream, wake: Callable[[Stream], None], memory: ProviderMemory) -> None:
         self.start = start
         self.request_id = start.request_id
@@ -167,7 +170,6 @@ class Stream:
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
         self._ended = threading.Event()
-        self._transport: Transport = transport_for(start.provider.base_url, os.environ)
         self._reset()
 
     def begin(self, threads: StreamThreads) -> None:
@@ -294,6 +296,8 @@ class Stream:
     def _attempts(self) -> StreamDone:
         provider = self.start.provider
         base = provider.base_url
+        # On this thread: a process that guessed the plain route imports requests here, not in its serve loop.
+        self._transport = transport_for(base, os.environ)
         url = base.rstrip("/") + "/chat/completions"
         headers = {
             "Content-Type": "application/json",

@@ -80,6 +80,10 @@ def plain_route(base_url: str, env: Mapping[str, str], home: Path | None = None)
 
 def transport_for(base_url: str, env: Mapping[str, str]) -> Transport:
     """This process's transport for ``base_url`` (imports requests only for the requests route)."""
+    if plain_route(base_url, env):
+        from dashfloat.llm._plain import PLAIN
+
+        return PLAIN
     from dashfloat.llm._http import REQUESTS
 
     return REQUESTS

@@ -18,6 +18,7 @@ import pytest
 
 from dashfloat.channel import Channel
 from dashfloat.llm import serve
+from dashfloat.llm._transport import FORCE_REQUESTS_ENV
 from dashfloat.protocol import (
     AssembledCall,
     ChatMessage,
@@ -73,14 +74,28 @@ class Result:
         return "".join(m.text for m in self.of(kind))
 
 
-class Llm:
-    """The agent's end of the pipe to a real ``serve`` process."""
+ROUTES = ("plain", "requests")
+"""The LLM process's two routes to a local plain-HTTP server (ADR 0048): http.client, or requests when forced."""
 
-    def __init__(self) -> None:
+
+class Llm:
+    """The agent's end of the pipe to a real ``serve`` process; ``env``: set in the child's environment (it reads
+    it at spawn)."""
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
         ctx = multiprocessing.get_context("spawn")
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(target=serve, args=(child,), daemon=True)
-        self.process.start()
+        previous = {name: os.environ.get(name) for name in env or {}}
+        os.environ.update(env or {})
+        try:
+            self.process.start()
+        finally:
+            for name, value in previous.items():
+                if value is None:
+                    del os.environ[name]
+                else:
+                    os.environ[name] = value
         child.close()
         self.channel: Channel[Any] = Channel(self.conn, LlmToAgent, "llm->agent")
 
@@ -134,10 +149,32 @@ class Llm:
 
 
 @pytest.fixture(scope="session")
-def llm() -> Iterator[Llm]:
+def plain_llm() -> Iterator[Llm]:
+    """The LLM process as it runs: a local plain-HTTP server is asked through http.client."""
     process = Llm()
     yield process
     process.close()
+
+
+@pytest.fixture(scope="session")
+def llm(plain_llm: Llm) -> Llm:
+    return plain_llm
+
+
+@pytest.fixture(scope="session")
+def requests_llm() -> Iterator[Llm]:
+    """An LLM process whose every request goes through requests (FORCE_REQUESTS_ENV), as a hosted API's does."""
+    process = Llm({FORCE_REQUESTS_ENV: "1"})
+    yield process
+    process.close()
+
+
+@pytest.fixture(params=ROUTES)
+def route_llm(request: pytest.FixtureRequest) -> Llm:
+    """Each route in turn (a module that overrides ``llm`` with it runs its tests through both)."""
+    fixture = f"{request.param}_llm"
+    process: Llm = request.getfixturevalue(fixture)
+    return process
 
 
 @pytest.fixture

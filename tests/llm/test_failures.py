@@ -24,6 +24,12 @@ from dashfloat.testing.sse_server import (
 from tests.llm.conftest import TEST_KEY, TEST_KEY_ENV, Llm
 
 
+@pytest.fixture
+def llm(route_llm: Llm) -> Llm:
+    """Every test here runs through both routes to a local plain-HTTP server (http.client and requests)."""
+    return route_llm
+
+
 def content(text: str) -> bytes:
     return sse_event({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]})
 

@@ -22,6 +22,13 @@ from dashfloat.testing.sse_server import (
 )
 from tests.llm.conftest import TLS_DIR, Llm
 
+
+@pytest.fixture
+def llm(route_llm: Llm) -> Llm:
+    """Every test here runs through both routes to a local plain-HTTP server (http.client and requests)."""
+    return route_llm
+
+
 """A self-signed certificate for 127.0.0.1 (test only; valid until 2126)."""
 
 DONE = sse_event("[DONE]")

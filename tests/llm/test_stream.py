@@ -29,6 +29,12 @@ from dashfloat.testing.sse_server import Pause, Reply, ScriptedServer, sse_event
 from tests.llm.conftest import TEST_KEY, TEST_KEY_ENV, Llm
 
 
+@pytest.fixture
+def llm(route_llm: Llm) -> Llm:
+    """Every test here runs through both routes to a local plain-HTTP server (http.client and requests)."""
+    return route_llm
+
+
 def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> dict[str, Any]:
     choice: dict[str, Any] = {"index": 0, "finish_reason": finish}
     if delta is not None:

@@ -1,0 +1,271 @@
+"""The plain route (ADR 0048): a local plain-HTTP server asked through http.client, its kept connections, its one
+write per request, its failures, and which route a process takes. Real sockets and servers on 127.0.0.1."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import select
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from dashfloat.llm._errors import classify_request_error
+from dashfloat.llm._plain import IDLE_CONNECTIONS_MAX, USER_AGENT, PlainTransport, _Connection
+from dashfloat.llm._transport import FORCE_REQUESTS_ENV, plain_route
+from dashfloat.testing.sse_server import ScriptedServer, text_reply
+from tests.llm.conftest import Llm
+
+Answer = tuple[bytes, bool] | None
+"""What a raw server sends for a request and whether it then closes the connection; None: close without answering."""
+
+
+@dataclass
+class RawServer:
+    """One connection at a time on 127.0.0.1; ``answer(connection, request, head)`` decides each reply (connection
+    and request counted from 0 on that connection)."""
+
+    answer: Callable[[int, int, bytes], Answer]
+    heads: list[tuple[int, bytes]] = field(default_factory=list)
+    """Each request's header block, with the connection it came on."""
+    connections: int = 0
+
+    def __post_init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/v1/chat/completions"
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            index = self.connections
+            self.connections += 1
+            with conn, conn.makefile("rb") as reader:  # both closed: the client sees the FIN
+                request = 0
+                while True:
+                    head = b""
+                    while not head.endswith(b"\r\n\r\n"):
+                        line = reader.readline()
+                        if not line:
+                            break
+                        head += line
+                    if not head.endswith(b"\r\n\r\n"):
+                        break  # the client closed
+                    length = 0
+                    for line in head.split(b"\r\n"):
+                        name, _, value = line.partition(b":")
+                        if name.strip().lower() == b"content-length":
+                            length = int(value)
+                    reader.read(length)
+                    self.heads.append((index, head))
+                    reply = self.answer(index, request, head)
+                    request += 1
+                    if reply is None:
+                        break
+                    data, close = reply
+                    conn.sendall(data)
+                    if close:
+                        break
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+def ok(text: bytes) -> bytes:
+    return b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s" % (len(text), text)
+
+
+@pytest.fixture
+def raw_server() -> Iterator[Callable[[Callable[[int, int, bytes], Answer]], RawServer]]:
+    servers: list[RawServer] = []
+
+    def start(answer: Callable[[int, int, bytes], Answer]) -> RawServer:
+        servers.append(RawServer(answer))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+@pytest.fixture
+def transport() -> Iterator[PlainTransport]:
+    """A plain route's connections of the test's own (the process's are ``PLAIN``)."""
+    plain = PlainTransport()
+    yield plain
+    plain.close_idle()
+
+
+def fetch(transport: PlainTransport, url: str, sockets: list[socket.socket] | None = None) -> bytes:
+    response = transport.request("POST", url, {}, b"{}", 5.0, 5.0, (sockets if sockets is not None else []).append)
+    try:
+        return b"".join(response.reads())
+    finally:
+        response.close()
+
+
+# ------------------------------------------------------------------ the route
+
+
+@pytest.mark.parametrize(
+    ("url", "env", "expected"),
+    [
+        ("http://127.0.0.1:8080/v1", {}, True),
+        ("http://localhost:11434/v1", {}, True),
+        ("http://127.0.0.1:8080/v1", {FORCE_REQUESTS_ENV: "1"}, False),
+        ("https://127.0.0.1:8443/v1", {}, False),
+        ("http://api.example.com/v1", {}, False),
+        ("http://127.0.0.1:8080/v1", {"HTTP_PROXY": "http://proxy:3128"}, False),
+        ("http://127.0.0.1:8080/v1", {"NETRC": "/somewhere/netrc"}, False),
+    ],
+)
+def test_the_plain_route_is_the_window_probes_rule_unless_requests_is_forced(
+    url: str, env: dict[str, str], expected: bool, tmp_path: Path
+) -> None:
+    assert plain_route(url, env, home=tmp_path) is expected
+
+
+def test_a_netrc_file_sends_a_local_server_through_requests(tmp_path: Path) -> None:
+    assert plain_route("http://127.0.0.1:8080/v1", {}, home=tmp_path)
+    (tmp_path / ".netrc").write_text("machine 127.0.0.1 login a password b\n")
+    assert not plain_route("http://127.0.0.1:8080/v1", {}, home=tmp_path)
+
+
+# ------------------------------------------------------------------ kept connections
+
+
+def test_a_kept_connection_is_reused(transport: PlainTransport, raw_server: Callable[..., RawServer]) -> None:
+    server = raw_server(lambda c, r, head: (ok(b"answer %d" % r), False))
+    assert [fetch(transport, server.url) for _ in range(3)] == [b"answer 0", b"answer 1", b"answer 2"]
+    assert server.connections == 1 and transport.idle_connections() == 1
+
+
+def test_a_forked_process_gets_none_of_the_kept_connections(transport: PlainTransport, server: ScriptedServer) -> None:
+    server.routes[("POST", "/x")] = (200, {"ok": True})
+    url = server.base_url.removesuffix("/v1") + "/x"
+    assert fetch(transport, url) == b'{"ok": true}'
+    assert transport.idle_connections() == 1
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child must not share the parent's socket: it connects anew (and never returns to pytest)
+        try:
+            os.close(read_end)
+            os.write(write_end, b"%d" % transport.idle_connections() + b" " + fetch(transport, url))
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as answer:
+        assert answer.read() == b'0 {"ok": true}'
+    os.waitpid(pid, 0)
+    assert server.connections == 2
+    assert transport.idle_connections() == 1  # the parent's is still there
+
+
+def test_a_kept_connection_the_server_closed_while_idle_is_replaced_before_use(
+    transport: PlainTransport,
+    raw_server: Callable[..., RawServer],
+) -> None:
+    server = raw_server(lambda c, r, head: (ok(b"from %d" % c), True))  # answers, then closes
+    sockets: list[socket.socket] = []
+    assert fetch(transport, server.url, sockets) == b"from 0"
+    assert select.select([sockets[0]], [], [], 10)[0]  # the server's FIN has arrived
+    assert fetch(transport, server.url) == b"from 1"
+    assert [c for c, _ in server.heads] == [0, 1]  # the second request never went to the closed connection
+
+
+def test_a_kept_connection_that_fails_as_the_request_goes_out_is_retried_once_on_a_new_one(
+    transport: PlainTransport,
+    raw_server: Callable[..., RawServer],
+) -> None:
+    # The first connection answers its first request, then closes on reading the second (an idle timeout met
+    # just as the request came): the request goes again, on a new connection, and nothing of it shows.
+    server = raw_server(lambda c, r, head: None if (c, r) == (0, 1) else (ok(b"from %d" % c), False))
+    assert fetch(transport, server.url) == b"from 0"
+    assert fetch(transport, server.url) == b"from 1"
+    assert [c for c, _ in server.heads] == [0, 0, 1]
+
+
+def test_a_new_connection_closed_before_its_answer_is_not_retried(
+    transport: PlainTransport, raw_server: Callable[..., RawServer]
+) -> None:
+    server = raw_server(lambda c, r, head: None)
+    with pytest.raises(http.client.RemoteDisconnected) as raised:
+        fetch(transport, server.url)
+    assert server.connections == 1
+    error = classify_request_error(raised.value, server.url, 5, 60, answered=False)
+    assert (error.kind, error.reason) == ("truncated", "the server closed the connection before answering")
+
+
+def test_at_most_idle_connections_max_are_kept_per_server(transport: PlainTransport, server: ScriptedServer) -> None:
+    """IDLE_CONNECTIONS_MAX crossed: one more answer than that open at once, and one connection is closed."""
+    server.routes[("GET", "/x")] = (200, {"ok": True})
+    url = server.base_url.removesuffix("/v1") + "/x"
+    opened = [
+        transport.request("GET", url, {}, None, 5.0, 5.0, lambda sock: None) for _ in range(IDLE_CONNECTIONS_MAX + 1)
+    ]
+    for response in opened:
+        assert b"".join(response.reads()) == b'{"ok": true}'
+        response.close()
+    assert server.connections == IDLE_CONNECTIONS_MAX + 1
+    assert transport.idle_connections() == IDLE_CONNECTIONS_MAX
+
+
+# ------------------------------------------------------------------ one write, headers
+
+
+@pytest.mark.parametrize("body", [b'{"model": "m"}' + b" " * 5000, None])
+def test_a_request_goes_out_in_one_write(body: bytes | None) -> None:
+    """A socket that keeps message boundaries (SOCK_SEQPACKET): one send is one message. http.client alone sends
+    the header block and the body apart (two messages)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with ours, theirs:
+        connection = _Connection("127.0.0.1", 80)
+        connection.sock = ours
+        connection.send_request("POST" if body else "GET", "/v1/chat/completions", body, {"Accept": "x"})
+        first = theirs.recv(1 << 20)
+        theirs.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            theirs.recv(1 << 20)
+    assert first.startswith(b"POST " if body else b"GET ")
+    assert first.endswith(body or b"\r\n\r\n")
+
+
+def test_the_plain_route_sends_a_user_agent_naming_dashfloat(llm: Llm, server: ScriptedServer) -> None:
+    server.enqueue(text_reply("hi"))
+    assert llm.run(server.base_url).done.content == "hi"
+    assert server.headers[-1]["User-Agent"] == USER_AGENT
+    server.enqueue(text_reply("hi"))
+    assert llm.run(server.base_url, headers={"User-Agent": "mine"}).done.content == "hi"
+    assert server.headers[-1]["User-Agent"] == "mine"  # the provider's own headers win
+
+
+# ------------------------------------------------------------------ bodies
+
+
+def test_a_content_length_body_cut_short_is_an_error_not_an_end(
+    transport: PlainTransport, raw_server: Callable[..., RawServer]
+) -> None:
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 100\r\n\r\n"
+    server = raw_server(lambda c, r, _: (head + b"data: {}\n\n", True))
+    with pytest.raises(http.client.IncompleteRead):
+        fetch(transport, server.url)
+    assert transport.idle_connections() == 0
+
+
+def test_a_close_delimited_body_is_read_to_its_end_and_its_connection_not_kept(
+    transport: PlainTransport,
+    raw_server: Callable[..., RawServer],
+) -> None:
+    head = b"HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+    server = raw_server(lambda c, r, _: (head + b"data: one\n\ndata: two\n\n", True))
+    assert fetch(transport, server.url) == b"data: one\n\ndata: two\n\n"
+    assert transport.idle_connections() == 0
