@@ -11,6 +11,7 @@ import contextlib
 import os
 import sys
 import time
+from collections.abc import Mapping
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Final, assert_never
 
@@ -39,6 +40,9 @@ if TYPE_CHECKING:
     from dashfloat.llm._stream import DeltaKind, ProviderMemory, Stream, StreamThreads
 
 _ABORT_JOIN_S = 0.5
+PLAIN_STACK_MODULES: Final = ("dashfloat.llm._plain", "dashfloat.llm._stream")
+"""Imported on a thread as the process starts when its provider takes the plain route (ADR 0048): http.client's
+transport and the stream code, no requests."""
 HTTP_STACK_MODULES: Final = ("dashfloat.llm._imports", "dashfloat.llm._http", "dashfloat.llm._stream", "netrc")
 """Imported on a thread as the process starts: requests without what we never use (``_imports``), its transport
 with urllib3 (``_http``), the stream code; and what requests imports on its first request (``netrc``, for
@@ -214,10 +218,19 @@ class _Loop:
                 assert_never(kind)
 
 
+def stack_modules(argv: list[str], env: Mapping[str, str]) -> tuple[str, ...]:
+    """What the process imports as it starts: the plain route's stack when its provider will take that route
+    (``_transport.expects_plain_route``), else requests'."""
+    from dashfloat.llm._transport import expects_plain_route
+
+    return PLAIN_STACK_MODULES if expects_plain_route(argv, env) else HTTP_STACK_MODULES
+
+
 def serve(conn: Connection) -> None:
     """Run the LLM stream process on ``conn`` until Shutdown or the agent goes away."""
     procutil.die_with_parent()
-    stack = Preload(HTTP_STACK_MODULES, trim=True)  # requests & co., while this loop already reads the pipe
+    # The HTTP stack, while this loop already reads the pipe.
+    stack = Preload(stack_modules(sys.argv[1:], os.environ), trim=True)
     channel: Channel[AgentToLlm] = Channel(conn, AgentToLlm, "agent->llm")
     try:
         _Loop(channel, stack).run()

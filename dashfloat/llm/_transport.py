@@ -14,10 +14,11 @@ import http.client
 import socket
 import ssl
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Final, Protocol
 
+from dashfloat.config import ConfigError, ProviderFlags, resolve_provider
 from dashfloat.llm._chunked import ChunkedBody
 from dashfloat.llm._errors import StreamError
 from dashfloat.llm._limits import READ_CHUNK_BYTES
@@ -26,6 +27,10 @@ from dashfloat.llm._probe import plain_probes
 FORCE_REQUESTS_ENV: Final = "DASHFLOAT_HTTP_VIA_REQUESTS"
 """Set (to anything) in the LLM process's environment: every request goes through requests, the plain route never
 (tests and the bench compare the two routes with it). It can only choose the route that handles everything."""
+
+DEMO_BASE_URL: Final = "http://127.0.0.1/v1"
+"""Where the offline demo model answers (its port is chosen as it starts): a local plain-HTTP server."""
+PROVIDER_FLAGS: Final = ("--provider", "--base-url", "--model")
 
 OnSocket = Callable[[socket.socket], None]
 
@@ -76,6 +81,37 @@ def plain_route(base_url: str, env: Mapping[str, str], home: Path | None = None)
     """Whether requests to ``base_url`` go through http.client: the window probes' rule (a local plain-HTTP server,
     no proxy variable, no netrc file), unless FORCE_REQUESTS_ENV is set."""
     return not env.get(FORCE_REQUESTS_ENV) and plain_probes(base_url, env, home)
+
+
+def provider_flags(argv: Sequence[str]) -> ProviderFlags | None:
+    """The flags that choose the provider, as written in ``argv`` (``--flag VALUE`` or ``--flag=VALUE``); None for
+    ``--demo``. A guess: argparse also takes abbreviations, which are not read here."""
+    found: dict[str, str] = {}
+    for index, arg in enumerate(argv):
+        if arg == "--demo":
+            return None
+        name, equals, value = arg.partition("=")
+        if name in PROVIDER_FLAGS:
+            if not equals:
+                value = argv[index + 1] if index + 1 < len(argv) else ""
+            found[name] = value
+    return ProviderFlags(found.get("--provider"), found.get("--base-url"), found.get("--model"))
+
+
+def expects_plain_route(argv: Sequence[str], env: Mapping[str, str]) -> bool:
+    """Whether this run's provider will take the plain route, read from the command line, the environment and the
+    configuration as the main process will read them. The LLM process asks as it starts, before its options come,
+    to import one route's stack only (ADR 0048); a wrong guess costs the other route's import when a request needs
+    it, never the wrong route (each request takes its own, ``transport_for``). A configuration that cannot be read
+    says requests (the run will stop on it anyway)."""
+    flags = provider_flags(argv)
+    if flags is None:
+        return plain_route(DEMO_BASE_URL, env)
+    try:
+        provider = resolve_provider(flags, env)
+    except (ConfigError, OSError, ValueError):
+        return False
+    return plain_route(provider.base_url if provider is not None else DEMO_BASE_URL, env)
 
 
 def transport_for(base_url: str, env: Mapping[str, str]) -> Transport:

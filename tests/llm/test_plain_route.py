@@ -4,9 +4,12 @@ write per request, its failures, and which route a process takes. Real sockets a
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import select
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -16,9 +19,9 @@ import pytest
 
 from dashfloat.llm._errors import classify_request_error
 from dashfloat.llm._plain import IDLE_CONNECTIONS_MAX, USER_AGENT, PlainTransport, _Connection
-from dashfloat.llm._transport import FORCE_REQUESTS_ENV, plain_route
+from dashfloat.llm._transport import FORCE_REQUESTS_ENV, expects_plain_route, plain_route
 from dashfloat.testing.sse_server import ScriptedServer, text_reply
-from tests.llm.conftest import Llm
+from tests.llm.conftest import TLS_DIR, Llm
 
 Answer = tuple[bytes, bool] | None
 """What a raw server sends for a request and whether it then closes the connection; None: close without answering."""
@@ -269,3 +272,106 @@ def test_a_close_delimited_body_is_read_to_its_end_and_its_connection_not_kept(
     server = raw_server(lambda c, r, _: (head + b"data: one\n\ndata: two\n\n", True))
     assert fetch(transport, server.url) == b"data: one\n\ndata: two\n\n"
     assert transport.idle_connections() == 0
+
+
+# ------------------------------------------------------------------ what the process imports
+
+_WORKER = """
+import json, sys, threading
+from multiprocessing import Pipe
+from dashfloat.channel import Channel
+from dashfloat.llm import serve
+from dashfloat.protocol import ChatMessage, DiscoverWindow, LlmToAgent, ProviderConfig, StartStream, StreamDone
+from dashfloat.protocol import WindowFound
+from dashfloat.testing.sse_server import ScriptedServer, text_reply
+
+with ScriptedServer() as server:
+    server.enqueue(text_reply("hi"))
+    ours, theirs = Pipe()
+    threading.Thread(target=serve, args=(theirs,), daemon=True).start()
+    channel = Channel(ours, LlmToAgent, "llm->agent")
+    provider = ProviderConfig(name="t", base_url=server.base_url, model="m")
+    channel.send(DiscoverWindow(1, provider))
+    assert channel.poll(30) and isinstance(channel.recv(), WindowFound)  # the agent's order: the window first
+    channel.send(StartStream(2, provider, [ChatMessage(role="user", content="hi")], 10.0, ""))
+    messages = []
+    while not any(isinstance(m, StreamDone) for m in messages):
+        assert channel.poll(30), messages
+        messages.append(channel.recv())
+    print(json.dumps({
+        "content": messages[-1].content,
+        "probes": len(server.other_requests),
+        "connections": server.connections,
+        "imported": sorted(m for m in ("requests", "urllib3") if m in sys.modules),
+    }))
+"""
+
+
+def _clean_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.lower().endswith("_proxy") and not name.startswith(("OPENAI_", "DASHFLOAT_", "NETRC", "XDG_"))
+    }
+    return {**env, "HOME": str(home), **extra}
+
+
+@pytest.mark.parametrize(("extra", "imported"), [({}, []), ({FORCE_REQUESTS_ENV: "1"}, ["requests", "urllib3"])])
+def test_a_process_on_the_plain_route_never_imports_requests(
+    tmp_path: Path, extra: dict[str, str], imported: list[str]
+) -> None:
+    """A fresh interpreter runs the LLM process's loop with nothing configured (the demo's route, a local server):
+    the discovery and the stream go through http.client, and neither requests nor urllib3 is ever imported, not
+    even by the start's preload. Forced onto requests, the same run imports both."""
+    done = subprocess.run(
+        [sys.executable, "-c", _WORKER], env=_clean_env(tmp_path, **extra), capture_output=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    result = json.loads(done.stdout)
+    assert result["content"] == "hi" and result["probes"] == 5
+    assert result["imported"] == imported
+    if not imported:
+        assert result["connections"] == 1  # the chat request went out on the probes' kept connection
+
+
+def _config(home: Path, base_url: str) -> None:
+    path = home / ".config" / "dashfloat" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'[providers.p]\nbase_url = "{base_url}"\nmodel = "m"\n')
+
+
+@pytest.mark.parametrize(
+    ("argv", "config", "env", "expected"),
+    [
+        ([], None, {}, True),  # nothing configured: the demo
+        (["--demo", "--base-url", "https://api.example.com/v1"], None, {}, True),
+        (["-p", "hi"], "http://localhost:11434/v1", {}, True),
+        (["-p", "hi"], "https://api.example.com/v1", {}, False),
+        (["--base-url", "https://api.example.com/v1", "--model", "m"], "http://localhost:11434/v1", {}, False),
+        (["--base-url=http://127.0.0.1:8080/v1", "--model=m"], "https://api.example.com/v1", {}, True),
+        ([], "http://localhost:11434/v1", {"OPENAI_BASE_URL": "https://api.example.com/v1"}, False),
+        ([], "http://localhost:11434/v1", {FORCE_REQUESTS_ENV: "1"}, False),
+        ([], None, {"OPENAI_API_KEY": "sk-x"}, False),  # OpenAI itself
+        (["--provider", "nope"], "http://localhost:11434/v1", {}, False),  # a run that stops on its config
+    ],
+)
+def test_the_process_expects_the_route_its_provider_will_take(
+    tmp_path: Path, argv: list[str], config: str | None, env: dict[str, str], expected: bool
+) -> None:
+    if config is not None:
+        _config(tmp_path, config)
+    assert expects_plain_route(argv, {"HOME": str(tmp_path), **env}) is expected
+
+
+def test_a_wrong_guess_imports_the_other_route_when_a_request_needs_it(
+    tls_server: ScriptedServer, tmp_path: Path
+) -> None:
+    """Started expecting the plain route (nothing configured), asked to stream over TLS: requests is imported
+    then, by the stream (the process only guessed), and the answer comes."""
+    env = {"REQUESTS_CA_BUNDLE": str(TLS_DIR / "cert.pem"), "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)}
+    process = Llm(env)
+    try:
+        tls_server.enqueue(text_reply("over tls"))
+        assert process.run(tls_server.base_url).done.content == "over tls"
+    finally:
+        process.close()
