@@ -121,14 +121,20 @@ def held_import(tmp_path: Path) -> Iterator[tuple[Preload, Path]]:
     try:
         yield preload, fifo
     finally:
-        if not preload.done():
-            _release(fifo)
+        if fifo not in _released:  # not preload.done(): the import may not have noticed a release yet, and a
+            _release(fifo)  # second open for writing would wait for a reader forever
+        _released.discard(fifo)
         preload.wait()
         sys.path.remove(str(tmp_path))
         sys.modules.pop(name, None)
 
 
+_released: set[Path] = set()
+"""The FIFOs a test opened its held import with."""
+
+
 def _release(fifo: Path) -> None:
+    _released.add(fifo)
     with open(fifo, "w") as gate:
         gate.write("go")
 

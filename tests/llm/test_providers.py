@@ -46,6 +46,13 @@ from dashfloat.testing.sse_server import (
 )
 from tests.llm.conftest import Llm, varied
 
+
+@pytest.fixture
+def llm(route_llm: Llm) -> Llm:
+    """Every test here runs through both routes to a local plain-HTTP server (http.client and requests)."""
+    return route_llm
+
+
 AFTER_A_CALL = [
     ChatMessage(role="user", content="read notes.txt"),
     ChatMessage(
