@@ -4,9 +4,10 @@ Used only where requests would add nothing (``_transport.plain_route``: ``http:/
 variable, no netrc file). The LLM process then never imports requests and urllib3 (~40 ms of CPU on the first
 request's path, ~5 MB of the worker's memory). What it keeps from urllib3's pool: connections kept alive per
 server across requests (several when streams overlap), one that the server has closed meanwhile is replaced
-before use, and one that fails before its answer began (the server closed it as the request went out) is
-retried once on a new connection. What it does not do: TLS, proxies, netrc credentials, following redirects
-(the stream decides them), decompressing (the stream decodes the body itself, as on the requests route).
+before use, and one that fails while the request goes out (the server had closed it) is retried once on a new
+connection; a request sent whole that gets no answer is not sent again here (the stream decides, as it does for
+requests' same error). What it does not do: TLS, proxies, netrc credentials, following redirects (the stream
+decides them), decompressing (the stream decodes the body itself, as on the requests route).
 """
 
 from __future__ import annotations
@@ -199,16 +200,22 @@ class PlainTransport:
                 sock.settimeout(read_s)
             try:
                 connection.send_request(method, target, body, sent)
-                answer = connection.getresponse()
             except ConnectionError:
-                # A kept connection the server closed as we sent (its idle timeout): once more on a new one, as
-                # urllib3 does. Nothing of an answer came, so the request did not reach the model.
+                # A kept connection the server had closed (its idle timeout met as we sent): the request did not
+                # go out whole, so once more on a new connection.
                 connection.close()
                 if not reused:
                     raise
                 connection = None
                 continue
             except BaseException:
+                connection.close()
+                raise
+            try:
+                answer = connection.getresponse()
+            except BaseException:
+                # Sent whole, then no answer: the server may have taken the request (a model may be running it),
+                # so it is not sent again here; the stream decides, as it does for requests' same error.
                 connection.close()
                 raise
             return _PlainResponse(self, key, connection, answer)
