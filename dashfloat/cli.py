@@ -206,6 +206,14 @@ def _main(argv: Sequence[str] | None, early: _EarlyAgent) -> int:
         return _list_sessions()
     if not (math.isfinite(args.exec_timeout) and args.exec_timeout > 0):
         return _fail("--exec-timeout must be a positive number of seconds")
+    for flag, value, what in (
+        ("--model", args.model, "a model name"),
+        ("--provider", args.provider, "a provider named in config.toml"),
+        ("--base-url", args.base_url, "a URL"),
+    ):
+        if value is not None and not value.strip():
+            # Empty is not unset: falling back to the configured value would ask what was not asked for.
+            return _fail(f"{flag} is empty: give {what}, or leave the flag out")
     cwd = Path(args.cwd or os.getcwd())
     if not cwd.is_dir():
         return _fail(f"--cwd {cwd}: not a directory")

@@ -162,6 +162,23 @@ def test_a_prompt_word_is_a_usage_error_where_it_cannot_start_the_tui(
     assert (result.returncode, result.stderr) == (2, f"dashfloat: {error}\n")
 
 
+@pytest.mark.parametrize(
+    ("flag", "what"),
+    [("--model", "a model name"), ("--provider", "a provider named in config.toml"), ("--base-url", "a URL")],
+)
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_model_provider_or_url_flag_is_a_usage_error_naming_the_flag(
+    flag: str, what: str, value: str, isolated_env: dict[str, str], tmp_path: Path
+) -> None:
+    # Not the configured or default value instead (it was the demo model here, the configured one elsewhere).
+    result = dashfloat("--cwd", str(tmp_path), flag, value, "-p", "hi", env=isolated_env)
+    assert (result.returncode, result.stdout, result.stderr) == (
+        2,
+        "",
+        f"dashfloat: {flag} is empty: give {what}, or leave the flag out\n",
+    )
+
+
 @pytest.mark.parametrize(("flags", "probes"), [([], 1), (["--sandbox", "off"], 0), (["--sandbox=off"], 0)])
 def test_the_sandbox_probe_starts_before_the_command_line_is_imported_and_runs_once(
     isolated_env: dict[str, str], tmp_path: Path, flags: list[str], probes: int

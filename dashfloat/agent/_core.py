@@ -379,6 +379,8 @@ class AgentCore:
         self.turn_usage: list[Usage] = []
         self.first_byte_timeout_s = options.first_byte_timeout_s
         self.compact_at_percent = options.compact_at_percent
+        self.restoring = options.restoring
+        """Started by ``--undo`` / ``--rewind``: headless, no input a rewound prompt could go back into."""
         self.window: int | None = options.provider.context_window
         self.window_source: WindowSource | None = "config" if self.window else None
         self.window_detail = "context_window in config.toml" if self.window else ""
@@ -1413,7 +1415,8 @@ class AgentCore:
             return
         plan = undo.plan(self.undo_log, first)
         text = prompts[first - 1] if prompt is not None else None
-        self.restore = RestoreFlow(self._next_ref, plan, first, text, self.journal.checkpoint_store)
+        store = self.journal.checkpoint_store
+        self.restore = RestoreFlow(self._next_ref, plan, first, text, store, headless=self.restoring)
         self.waiting = "restore"
         self._set_phase("running")
         self._restore_step(self.restore.start())

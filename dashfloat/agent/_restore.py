@@ -53,10 +53,20 @@ def _excerpt(text: str) -> str:
 
 
 class RestoreFlow:
-    """One undo (``text`` None) or rewind (``text`` is the prompt going back into the input)."""
+    """One undo (``text`` None) or rewind (``text`` is the prompt going back into the input, or to stdout when
+    ``headless``: ``dashfloat --rewind N`` has no input)."""
 
-    def __init__(self, next_ref: Callable[[], int], plan: Plan, first_turn: int, text: str | None, store: str) -> None:
+    def __init__(
+        self,
+        next_ref: Callable[[], int],
+        plan: Plan,
+        first_turn: int,
+        text: str | None,
+        store: str,
+        headless: bool = False,
+    ) -> None:
         self.next_ref = next_ref
+        self.headless = headless
         self.plan = plan
         self.first_turn = first_turn
         self.text = text
@@ -154,9 +164,8 @@ class RestoreFlow:
                 lines.append(f"── {file.path}: {word}: {preview.reason}" if preview.reason else f"── {file.path}")
         lines += describe_commands(self.plan)
         if self.text is not None:
-            # Not "to the input": headless (--rewind) has none, it prints the text.
-            back = f"the conversation goes back to just before prompt {self.first_turn}"
-            lines.append(f"{back}; its text is given back to edit and send")
+            back = "is printed on stdout, to edit and send again" if self.headless else "returns to the input"
+            lines.append(f"the conversation goes back to just before prompt {self.first_turn}; its text {back}")
         subject: UndoChanges | RewindConversation = RewindConversation(prompt=self.first_turn)
         if self.text is None:
             subject = UndoChanges(turns=list(self.plan.turns))

@@ -81,6 +81,13 @@ def read_until_exit(
         out.flush()  # once per batch, not once per message: a fast stream stays cheap
 
 
+_NEVER_REPLAYED = (AgentReady, SessionStarted, SystemEntry)
+"""What ``--json`` prints even before the turn's stream: never part of a resumed session's replayed transcript (the
+messages held back until then). So ``agent_ready`` is a script's first event (the agent's first message, with the
+model, the working directory and the sandbox), start-up notices and the session's id follow, then the turn; a later
+``agent_ready`` says what changed (the context window, once discovered while the first request already streams)."""
+
+
 class Printer:
     """Runs one turn through the agent and prints it; ``run`` returns the exit code."""
 
@@ -136,7 +143,7 @@ class Printer:
 
     def _show(self, message: AgentToUi) -> int | None:
         self._note(message)
-        if not self.live and self.outcome is None:
+        if not self.live and self.outcome is None and not (self.json_mode and isinstance(message, _NEVER_REPLAYED)):
             return None
         if self.json_mode:
             self.out.write(JSON_ENCODER.encode(message).decode() + "\n")

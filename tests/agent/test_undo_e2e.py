@@ -225,6 +225,11 @@ def test_headless_rewind_goes_back_n_turns(work: Path, tmp_path: Path) -> None:
         done = cli(server, work, tmp_path, "--rewind", "2", "--yes")
         assert done.returncode == 0, done.stderr
         assert "rewind to just before prompt 2 (“prompt 2”)" in done.stderr
+        # Headless has no input for the prompt to return to: it says where the prompt goes instead.
+        back = (
+            "the conversation goes back to just before prompt 2; its text is printed on stdout, to edit and send again"
+        )
+        assert back in done.stderr.splitlines() and "input" not in done.stderr
         assert done.stdout == "prompt 2\n"  # the prompt given back, for a script to resend
         assert sorted(p.name for p in work.iterdir()) == ["f1.txt"]
         (session,) = (state_dir(tmp_path) / "sessions").glob("*.jsonl")
@@ -260,6 +265,7 @@ def test_rewind_truncates_the_conversation_to_exactly_the_earlier_prefix(work: P
         ask = collect(link, lambda m: isinstance(m, ConfirmRequested), into=got)[-1]
         assert isinstance(ask, ConfirmRequested) and isinstance(ask.subject, RewindConversation)
         assert "-2" in ask.lines and "+1" in ask.lines
+        assert ask.lines[-1] == "the conversation goes back to just before prompt 2; its text returns to the input"
         link.send(DecideConfirmation(ref=ask.ref, decision="approve"))
         collect(link, turn_over, into=got)  # RestoreEnded, then the phase goes idle
         assert any(ended(m) for m in got)

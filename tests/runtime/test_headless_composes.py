@@ -160,3 +160,21 @@ def test_ctrl_c_in_the_standalone_executor_kills_the_command_and_prints_no_trace
         assert wait_for(lambda: not processes_with(marker), timeout_s=10), processes_with(marker)
     finally:
         term.close()
+
+
+def test_json_starts_with_agent_ready_on_a_provider_and_on_the_demo(tree: Path, tmp_path: Path) -> None:
+    """Scripts read the first event as the session's description: it is agent_ready whether the first request
+    streamed before the context window was known (a server that reports none: five probes) or not (the demo)."""
+    env = isolated_environment(tmp_path)
+    with ScriptedServer() as server:
+        server.enqueue(text_reply("hello"))
+        demo = [sys.executable, "-m", "dashfloat", "--cwd", str(tree)]
+        runs = [
+            subprocess.run([*argv, "--json", "-p", "hello"], env=env, capture_output=True, text=True, timeout=60)
+            for argv in (dashfloat_argv(server, tree), demo)
+        ]
+    for done in runs:
+        events = [json.loads(line) for line in done.stdout.splitlines()]
+        assert done.returncode == 0, done.stderr
+        assert events[0]["type"] == "agent_ready", events[:3]
+        assert [e["type"] for e in events][-2:] == ["turn_ended", "phase_changed"]

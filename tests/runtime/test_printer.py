@@ -8,12 +8,15 @@ import os
 from typing import Any
 
 from dashfloat.protocol import (
+    JSON_ENCODER,
+    AgentReady,
     AgentToUi,
     ConfirmRequested,
     DecideConfirmation,
     MalformedCall,
     PhaseChanged,
     ReadFileArgs,
+    SessionStarted,
     SubmitPrompt,
     SystemEntry,
     TokenReceived,
@@ -21,6 +24,7 @@ from dashfloat.protocol import (
     ToolResultShown,
     TurnEnded,
     UiToAgent,
+    UserPromptShown,
     WriteFileArgs,
 )
 from dashfloat.runtime import Printer
@@ -106,6 +110,41 @@ def test_json_mode_writes_every_live_message_as_a_line() -> None:
         "turn_ended",
         "phase_changed",
     ]
+
+
+def test_json_mode_starts_with_agent_ready_then_notices_and_never_the_replay() -> None:
+    ready = AgentReady(model="m", provider="p", cwd="/w", approval="ask")
+    start: list[AgentToUi] = [
+        ready,
+        SystemEntry(text="a start-up notice"),
+        SessionStarted(session_id="s1", resumed=True),
+        UserPromptShown(text="old prompt"),  # the resumed session's transcript
+        TokenReceived(text="old answer"),
+        PhaseChanged(phase="idle"),
+    ]
+    turn: list[AgentToUi] = [
+        PhaseChanged(phase="streaming"),
+        SystemEntry(text="the window was not reported", level="warning"),
+        AgentReady(model="m", provider="p", cwd="/w", approval="ask", context_window=32768),
+        TokenReceived(text="new"),
+        TurnEnded(outcome="completed"),
+        PhaseChanged(phase="idle"),
+    ]
+    code, out, _, _ = play(start, turn, json_mode=True)
+    events = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and events[0] == json.loads(JSON_ENCODER.encode(ready))
+    assert [e["type"] for e in events] == [
+        "agent_ready",
+        "system_entry",
+        "session_started",
+        "phase_changed",
+        "system_entry",
+        "agent_ready",  # what changed: the context window, discovered while the request streamed
+        "token_received",
+        "turn_ended",
+        "phase_changed",
+    ]
+    assert "old" not in out
 
 
 def test_json_mode_tool_calls_carry_their_typed_arguments() -> None:
