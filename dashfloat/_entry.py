@@ -67,6 +67,10 @@ def early_sandbox_probe(args: Sequence[str]) -> SandboxProbe | None:
 def entry() -> NoReturn:
     """Fork the agent, start the sandbox probe, import the command line under a Ctrl-C guard, then run it."""
     try:
+        # First: msgspec, whose import a Ctrl-C must not interrupt (see import_holding_sigint).
+        from dashfloat.procutil import import_holding_sigint
+
+        import_holding_sigint("msgspec")
         agent = early_agent(sys.argv[1:])
         probe = early_sandbox_probe(sys.argv[1:]) if agent is not None else None
         from dashfloat.cli import entry as run

@@ -2,6 +2,10 @@
 
 import sys
 
-from dashfloat.executor._standalone import main
+from dashfloat.procutil import import_holding_sigint
+
+import_holding_sigint("msgspec")  # before anything imports it: a Ctrl-C must not interrupt its initialisation
+
+from dashfloat.executor._standalone import main  # noqa: E402 - msgspec first, see above
 
 sys.exit(main())
