@@ -219,10 +219,8 @@ def test_rewind_truncates_records_and_gives_the_prompt_back() -> None:
     core.on_executor(RestorePreviewed(ref=preview.ref, files=[RestorePreview(path="f2", status="delete", digest="d")]))
     ask = one(take(core, "ui"), ConfirmRequested)
     assert isinstance(ask.subject, RewindConversation)
-    # Said alike to the TUI and to a headless --rewind, which has no input to return it to (it prints it).
-    assert (
-        ask.lines[-1] == "the conversation goes back to just before prompt 2; its text is given back to edit and send"
-    )
+    # The TUI's wording; a headless --rewind says its text is printed on stdout (b9ea365's tests).
+    assert ask.lines[-1] == "the conversation goes back to just before prompt 2; its text returns to the input"
     core.on_ui(DecideConfirmation(ref=ask.ref, decision="approve"))
     apply = one(take(core, "executor"), ApplyRestore)
     core.on_executor(RestoreApplied(ref=apply.ref, outcomes=[RestoreOutcome(path="f2", ok=True)]))
