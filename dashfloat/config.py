@@ -239,8 +239,6 @@ def resolve_provider(flags: ProviderFlags, env: Mapping[str, str]) -> ProviderCo
     Precedence, field by field: a flag, then the environment, then the file. A provider chosen with
     ``--provider`` is taken as written in the file: only other flags change it, not the environment.
     """
-    if flags.model is not None and not flags.model.strip():
-        raise ConfigError("--model: empty: name the model (--model gpt-4o-mini); leave the flag out to use the default")
     config = load_config(env)
     picked = _pick_entry(flags, env, config)
     by_flag = flags.provider is not None

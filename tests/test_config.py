@@ -107,14 +107,6 @@ def test_a_base_url_without_a_model_is_an_error(tmp_path: Path) -> None:
     assert flagged.startswith("--base-url: no model for http://localhost:1234/v1")
 
 
-def test_an_empty_model_flag_is_an_error_not_the_default(tmp_path: Path) -> None:
-    # --model "" fell back to the environment's or the file's model without a word.
-    for empty in ("", "  "):
-        flags = ProviderFlags(base_url="http://localhost:1234/v1", model=empty)
-        message = error_of(tmp_path, GOOD, flags, DASHFLOAT_MODEL="m")
-        assert message.startswith("--model: empty: name the model")
-
-
 def test_bad_toml(tmp_path: Path) -> None:
     message = error_of(tmp_path, "[providers.local\nbase_url = 1")
     assert "not valid TOML" in message
