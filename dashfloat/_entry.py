@@ -26,10 +26,15 @@ NO_EARLY_AGENT = frozenset({"-h", "--help", "--version", "sessions"})
 """Arguments of a run that starts no agent: an agent forked for it would only be stopped again."""
 
 
+def _flags(args: Sequence[str]) -> Sequence[str]:
+    """The flags part: the words after the first ``--`` are a prompt (``cli.parse_args``, not imported yet)."""
+    return args[: list(args).index("--")] if "--" in args else args
+
+
 def starts_agent(args: Sequence[str]) -> bool:
     """Whether a run with these arguments is worth an early agent (a guess: a wrong one costs time, not
     correctness; the command line starts its own agent when there is none)."""
-    return not NO_EARLY_AGENT.intersection(args)
+    return not NO_EARLY_AGENT.intersection(_flags(args))
 
 
 def early_agent(args: Sequence[str]) -> AgentProcess | None:
@@ -49,9 +54,10 @@ def early_agent(args: Sequence[str]) -> AgentProcess | None:
 
 
 def sandbox_off(args: Sequence[str]) -> bool:
-    """Whether the flags say ``--sandbox off`` as written in full (a guess like ``starts_agent``: the configuration
-    may still say off, and a probe started for nothing is discarded)."""
-    return "--sandbox=off" in args or any(a == "--sandbox" and b == "off" for a, b in itertools.pairwise(args))
+    """Whether the flags say ``--sandbox off`` (as argparse will read them: it takes no abbreviations; the
+    configuration may still say off, and a probe started for nothing is discarded)."""
+    flags = _flags(args)
+    return "--sandbox=off" in flags or any(a == "--sandbox" and b == "off" for a, b in itertools.pairwise(flags))
 
 
 def early_sandbox_probe(args: Sequence[str]) -> SandboxProbe | None:

@@ -37,13 +37,17 @@ _DESCRIPTION = "DashFloat: a coding agent in your terminal, for any OpenAI-compa
 _EPILOG = """\
 configuration: ~/.config/dashfloat/config.toml (see docs/providers.md); environment OPENAI_BASE_URL,
 OPENAI_API_KEY, DASHFLOAT_PROVIDER, DASHFLOAT_MODEL. Flags win over the environment, which wins over the file.
-With nothing configured DashFloat starts on its built-in offline demo model."""
+With nothing configured DashFloat starts on its built-in offline demo model.
+Flags are taken as written, never abbreviated; after `--` every word is the prompt (`dashfloat -- --help me`)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Every flag, with one line of help each."""
     parser = argparse.ArgumentParser(
         prog="dashfloat",
+        # Flags are taken as written only (`--base` is not `--base-url`), as Codex's and Claude Code's parsers do:
+        # the early guesses in _entry.py and llm/_transport.py read the flags before argparse, and agree with it.
+        allow_abbrev=False,
         description=_DESCRIPTION,
         epilog=_EPILOG,
         formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, max_help_position=30, width=110),
@@ -113,6 +117,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-notify", action="store_true", help="no bell or desktop notification when a key or a long turn waits"
     )
     return parser
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """The flags, intermixed with the prompt's words (`dashfloat fix the typo --yes`, as `claude "…"` and `codex "…"`
+    users type it). The first ``--`` ends the flags: what follows is the prompt, word for word (argparse's own ``--``
+    in intermixed parsing depends on what came before it). The console script's early guesses read the flags up to
+    it too (``_entry.sandbox_off``, ``llm._transport.provider_flags``)."""
+    at = list(argv).index("--") if "--" in argv else len(argv)
+    args = build_parser().parse_intermixed_args(argv[:at])
+    args.words = [*args.words, *argv[at + 1 :]]
+    return args
 
 
 def _terminal_both() -> bool:
@@ -200,9 +215,9 @@ def main(
 
 
 def _main(argv: Sequence[str] | None, early: _EarlyAgent) -> int:
-    # Intermixed: `dashfloat fix the typo --yes` as `claude "…"` / `codex "…"` users type it.
-    args = build_parser().parse_intermixed_args(argv)
-    if args.words == [SESSIONS_COMMAND]:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    if args.words == [SESSIONS_COMMAND] and "--" not in argv:  # `dashfloat -- sessions`: a prompt
         return _list_sessions()
     if not (math.isfinite(args.exec_timeout) and args.exec_timeout > 0):
         return _fail("--exec-timeout must be a positive number of seconds")

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import subprocess
 import sys
 from pathlib import Path
 
 import psutil
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dashfloat import __version__
-from dashfloat._entry import starts_agent
-from dashfloat.cli import build_parser
+from dashfloat._entry import sandbox_off, starts_agent
+from dashfloat.cli import build_parser, parse_args
+from dashfloat.config import ProviderFlags
 from dashfloat.executor._sandbox import BWRAP_ENV
+from dashfloat.llm._transport import provider_flags
 from dashfloat.testing.sse_server import ScriptedServer, text_reply
 from tests.e2e import wait_for
 
@@ -217,3 +223,84 @@ def test_the_sandbox_probe_starts_before_the_command_line_is_imported_and_runs_o
     assert (done.returncode, done.stdout.strip()) == (0, "done"), done.stderr
     assert (runs.read_text().count("run") if runs.exists() else 0) == probes
     assert (seen.read_text() if seen.exists() else "") == "False" * probes  # before dashfloat.cli
+
+
+_FLAG_TOKENS = (
+    "--sandbox",
+    "--sandbox=off",
+    "--sandbox=read-only",
+    "off",
+    "read-only",
+    "--sand",
+    "--sandbox=",
+    "--base-url",
+    "--base-url=http://127.0.0.1:1/v1",
+    "--base",
+    "--base=http://127.0.0.1:1/v1",
+    "http://127.0.0.1:2/v1",
+    "--model",
+    "--model=m",
+    "--model=--demo",
+    "--mod",
+    "m",
+    "--provider",
+    "--provider=p",
+    "--prov",
+    "--demo",
+    "--dem",
+    "-p",
+    "-p=off",
+    "-poff",
+    "hi",
+    "--",
+    "-y",
+    "--yes",
+)
+
+
+@given(st.lists(st.sampled_from(_FLAG_TOKENS), max_size=7))
+def test_the_early_guesses_agree_with_argparse(argv: list[str]) -> None:
+    """The console script reads the sandbox and the provider's flags before argparse does (the sandbox probe, the
+    LLM worker's HTTP stack): on every command line argparse accepts, they read what argparse will decide.
+    Abbreviations (`--base` for `--base-url`) are refused, so they cannot disagree."""
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            args = parse_args(argv)
+    except SystemExit:
+        return  # a usage error: nothing runs
+    assert sandbox_off(argv) is (args.sandbox == "off")
+    flags = provider_flags(argv)
+    if args.demo:
+        assert flags is None
+    else:
+        assert flags == ProviderFlags(args.provider, args.base_url, args.model)
+
+
+@pytest.mark.parametrize("flag", ["--base", "--sand", "--mod", "--dem", "--prov", "--vers", "--he"])
+def test_an_abbreviated_flag_is_a_usage_error(flag: str) -> None:
+    result = dashfloat(flag, "x", "-p", "hi")
+    assert result.returncode == 2
+    assert f"unrecognized arguments: {flag}" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "words", "sandbox"),
+    [
+        (["--", "--sandbox", "off"], ["--sandbox", "off"], None),
+        (["fix", "--", "--sandbox=off"], ["fix", "--sandbox=off"], None),
+        (["--sandbox", "off", "--", "--", "x"], ["--", "x"], "off"),
+    ],
+)
+def test_the_first_double_dash_ends_the_flags(argv: list[str], words: list[str], sandbox: str | None) -> None:
+    """Everything after it is the prompt, as written (argparse's intermixed parsing read `-- --sandbox off` as the
+    flag when nothing came before the `--`, and as words otherwise)."""
+    args = parse_args(argv)
+    assert (args.words, args.sandbox) == (words, sandbox)
+    assert sandbox_off(argv) is (sandbox == "off")
+
+
+def test_sessions_after_a_double_dash_is_a_prompt(isolated_env: dict[str, str]) -> None:
+    listed = dashfloat("sessions", env=isolated_env)
+    assert (listed.returncode, listed.stdout) == (0, "no saved sessions\n")
+    prompt = dashfloat("--", "sessions", env=isolated_env)  # a prompt: the TUI, which needs a terminal
+    assert prompt.returncode == 2 and "the TUI needs a terminal" in prompt.stderr

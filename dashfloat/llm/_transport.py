@@ -85,8 +85,11 @@ def plain_route(base_url: str, env: Mapping[str, str], home: Path | None = None)
 
 def provider_flags(argv: Sequence[str]) -> ProviderFlags | None:
     """The flags that choose the provider, as written in ``argv`` (``--flag VALUE`` or ``--flag=VALUE``); None for
-    ``--demo``. A guess: argparse also takes abbreviations, which are not read here."""
+    ``--demo``. What the command line will decide: argparse takes no abbreviations, and the words after the first
+    ``--`` are a prompt (``cli.parse_args``)."""
     found: dict[str, str] = {}
+    if "--" in argv:
+        argv = argv[: list(argv).index("--")]
     for index, arg in enumerate(argv):
         if arg == "--demo":
             return None
