@@ -48,6 +48,7 @@ class Command:
         self.timeout_s = timeout_s
         argv = ["/bin/sh", "-c", command]
         pass_fds: tuple[int, ...] = ()
+        env = wrap.env() if wrap is not None else None
         # bwrap writes JSON status documents here; no "exit-code" one means the sandbox never started.
         self._status: int | None = None
         status_w = -1
@@ -70,6 +71,7 @@ class Command:
             self._proc = subprocess.Popen(
                 ["/bin/sh", "-c", _GATE, "gate", *argv],
                 cwd=cwd,
+                env=env,
                 stdin=gate_r,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,

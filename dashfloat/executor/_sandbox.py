@@ -103,6 +103,30 @@ def home_dirs(home: str, env: Mapping[str, str]) -> tuple[list[str], list[str]]:
     return dirs, keep
 
 
+UNASKED_ENV_KEEP: Final = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "TZ",
+    "COLUMNS",
+    "NO_COLOR",
+)
+"""The environment variables a command run unasked (a read-only one, ``SandboxPolicy.private_home``) gets, with every
+``LC_*`` one: a hostile tree's link to ``/proc/self/environ`` passes its word check, and the environment is where
+tokens live (``AWS_SECRET_ACCESS_KEY``, ``GITHUB_TOKEN``); what is left only says where programs are and how to
+print. A command you approve gets the whole environment, as build tools need their tokens."""
+
+
+def unasked_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The part of ``environ`` a command run unasked gets (``UNASKED_ENV_KEEP``, ``LC_*``)."""
+    return {name: value for name, value in environ.items() if name in UNASKED_ENV_KEEP or name.startswith("LC_")}
+
+
 PROBE_ARGS: Final = ("--ro-bind", "/", "/", "--unshare-all", "--as-pid-1", "--die-with-parent", "--", "/bin/true")
 """What the start-up probe runs under bwrap: enough to show namespaces work here, and nothing left behind."""
 
@@ -299,6 +323,10 @@ class Wrap:
     root_fd: int
     root: str
     private_home: bool = False
+
+    def env(self) -> dict[str, str] | None:
+        """The environment the call runs with: None (the executor's) unless it runs unasked (``unasked_env``)."""
+        return unasked_env(os.environ) if self.private_home else None
 
     def argv(self, command: str, cwd: str, status_fd: int) -> list[str]:
         """The command line; OSError naming why when bwrap cannot be run at all."""

@@ -549,3 +549,29 @@ def test_a_probe_past_its_bound_is_stopped_with_its_children(tmp_path: Path, mon
 )
 def test_bwraps_status_says_whether_the_command_ran(status: bytes, started: bool) -> None:
     assert sandbox_started(status) is started
+
+
+def test_an_unasked_command_gets_no_secret_from_the_environment(fixed: Root, root: Path) -> None:
+    # A hostile tree's link to /proc/self/environ passes the word check of a read-only command (`cat notes`): the
+    # command's own environment is what it reads, so an unasked command gets only the variables it needs to run.
+    (root / "notes").symlink_to("/proc/self/environ")
+    secrets_env = {"AWS_SECRET_ACCESS_KEY": "aws-secret-value", "GITHUB_TOKEN": "ghp-secret-value"}
+    kept = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC"}
+    saved = {name: os.environ.get(name) for name in {**secrets_env, **kept}}
+    os.environ.update({**secrets_env, **kept})
+    try:
+        sandbox = session()
+        command = "cat notes; echo; echo path=$PATH home=$HOME"
+        unasked = run(fixed, command, sandbox, mode="read-only", private_home=True)
+        asked = run(fixed, command, sandbox)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    output = unasked["output"]
+    assert "secret-value" not in output
+    assert "LANG=C.UTF-8" in output and "LC_ALL=C.UTF-8" in output and "TZ=UTC" in output
+    assert f"path={os.environ['PATH']} home={os.environ['HOME']}" in output
+    assert "aws-secret-value" in asked["output"]  # an approved command keeps the environment (build tools' tokens)
