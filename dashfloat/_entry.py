@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import os
 import sys
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Final, NoReturn
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -70,8 +70,28 @@ def early_sandbox_probe(args: Sequence[str]) -> SandboxProbe | None:
     return SandboxProbe(os.environ)
 
 
+STANDARD_STREAMS: Final = (("stdin", "r"), ("stdout", "w"), ("stderr", "w"))
+
+
+def open_closed_streams() -> None:
+    """Give a closed stdin, stdout or stderr (``dashfloat -p x <&-``, a service manager's start) ``/dev/null``, before
+    any pipe is opened: the first pipe would otherwise take its number, and reading stdin or printing prose would use
+    the agent's pipe (found by review: tracebacks, and a pipe read as stdin)."""
+    for fd, (name, mode) in enumerate(STANDARD_STREAMS):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:  # the lowest free number: a lower stream is open, so this one is taken next
+                os.dup2(null, fd)
+                os.close(null)
+            if getattr(sys, name) is None:
+                setattr(sys, name, open(fd, mode, encoding="utf-8", errors="replace", closefd=False))  # noqa: SIM115
+
+
 def entry() -> NoReturn:
     """Fork the agent, start the sandbox probe, import the command line under a Ctrl-C guard, then run it."""
+    open_closed_streams()
     try:
         # First: msgspec, whose import a Ctrl-C must not interrupt (see import_holding_sigint).
         from dashfloat.procutil import import_holding_sigint
