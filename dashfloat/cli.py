@@ -31,6 +31,9 @@ EXIT_USAGE: Final = 2
 EXIT_INTERRUPTED: Final = 130
 
 SESSIONS_COMMAND: Final = "sessions"
+REWIND_MAX_TURNS: Final = 999_999_999
+"""The most --rewind N may ask for (no session holds as many turns; found by review: a number past the pipe's 64-bit
+int was a traceback, as the UI's ``ui._commands.LIST_NUMBER_MAX_DIGITS``)."""
 """The one word that is a command, not a prompt: ``dashfloat sessions`` lists the saved sessions."""
 
 _DESCRIPTION = "DashFloat: a coding agent in your terminal, for any OpenAI-compatible endpoint."
@@ -259,8 +262,8 @@ def _main(argv: Sequence[str] | None, early: _EarlyAgent) -> int:
             return _fail("--undo and --rewind N are two different requests: give one")
         if prompt is not None:
             return _fail("--undo / --rewind cannot be combined with -p")
-        if args.rewind is not None and args.rewind < 1:
-            return _fail("--rewind N needs N >= 1 (the number of turns to go back)")
+        if args.rewind is not None and not 1 <= args.rewind <= REWIND_MAX_TURNS:
+            return _fail(f"--rewind N needs 1 <= N <= {REWIND_MAX_TURNS} (the number of turns to go back)")
         restore = (args.rewind, args.yes)
     # First, before the heavy imports: keys typed while the TUI starts are held, not echoed (terminal.py).
     restore_terminal = hold_terminal(hold_keys=prompt is None and restore is None)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from dashfloat import __version__
 from dashfloat._entry import sandbox_off, starts_agent
-from dashfloat.cli import build_parser, parse_args
+from dashfloat.cli import REWIND_MAX_TURNS, build_parser, parse_args
 from dashfloat.config import ProviderFlags
 from dashfloat.executor._sandbox import BWRAP_ENV
 from dashfloat.llm._transport import provider_flags
@@ -304,3 +304,29 @@ def test_sessions_after_a_double_dash_is_a_prompt(isolated_env: dict[str, str]) 
     assert (listed.returncode, listed.stdout) == (0, "no saved sessions\n")
     prompt = dashfloat("--", "sessions", env=isolated_env)  # a prompt: the TUI, which needs a terminal
     assert prompt.returncode == 2 and "the TUI needs a terminal" in prompt.stderr
+
+
+@pytest.mark.parametrize("closed", ["<&-", ">&-", "2>&-"])
+def test_a_closed_standard_stream_is_no_crash(closed: str, isolated_env: dict[str, str], tmp_path: Path) -> None:
+    # A script or service manager may start us with stdin, stdout or stderr closed: the first pipe opened then takes
+    # that number, and reading "stdin" or printing "prose" would use the agent's pipe (found by review: a traceback
+    # from the terminal's set-up, or from the first flush of prose).
+    script = f'exec "$@" {closed}'
+    program = [sys.executable, "-m", "dashfloat", "--cwd", str(tmp_path), "--demo", "-p", "hello"]
+    result = subprocess.run(
+        ["/bin/sh", "-c", script, "sh", *program], capture_output=True, text=True, timeout=60, env=isolated_env
+    )
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 0, result.stderr
+    if closed != ">&-":
+        assert result.stdout.strip(), result.stderr  # the demo's answer
+
+
+@pytest.mark.parametrize("turns", ["0", str(REWIND_MAX_TURNS + 1), "99999999999999999999"])
+def test_rewind_outside_its_bounds_is_a_usage_error(turns: str, isolated_env: dict[str, str], tmp_path: Path) -> None:
+    # Found by review: a number past the pipe's 64-bit int was an OverflowError traceback (and exit 0).
+    result = dashfloat("--cwd", str(tmp_path), "--rewind", turns, "--yes", env=isolated_env)
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"dashfloat: --rewind N needs 1 <= N <= {REWIND_MAX_TURNS} (the number of turns to go back)\n",
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import get_args
+from typing import Final, get_args
 
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
@@ -110,6 +110,19 @@ def expand_prompt_file(template: str, args: str) -> str:
     return f"{template.rstrip()}\n\n{args}" if args else template
 
 
+LIST_NUMBER_MAX_DIGITS: Final = 9
+"""Digits of a number from a list (``/rewind N``, ``/permissions remove N``): more is no list's, and an int past the
+pipe's 64 bits cannot be sent at all (found by review: ``/rewind 99999999999999999999`` raised in the UI)."""
+
+
+def list_number(text: str) -> int | None:
+    """``text`` as a number from a list: ASCII digits only (``"²".isdigit()`` holds, but ``int`` refuses it), at most
+    LIST_NUMBER_MAX_DIGITS of them; else None."""
+    if text.isascii() and text.isdigit() and len(text) <= LIST_NUMBER_MAX_DIGITS:
+        return int(text)
+    return None
+
+
 def parse(text: str, prompt_files: Sequence[PromptFile] = ()) -> Parsed:
     """What submitting ``text`` means: a prompt, a slash command, or a prompt file (/NAME [args])."""
     stripped = text.strip()
@@ -143,15 +156,14 @@ def parse(text: str, prompt_files: Sequence[PromptFile] = ()) -> Parsed:
         case "/rewind":
             if not arg:
                 return Send(ListPrompts())
-            if arg.isdigit() and int(arg) > 0:
-                return Send(RewindTo(prompt=int(arg)))
+            if (n := list_number(arg)) is not None and n > 0:
+                return Send(RewindTo(prompt=n))
             return Invalid("usage: /rewind [N] (N: a prompt number from the /rewind list)")
         case "/permissions":
             verb, _, number = arg.partition(" ")
             if not arg:
                 return Send(ListPermissions())
-            if verb in ("remove", "save") and number.strip().isdigit():
-                n = int(number)
+            if verb in ("remove", "save") and (n := list_number(number.strip())) is not None:
                 return Send(RemovePermission(number=n) if verb == "remove" else SavePermission(number=n))
             return Invalid("usage: /permissions [remove N|save N] (N from the /permissions list)")
         case "/compact":

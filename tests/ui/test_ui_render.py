@@ -21,6 +21,7 @@ from dashfloat.protocol import (
     PromptsListed,
     ReadFileArgs,
     ReasoningReceived,
+    RemovePermission,
     ResumeSession,
     RewindTo,
     SandboxState,
@@ -415,6 +416,20 @@ def test_bad_slash_commands_name_the_closest() -> None:
     for bad in ("/rewind 0", "/rewind -1", "/rewind x"):
         assert commands.parse(bad) == commands.Invalid("usage: /rewind [N] (N: a prompt number from the /rewind list)")
     assert all(name in commands.help_text() for name in commands.COMMANDS)
+
+
+def test_a_list_number_is_ascii_digits_within_its_bound() -> None:
+    # Found by review: "²".isdigit() holds but int() refuses it (a ValueError in the UI), and a number past 64 bits
+    # cannot be encoded for the pipe (an OverflowError as the message was sent).
+    most = "9" * commands.LIST_NUMBER_MAX_DIGITS
+    assert commands.parse(f"/rewind {most}") == commands.Send(RewindTo(prompt=int(most)))
+    assert commands.parse(f"/permissions remove {most}") == commands.Send(RemovePermission(number=int(most)))
+    rewind_usage = commands.Invalid("usage: /rewind [N] (N: a prompt number from the /rewind list)")
+    permissions_usage = commands.Invalid("usage: /permissions [remove N|save N] (N from the /permissions list)")
+    for bad in ("²", "１", most + "9", "9" * 30):
+        assert commands.parse(f"/rewind {bad}") == rewind_usage
+        assert commands.parse(f"/permissions remove {bad}") == permissions_usage
+        assert commands.parse(f"/permissions save {bad}") == permissions_usage
 
 
 def test_completion_of_names_and_modes() -> None:
