@@ -62,6 +62,14 @@ def defused(text: str) -> str:
     return defuse(text, keep_newlines=False)
 
 
+def defused_prose(text: str) -> str:
+    """Model prose for a terminal's stdout: control characters in caret form as in the TUI, line breaks and tabs kept
+    (a tab is left to the terminal: a chunk does not know its column)."""
+    if text.replace("\n", "").replace("\t", "").isprintable():
+        return text
+    return "\t".join(defuse(part, keep_newlines=True) for part in text.split("\t"))
+
+
 def read_until_exit(
     link: AgentProcess, show: Callable[[AgentToUi], int | None], interrupts: Callable[[], int], out: TextIO
 ) -> int:
@@ -112,6 +120,8 @@ class Printer:
         # same pipe or file (`2>&1`): a row must then start on a line of its own, so an unfinished prose line is
         # ended first (on stdout, where it belongs).
         self.shared_terminal = (_isatty(out) and _isatty(err)) or _same_file(out, err)
+        # Prose on a terminal must not drive it (a title, a clear, a clipboard write); a pipe or file gets it as sent.
+        self.prose_to_terminal = _isatty(out)
         self.prose_line_open = False
         self.verbose = verbose  # a running command's output on stderr as it comes (--verbose)
         self.live_partial = ""
@@ -208,7 +218,7 @@ class Printer:
                 if self.paragraph_break:  # prose of a later episode starts a new paragraph
                     self.out.write("\n" if self.shared_terminal else "\n\n")  # (a shared screen has one already)
                     self.paragraph_break = False
-                self.out.write(text)
+                self.out.write(defused_prose(text) if self.prose_to_terminal else text)
                 self.wrote_prose = True
                 if text:
                     self.prose_line_open = not text.endswith("\n")

@@ -193,3 +193,27 @@ def test_model_chosen_names_and_tool_output_cannot_write_control_sequences_to_st
     _, _, err, _ = play(*batches)
     assert not any(ch in err for ch in "\x1b\x07\u009b\t")
     assert err.splitlines()[0].startswith("⚙ read^") and not any(ln.startswith("X fake") for ln in err.splitlines())
+
+
+class TerminalOut(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_model_prose_cannot_write_control_sequences_to_a_terminal_but_reaches_a_pipe_as_sent() -> None:
+    # Found by review: a hostile endpoint's (or a prompt-injected model's) answer reached the terminal of
+    # `dashfloat -p` as it came: a title set, a screen clear, an OSC 52 clipboard write (the TUI shows caret form).
+    prose = "a\x1b]52;c;cHduZWQ=\x07b\x1b[2J\u009b2J\tc\nd\r"
+    batches: list[Any] = [
+        [PhaseChanged(phase="streaming"), TokenReceived(text=prose)],
+        [TurnEnded(outcome="completed"), PhaseChanged(phase="idle")],
+    ]
+    link = ScriptedLink(*batches)
+    out = TerminalOut()
+    try:
+        Printer(link, False, out, io.StringIO()).run("prompt")  # type: ignore[arg-type]
+    finally:
+        link.close()
+    assert out.getvalue() == "a^[]52;c;cHduZWQ=^Gb^[[2J^[2J\tc\nd^M\n"
+    _, piped, _, _ = play(*batches)
+    assert piped == prose + "\n"  # a pipe or file gets the model's bytes (a script asked for, redirected)
