@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import codecs
 import email.utils
+import http.client
 import re
 import socket
 import ssl
@@ -142,6 +143,17 @@ def _causes(exc: BaseException) -> list[BaseException]:
     return seen
 
 
+def _not_http(exc: BaseException) -> bool:
+    """Whether http.client refused the answer's status line or headers (another protocol on the port, a line past its
+    bound, more headers than it takes); a connection closed before any answer (``RemoteDisconnected``, also a
+    ``BadStatusLine``) is not one."""
+    if isinstance(exc, http.client.RemoteDisconnected):
+        return False
+    if isinstance(exc, http.client.BadStatusLine | http.client.LineTooLong):
+        return True
+    return type(exc) is http.client.HTTPException and str(exc).startswith("got more than")
+
+
 def classify_request_error(
     exc: BaseException, url: str, connect_timeout_s: float, idle_s: float, idle_from: str = "", answered: bool = True
 ) -> StreamError:
@@ -185,6 +197,12 @@ def classify_request_error(
         return StreamError(
             "idle_timeout",
             f"the provider sent nothing for {idle_s:g} s: try again, or raise {setting}.",
+        )
+    if not answered and any(_not_http(e) for e in chain):
+        return StreamError(
+            "not_sse",
+            f"the server at {host} did not answer in HTTP (or sent headers past what DashFloat reads): "
+            "check base_url (the port may be another program's).",
         )
     if not answered:
         return StreamError(

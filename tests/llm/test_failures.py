@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -316,3 +317,47 @@ def test_lm_studios_empty_200_is_an_empty_answer_for_the_agent_to_judge(llm: Llm
     server.enqueue(WINDOW_ERRORS["lmstudio"](9000, 8192))
     terminal = llm.run(server.base_url).terminal
     assert isinstance(terminal, StreamDone) and terminal.content == "" and terminal.tool_calls == []
+
+
+NOT_HTTP_ANSWERS = {
+    "another protocol": b"SSH-2.0-OpenSSH_9.6\r\n",
+    "a status line too long": b"HTTP/1.1 200 " + b"O" * 70_000 + b"\r\n\r\n",
+    "a header line too long": b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n",
+    "too many headers": b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-H%d: v\r\n" % i for i in range(200)) + b"\r\n",
+}
+
+
+@pytest.fixture(params=sorted(NOT_HTTP_ANSWERS))
+def not_http_port(request: pytest.FixtureRequest) -> Iterator[int]:
+    """A listener that answers every request with bytes that are no HTTP answer, then closes."""
+    answer = NOT_HTTP_ANSWERS[request.param]
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                conn.sendall(answer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1]
+    listener.close()
+
+
+def test_an_answer_that_is_not_http_says_so_and_is_not_retried(llm: Llm, not_http_port: int) -> None:
+    # Found by review: another program on the port (an SSH server), a status or header line over http.client's
+    # bound or more headers than it takes read as "closed the connection before answering: try again", three times.
+    result = llm.run(f"http://127.0.0.1:{not_http_port}/v1")
+    assert result.failed.kind == "not_sse"
+    assert result.failed.message == (
+        f"the server at 127.0.0.1:{not_http_port} did not answer in HTTP (or sent headers past what DashFloat reads): "
+        "check base_url (the port may be another program's)."
+    )
+    assert result.of(StreamStatus) == []
