@@ -6,6 +6,8 @@ below exists for one of them and has a test in tests/llm/test_toolcalls.py.
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 
 from dashfloat.jsonvalue import JsonObject, JsonValue
@@ -17,17 +19,124 @@ WRITTEN_MAX_CHARS = 500
 """Of arguments that are no JSON object, what a call carries to its row (the row shows one line of it)."""
 
 
-class _Call:
-    """One call being assembled."""
+_STRUCTURE = re.compile(r'[{}\[\]"\\]')
+"""What changes the nesting of JSON text: brackets, quotes, and the backslash that escapes a quote."""
 
-    __slots__ = ("args", "id", "index", "name", "seq")
+
+class _Call:
+    """One call being assembled. Its arguments are followed as they arrive (``_scan``: each fragment once), so that
+    whether they are one whole object is known without decoding them all again at every fragment."""
+
+    __slots__ = (
+        "_begun",
+        "_closed_at",
+        "_depth",
+        "_escaped",
+        "_in_string",
+        "_length",
+        "_not_object",
+        "_parts",
+        "_whole",
+        "id",
+        "index",
+        "name",
+        "seq",
+    )
+
+    _parts: list[str]
+    _closed_at: int | None
+    _whole: bool | None
 
     def __init__(self, index: int, seq: int) -> None:
         self.index = index
         self.seq = seq
         self.id = ""
         self.name = ""
-        self.args = ""
+        self._reset("")
+
+    @property
+    def args(self) -> str:
+        """The arguments so far (kept as the fragments that came, joined when read: ``+=`` on an attribute copies the
+        whole string every time)."""
+        if len(self._parts) > 1:
+            self._parts = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
+
+    @property
+    def length(self) -> int:
+        return self._length
+
+    def _reset(self, args: str) -> None:
+        self._parts = []
+        self._length = 0
+        self._depth = 0
+        self._begun = self._in_string = self._escaped = self._not_object = False
+        self._closed_at = None
+        """Where the first top-level object's closing bracket ends, once it has."""
+        self._whole = None
+        """Whether ``args[:_closed_at]`` decodes to an object (decoded once)."""
+        self.append(args)
+
+    def replace(self, args: str) -> None:
+        self._reset(args)
+
+    def append(self, args: str) -> None:
+        start = self._length
+        if args:
+            self._parts.append(args)
+            self._length += len(args)
+        self._scan(args, start)
+
+    def _scan(self, text: str, start: int) -> None:
+        if self._not_object or not text:
+            return
+        if self._closed_at is not None:
+            self._not_object = bool(text.strip())  # text after the object: no longer one object
+            return
+        skip = 0
+        if not self._begun:
+            head = text.lstrip()
+            if not head:
+                return  # only white space so far
+            self._begun = True
+            if head[0] != "{":
+                self._not_object = True
+                return
+            skip = len(text) - len(head)
+        elif self._escaped:
+            skip = 1
+        self._escaped = False
+        for match in _STRUCTURE.finditer(text, skip):
+            at = match.start()
+            if at < skip:
+                continue
+            char = match.group()
+            if self._in_string:
+                if char == "\\":
+                    if at + 1 == len(text):
+                        self._escaped = True  # the escaped character comes with the next fragment
+                    skip = at + 2
+                elif char == '"':
+                    self._in_string = False
+                continue
+            if char == '"':
+                self._in_string = True
+            elif char in "{[":
+                self._depth += 1
+            elif char in "}]":
+                self._depth -= 1
+                if self._depth <= 0:
+                    self._closed_at = start + at + 1
+                    self._not_object = bool(text[at + 1 :].strip())
+                    return
+
+    def whole_object(self) -> bool:
+        """Whether the arguments so far are one whole JSON object (``_complete_object``), decoding them at most once."""
+        if self._not_object or self._closed_at != self._length:
+            return False
+        if self._whole is None:
+            self._whole = _complete_object(self.args)
+        return self._whole
 
 
 def _text(value: JsonValue) -> str:
@@ -121,7 +230,7 @@ class ToolCalls:
         existing = self._latest_at.get(index) if index is not None else self._last
         if existing is None:
             return None
-        if name and existing.name and _complete_object(existing.args):
+        if name and existing.name and existing.whole_object():
             return None  # a whole new named call where the previous one is already complete
         return existing
 
@@ -137,13 +246,13 @@ class ToolCalls:
     def _append_args(call: _Call, args: str) -> None:
         if not args:
             return
-        if call.args in ("", "{}") and args.startswith("{") and _complete_object(args):
+        if call.length <= 2 and call.args in ("", "{}") and args.startswith("{") and _complete_object(args):
             # A whole object replaces nothing or the "{}" placeholder some gateways send first.
-            call.args = args
-        elif args == call.args and _complete_object(args):
+            call.replace(args)
+        elif len(args) == call.length and args == call.args and _complete_object(args):
             return  # a duplicate summary chunk repeating the whole call
         else:
-            call.args += args
+            call.append(args)
 
     def finish(self, stream_ended: bool = False) -> list[AssembledCall]:
         """The assembled calls in index order (ties in arrival order), each with a reason if unusable.

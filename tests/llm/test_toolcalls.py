@@ -321,3 +321,44 @@ def test_arguments_that_are_no_json_object_go_to_the_row_up_to_written_max_chars
         "it was cut off before any of its arguments came",
     )
     assert started.finish()[1].error == "read_file: missing required parameter path"  # a finished stream: its error
+
+
+def test_a_named_fragment_costs_the_completeness_check_no_rescan_of_the_arguments(monkeypatch: Any) -> None:
+    # Found by review: each fragment repeating the name (no index, no id) asked whether the call's arguments so far
+    # were a whole object by decoding all of them: arguments ending in "}" piece by piece ('a}' 20 000 times, inside
+    # an unterminated string) cost the LLM process time quadratic in the episode (~4 min of CPU within
+    # EPISODE_MAX_BYTES). Now what was decoded stays within a few times what arrived.
+    decoded = 0
+    real_decode = msgspec.json.decode
+
+    def counting(text: Any, *args: Any, **kwargs: Any) -> Any:
+        nonlocal decoded
+        decoded += len(text)
+        return real_decode(text, *args, **kwargs)
+
+    monkeypatch.setattr(msgspec.json, "decode", counting)
+    pieces = 2000
+    chunks = [[first(None, None, "read_file", " ")] for _ in range(pieces)]  # white space first, piece by piece
+    chunks += [[first(None, None, "read_file", '{"path": "')]]
+    chunks += [[first(None, None, "read_file", "a}")] for _ in range(pieces)]
+    chunks += [[first(None, None, "read_file", '"}')], [first(None, None, "list_directory", '{"path": "b"}')]]
+    calls = assemble(*chunks)
+    assert [c[1:3] for c in calls] == [
+        ("read_file", {"path": "a}" * pieces}),
+        ("list_directory", {"path": "b"}),
+    ]
+    arrived = sum(len(chunk[0]["function"]["arguments"]) for chunk in chunks)
+    assert decoded <= 4 * arrived
+
+
+def test_the_completeness_of_arguments_reads_strings_escapes_and_nesting() -> None:
+    # Braces and quotes inside strings, escapes split across fragments, nested objects and arrays: a named fragment
+    # after them starts a new call only once the first object is whole.
+    pieces = ['{"path": "x\\', '"}{', "\\\\", '", "n": {"a": [1, {"b": "}"}', "]", "}", "}"]
+    chunks = [[first(None, None, "read_file", pieces[0])]]
+    chunks += [[first(None, None, "read_file", piece)] for piece in pieces[1:]]
+    chunks += [[first(None, None, "read_file", '{"path": "c"}')]]
+    calls = assemble(*chunks)
+    whole = json.loads("".join(pieces))
+    assert [c[2] for c in calls] == [None, {"path": "c"}]
+    assert calls[0][3] is not None and "n" in whole  # read_file takes no "n": the first call is refused, but whole
