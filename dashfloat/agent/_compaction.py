@@ -155,6 +155,12 @@ def shrink_old_results(conversation: Sequence[ChatMessage], keep_recent: int = K
     return Shrunk(out, count)
 
 
+def nothing_to_drop(conversation: Sequence[ChatMessage]) -> bool:
+    """Whether no compaction could make ``conversation`` smaller: no old tool result to shrink (however few units
+    are kept), nothing but the newest prompt older than the last unit to summarise (the core's two stages)."""
+    return shrink_old_results(conversation, 0).results == 0 and plan_summary(conversation, 1) is None
+
+
 @dataclass(frozen=True)
 class SummaryPlan:
     """Stage 2: ``older`` is summarised; ``prompt`` (the latest user prompt, if older) and ``recent`` stay."""

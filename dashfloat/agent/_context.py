@@ -12,6 +12,7 @@ from typing import Final
 
 import msgspec
 
+from dashfloat.agent._compaction import nothing_to_drop
 from dashfloat.catalogue import TOOLS
 from dashfloat.protocol import ChatMessage
 
@@ -86,6 +87,23 @@ def answer_reserve(window: int) -> int:
 def hard_limit(window: int) -> int:
     """The largest request ever sent: the window minus the answer reserve."""
     return window - answer_reserve(window)
+
+
+EARLY_REQUEST_WINDOW_TOKENS: Final = 4096
+"""A window the local servers run a chat model with at least, unless told otherwise (Ollama's default num_ctx,
+llama.cpp's usual ``-c``); hosted models have far more."""
+EARLY_REQUEST_MAX_TOKENS: Final = hard_limit(EARLY_REQUEST_WINDOW_TOKENS)
+"""The largest request sent before the server said its window (``sends_before_window``): one that fits
+EARLY_REQUEST_WINDOW_TOKENS. A larger one (a long piped input, big attachments) waits for the window, so that a
+request too large for it is refused before it is sent."""
+
+
+def sends_before_window(conversation: Sequence[ChatMessage], tokens: int) -> bool:
+    """Whether a request of ``tokens`` whose conversation (without the system message) is ``conversation`` may go
+    before the window is known: compaction could not make it smaller, so the window can only say whether it fits at
+    all (the core holds the answer until it knows, and refuses one that did not), and it is small enough to fit
+    every common window (EARLY_REQUEST_MAX_TOKENS). A resumed session's history and a huge first prompt wait."""
+    return tokens <= EARLY_REQUEST_MAX_TOKENS and nothing_to_drop(conversation)
 
 
 def compact_threshold(window: int, percent: int) -> int:

@@ -16,7 +16,15 @@ import msgspec
 from dashfloat.agent import _compaction as compaction
 from dashfloat.agent import _mentions as mentions
 from dashfloat.agent import undo
-from dashfloat.agent._context import Calibration, calibrate, compact_threshold, estimate, fill_percent, hard_limit
+from dashfloat.agent._context import (
+    Calibration,
+    calibrate,
+    compact_threshold,
+    estimate,
+    fill_percent,
+    hard_limit,
+    sends_before_window,
+)
 from dashfloat.agent._options import AgentOptions
 from dashfloat.agent._prompt import system_message
 from dashfloat.agent._restore import RestoreFlow
@@ -440,6 +448,9 @@ class AgentCore:
         self.stop_result: ToolResult | None = None
         self.stop_outcome: Outcome = "completed"
         self.last_usage: Usage | None = None
+        self.held: list[LlmToAgent] | None = None
+        """The answer so far to a request sent before the window was known (``sends_before_window``): kept, not
+        shown or acted on, until the window says the request fits (the discovery answers within its deadline)."""
         self.restore: RestoreFlow | None = None
         self.summary_plan: compaction.SummaryPlan | None = None
         self.summary_back: dict[int, ConversationEntry] = {}
@@ -894,6 +905,33 @@ class AgentCore:
         if self.waiting == "window":
             self.waiting = "nothing"
             self._next_request()
+        elif self.held is not None:
+            self._release_held()
+
+    def _release_held(self) -> None:
+        """The window came while a request sent before it streams: refuse it as ``_next_request`` would have (it
+        could not be compacted), or let its answer through."""
+        assert self.window is not None
+        held, self.held = self.held or [], None
+        if self.last_estimate > hard_limit(self.window):
+            self.outbox.append(("llm", CancelStream(request_id=self.request_id)))
+            self.waiting = "nothing"  # the cancelled stream's last word is not waited for
+            self._does_not_fit(self.last_estimate)
+            return
+        for message in held:
+            self.on_llm(message)
+
+    def _does_not_fit(self, tokens: int) -> None:
+        assert self.window is not None
+        self._ui(
+            SystemEntry(
+                text=f"the conversation (~{_compact(tokens)} tokens) does not fit the model's context window "
+                f"({_compact(self.window)}) even after compaction: /clear starts a fresh session, or use a "
+                "model with a larger window (context_window in config.toml if the server's is larger)",
+                level="error",
+            )
+        )
+        self._end_turn("failed")
 
     # ------------------------------------------------------------ episodes
 
@@ -928,10 +966,14 @@ class AgentCore:
     def _next_request(self) -> None:
         self._set_phase("streaming")
         if self.window is None:
-            if self.discovering:
+            tokens = estimate(self._request_messages(), self.calibration)
+            if not self.discovering:
+                self._send_request(tokens)  # nothing to count against
+            elif sends_before_window(self._chat()[0], tokens):
+                self._send_request(tokens)  # no compaction could help it: its answer waits for the window instead
+                self.held = []
+            else:
                 self.waiting = "window"  # WindowFound continues; each discovery request has a short timeout
-                return
-            self._send_request(estimate(self._request_messages(), self.calibration))  # nothing to count against
             return
         tokens = estimate(self._request_messages(), self.calibration)
         if tokens >= compact_threshold(self.window, self.compact_at_percent):
@@ -940,21 +982,14 @@ class AgentCore:
             if over and not self.summarised and self._start_summary("", "request"):
                 return
         if tokens > hard_limit(self.window):
-            self._ui(
-                SystemEntry(
-                    text=f"the conversation (~{_compact(tokens)} tokens) does not fit the model's context window "
-                    f"({_compact(self.window)}) even after compaction: /clear starts a fresh session, or use a "
-                    "model with a larger window (context_window in config.toml if the server's is larger)",
-                    level="error",
-                )
-            )
-            self._end_turn("failed")
+            self._does_not_fit(tokens)
             return
         self._send_request(tokens)
 
     def _send_request(self, tokens: int) -> None:
         self.request_id += 1
         self.answered = False
+        self.held = None
         self.partial = []
         self.reasoning_chars = 0
         self.last_usage = None
@@ -1122,6 +1157,9 @@ class AgentCore:
         if message.request_id != self.request_id:
             return  # a late message of a stream we already finished
         self.answered = True
+        if self.held is not None and self.waiting == "stream":
+            self.held.append(message)  # sent before the window was known: acted on once it is
+            return
         if self.waiting == "summary":
             self._on_summary(message)
             return
@@ -1647,6 +1685,12 @@ class AgentCore:
     def cancel(self) -> None:
         """Esc: stop the stream, reject-and-stop a confirmation, or kill the running command."""
         match self.waiting:
+            case "stream" if self.held is not None:
+                # Nothing of its answer was shown or run: the turn ends as a wait for the window does.
+                self.held = None
+                self.outbox.append(("llm", CancelStream(request_id=self.request_id)))
+                self.waiting = "nothing"
+                self._end_turn("cancelled")
             case "stream" | "summary":
                 self._stop(CANCELLED, "cancelled")
                 self.outbox.append(("llm", CancelStream(request_id=self.request_id)))
@@ -1681,6 +1725,7 @@ class AgentCore:
 
     def on_llm_died(self, reason: str) -> None:
         """The LLM stream process died; a fresh one is already running."""
+        self.held = None  # what it sent before dying is reported as the stream's failure, not acted on
         if self.waiting == "summary":
             self._summary_finished("", f"the model stream process died ({reason})")
         elif self.waiting == "stream":

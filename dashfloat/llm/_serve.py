@@ -63,6 +63,9 @@ class _Loop:
         self.streams: dict[int, Stream] = {}
         self.props: dict[str, JsonValue] = {}
         """``/props`` answers the discovery got, by base URL (the streams' ProviderMemory holds the same dict)."""
+        self.discovering: collections.Counter[str] = collections.Counter()
+        """Discoveries under way by base URL; the streams' ProviderMemory holds the set of those above 0."""
+        self._asking: set[str] = set()
         self._memory: ProviderMemory | None = None
         self._threads: StreamThreads | None = None
         self.windows: dict[tuple[str, str], WindowFound] = {}
@@ -80,7 +83,8 @@ class _Loop:
             self.stack.wait()
             from dashfloat.llm._stream import ProviderMemory, StreamThreads
 
-            self._memory, self._threads = ProviderMemory(props=self.props), StreamThreads()
+            self._memory = ProviderMemory(props=self.props, discovering=self._asking)
+            self._threads = StreamThreads()
         return self._memory, self._threads
 
     def _wake(self, _stream: Stream) -> None:
@@ -109,6 +113,7 @@ class _Loop:
                         self._drain(stream)
                     while self.found:
                         ask, found = self.found.popleft()
+                        self._discovered_for(ask.provider.base_url, -1)
                         self.windows[(ask.provider.base_url, ask.provider.model)] = found
                         self.channel.send(found)
                     self._last_sent = time.monotonic()
@@ -143,6 +148,7 @@ class _Loop:
                 if cached is not None:
                     self.channel.send(msgspec.structs.replace(cached, request_id=request_id))
                 else:
+                    self._discovered_for(provider.base_url, +1)
                     Discovery(message, self._discovered, self.props, self.stack).begin()
             case CancelStream():
                 self._cancel(message.request_id, "the request was cancelled.")
@@ -153,6 +159,15 @@ class _Loop:
             case _:
                 assert_never(message)
         return True
+
+    def _discovered_for(self, base_url: str, change: int) -> None:
+        """Count a discovery of ``base_url`` begun (+1) or answered (-1); the streams see whether any is under way."""
+        self.discovering[base_url] += change
+        if self.discovering[base_url] > 0:
+            self._asking.add(base_url)
+        else:
+            del self.discovering[base_url]
+            self._asking.discard(base_url)
 
     def _discovered(self, ask: DiscoverWindow, found: WindowFound) -> None:
         """From a discovery thread: queue the reply for the main thread (the pipe has one writer)."""

@@ -79,6 +79,9 @@ class ProviderMemory:
     """Servers asked once whether their chat template takes tools (llama.cpp ``/props``)."""
     props: dict[str, JsonValue] = field(default_factory=dict)
     """The ``/props`` body the window discovery got (None: none), so that the stream does not ask again."""
+    discovering: set[str] = field(default_factory=set)
+    """Servers whose window discovery, which asks ``/props``, is under way: a stream meanwhile (the first request
+    goes before the window is known) does not ask it as well, and looks at the discovery's answer when it is done."""
     warned_tools: set[str] = field(default_factory=set)
     """Servers already warned about dropping the tools (the warning is given once)."""
 
@@ -309,12 +312,7 @@ class Stream:
         key = os.environ.get(provider.api_key_env) if provider.api_key_env else None
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        if base not in self._memory.probed:
-            self._memory.probed.add(base)
-            if base in self._memory.props:  # the window discovery asked already
-                self._check_props(base, self._memory.props[base])
-            else:
-                self._probe_tools(base, headers, min(PROBE_TIMEOUT_S, self.start.idle_timeout_s))
+        self._look_at_props(base, headers)
         attempt = 1
         while True:
             dropped = self._memory.dropped.setdefault(base, set())
@@ -345,7 +343,22 @@ class Stream:
                     raise Cancelled from exc
             else:
                 self._check_prompt_tokens(done, body)
+                if base not in self._memory.probed and base in self._memory.props:
+                    self._look_at_props(base, headers)  # the discovery's answer came meanwhile
                 return done
+
+    def _look_at_props(self, base: str, headers: dict[str, str]) -> None:
+        """Once per server: whether its chat template takes tools, from the window discovery's ``/props`` answer,
+        else by asking; not while a discovery is asking it (the request does not wait behind that question)."""
+        memory = self._memory
+        if base in memory.probed:
+            return
+        if base in memory.props:
+            memory.probed.add(base)
+            self._check_props(base, memory.props[base])
+        elif base not in memory.discovering:
+            memory.probed.add(base)
+            self._probe_tools(base, headers, min(PROBE_TIMEOUT_S, self.start.idle_timeout_s))
 
     def _attempt(self, url: str, headers: dict[str, str], body: bytes, dropped: set[Optional]) -> StreamDone:
         idle_s = self.start.idle_timeout_s

@@ -206,3 +206,32 @@ def test_the_answer_reserve_bound_is_crossed() -> None:
     assert ctx.answer_reserve(at_cap) == ctx.ANSWER_RESERVE_MAX_TOKENS
     assert ctx.answer_reserve(at_cap - 8) < ctx.ANSWER_RESERVE_MAX_TOKENS
     assert ctx.answer_reserve(at_cap * 10) == ctx.ANSWER_RESERVE_MAX_TOKENS
+
+
+# ---------------------------------------------------------------- a request before the window is known
+
+
+@settings(max_examples=150, deadline=None)
+@given(conversations(), st.integers(0, 3 * ctx.EARLY_REQUEST_MAX_TOKENS))
+def test_a_request_goes_before_the_window_only_when_no_compaction_could_change_it(
+    conv: list[ChatMessage], tokens: int
+) -> None:
+    early = ctx.sends_before_window(conv, tokens)
+    droppable = any(c.shrink_old_results(conv, keep).results for keep in range(c.KEEP_RECENT_UNITS + 1)) or any(
+        c.plan_summary(conv, keep) is not None for keep in range(1, c.KEEP_RECENT_UNITS + 1)
+    )
+    assert c.nothing_to_drop(conv) == (not droppable)
+    assert early == (not droppable and tokens <= ctx.EARLY_REQUEST_MAX_TOKENS)
+    if early:  # the window can only say whether it fits at all, and every common one takes it
+        assert tokens <= ctx.hard_limit(ctx.EARLY_REQUEST_WINDOW_TOKENS)
+
+
+def test_a_first_prompt_goes_before_the_window_up_to_the_bound() -> None:
+    first = [user("hi")]
+    assert ctx.sends_before_window(first, ctx.EARLY_REQUEST_MAX_TOKENS)
+    assert not ctx.sends_before_window(first, ctx.EARLY_REQUEST_MAX_TOKENS + 1)
+    small = [user("hi"), assistant(None, ("a", "read_file")), result("a", "tiny")]
+    assert ctx.sends_before_window(small, 1000)  # nothing older than the prompt, no result worth shrinking
+    big = [user("hi"), assistant(None, ("a", "read_file")), result("a", "\n".join(["y" * 100] * 30))]
+    assert not ctx.sends_before_window(big, 1000)
+    assert not ctx.sends_before_window([user("before"), assistant("answer"), user("hi")], 1000)

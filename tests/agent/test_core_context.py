@@ -25,12 +25,14 @@ from dashfloat.protocol import (
     ProviderConfig,
     ReadFileResult,
     RunTool,
+    SetModel,
     ShowUsage,
     StartStream,
     StreamDone,
     StreamFailed,
     SubmitPrompt,
     SystemEntry,
+    TokenReceived,
     ToolFinished,
     TurnEnded,
     Usage,
@@ -91,6 +93,12 @@ def answer_summary(core: AgentCore, text: str = "- read many files\n- nothing ch
     core.on_llm(ContentDelta(request_id=core.request_id, text=text))
     core.on_llm(StreamDone(request_id=core.request_id, content=text, tool_calls=[], finish_reason="stop"))
     return take(core)
+
+
+def discovery(core: AgentCore) -> DiscoverWindow:
+    [ask] = take(core)
+    assert isinstance(ask, DiscoverWindow)
+    return ask
 
 
 def starts(out: list[Message]) -> list[StartStream]:
@@ -216,29 +224,131 @@ def test_lm_studios_empty_answer_to_a_large_request_counts_as_context_exceeded()
     assert any("exceeds the model's context window" in e for e in entries(take(core)))
 
 
-def test_the_window_is_discovered_before_the_first_request_and_an_assumed_one_is_labelled() -> None:
+def test_a_first_request_goes_before_the_window_and_its_answer_waits_for_it() -> None:
     core, _ = make_core(window=None)
     core.discover_window()
-    [ask] = take(core)
-    assert isinstance(ask, DiscoverWindow)
+    ask = discovery(core)
     core.on_ui(SubmitPrompt(text="hi"))
     out = take(core)
-    assert not starts(out) and core.waiting == "window"
-    core.on_llm(WindowFound(request_id=ask.request_id, window=8192, source="assumed", notice="ignored 0"))
-    out = take(core)
-    assert len(starts(out)) == 1
-    ready = next(m for m in out if isinstance(m, AgentReady))
-    assert (ready.context_window, ready.window_source) == (8192, "assumed")
-    assert any("assuming 8.2k tokens" in e for e in entries(out)) and "ignored 0" in entries(out)
+    assert len(starts(out)) == 1 and core.waiting == "stream" and core.window is None
+    # What the stream sends meanwhile is neither shown nor acted on: the window may still refuse the request.
+    core.on_llm(ContentDelta(request_id=core.request_id, text="hello"))
     core.on_llm(
         StreamDone(
             request_id=core.request_id, content="hello", tool_calls=[], finish_reason="stop", usage=Usage(900, 5, 905)
         )
     )
-    take(core)
+    assert take(core) == [] and core.phase == "streaming"
+    core.on_llm(WindowFound(request_id=ask.request_id, window=8192, source="assumed", notice="ignored 0"))
+    out = take(core)
+    assert not starts(out)
+    ready = next(m for m in out if isinstance(m, AgentReady))
+    assert (ready.context_window, ready.window_source) == (8192, "assumed")
+    assert any("assuming 8.2k tokens" in e for e in entries(out)) and "ignored 0" in entries(out)
+    assert TokenReceived(text="hello") in out and TurnEnded(outcome="completed") in out
+    assert out.index(ready) < out.index(TokenReceived(text="hello"))
     core.on_ui(ShowUsage())
     [report] = entries(take(core))
     assert "context window: 8.2k tokens (ASSUMED" in report and "fill: ~" in report
+
+
+def test_a_window_that_comes_after_the_stream_ended_still_lets_its_tool_calls_run() -> None:
+    core, _ = make_core(window=None)
+    core.discover_window()
+    ask = discovery(core)
+    core.on_ui(SubmitPrompt(text="read x"))
+    take(core)
+    call = assemble("a", "read_file", {"path": "x"})
+    core.on_llm(StreamDone(request_id=core.request_id, content="", tool_calls=[call], finish_reason="tool_calls"))
+    assert not any(isinstance(m, RunTool) for m in take(core))
+    core.on_llm(WindowFound(request_id=ask.request_id, window=32_768, source="server"))
+    assert any(isinstance(m, RunTool) for m in take(core))
+
+
+def test_a_first_request_the_window_turns_out_too_small_for_is_cancelled_and_refused() -> None:
+    core, _ = make_core(window=None)
+    core.discover_window()
+    ask = discovery(core)
+    core.on_ui(SubmitPrompt(text="hi"))
+    take(core)
+    sent = core.request_id
+    core.on_llm(ContentDelta(request_id=sent, text="garbage from a cut prompt"))
+    core.on_llm(WindowFound(request_id=ask.request_id, window=600, source="server"))  # below the tools alone
+    out = take(core)
+    assert CancelStream(request_id=sent) in out and TurnEnded(outcome="failed") in out
+    assert any("does not fit the model's context window" in e for e in entries(out))
+    assert not any(isinstance(m, TokenReceived) for m in out)
+    core.on_llm(StreamFailed(request_id=sent, kind="cancelled", message="cancelled", content="garbage"))
+    assert take(core) == [] and core.phase == "idle"
+    assert [m.role for m in chat(core)] == ["user"]  # as when it was refused before sending
+
+
+def test_esc_while_an_early_request_waits_for_the_window_ends_the_turn_with_nothing_shown() -> None:
+    core, _ = make_core(window=None)
+    core.discover_window()
+    ask = discovery(core)
+    core.on_ui(SubmitPrompt(text="hi"))
+    take(core)
+    sent = core.request_id
+    core.on_llm(ContentDelta(request_id=sent, text="partial"))
+    core.on_ui(Cancel())
+    out = take(core)
+    assert CancelStream(request_id=sent) in out and TurnEnded(outcome="cancelled") in out
+    assert core.phase == "idle" and core.held is None
+    core.on_llm(StreamFailed(request_id=sent, kind="cancelled", message="cancelled", content="partial"))
+    core.on_llm(WindowFound(request_id=ask.request_id, window=32_768, source="server"))
+    out = take(core)
+    assert not any(isinstance(m, TokenReceived | TurnEnded) for m in out) and core.window == 32_768
+    assert [m.role for m in chat(core)] == ["user"]
+
+
+def test_the_llm_process_dying_under_an_early_request_fails_it_and_asks_the_window_again() -> None:
+    core, _ = make_core(window=None)
+    core.discover_window()
+    take(core)
+    core.on_ui(SubmitPrompt(text="hi"))
+    take(core)
+    core.on_llm(ContentDelta(request_id=core.request_id, text="partial"))
+    core.on_llm_died("killed by SIGKILL")
+    out = take(core)
+    assert TurnEnded(outcome="failed") in out and not any(isinstance(m, TokenReceived) for m in out)
+    assert any(isinstance(m, DiscoverWindow) for m in out) and core.held is None
+
+
+def test_a_model_switch_during_an_early_request_checks_it_against_the_new_models_window() -> None:
+    core, _ = make_core(window=None)
+    core.discover_window()
+    first_ask = discovery(core)
+    core.on_ui(SubmitPrompt(text="hi"))
+    take(core)
+    core.on_llm(ContentDelta(request_id=core.request_id, text="hello"))
+    core.on_ui(SetModel(model="other"))
+    [second_ask] = [m for m in take(core) if isinstance(m, DiscoverWindow)]
+    core.on_llm(WindowFound(request_id=first_ask.request_id, window=32_768, source="server"))  # the old model's
+    assert take(core) == []
+    core.on_llm(WindowFound(request_id=second_ask.request_id, window=16_384, source="server"))
+    out = take(core)
+    assert TokenReceived(text="hello") in out and core.window == 16_384
+
+
+def test_a_request_with_history_or_too_large_still_waits_for_the_window() -> None:
+    core, _ = make_core(window=None)
+    core.discover_window()
+    ask = discovery(core)
+    core.on_ui(SubmitPrompt(text="x" * 3 * ctx.EARLY_REQUEST_MAX_TOKENS))  # a long piped input
+    out = take(core)
+    assert not starts(out) and core.waiting == "window"
+    core.on_llm(WindowFound(request_id=ask.request_id, window=4096, source="server"))
+    out = take(core)
+    assert not starts(out) and TurnEnded(outcome="failed") in out  # refused before it was sent
+    assert any("does not fit the model's context window" in e for e in entries(out))
+
+    resumed, _ = make_core(window=None)
+    resumed.load([ChatMessage(role="user", content="before"), ChatMessage(role="assistant", content="answer")], [])
+    resumed.discover_window()
+    take(resumed)
+    resumed.on_ui(SubmitPrompt(text="hi"))
+    assert not starts(take(resumed)) and resumed.waiting == "window"
 
 
 def test_a_configured_window_is_never_asked_for() -> None:

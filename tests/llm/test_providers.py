@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterable, Iterator
 
 import pytest
 import requests
@@ -32,6 +33,7 @@ from dashfloat.protocol import (
     WindowFound,
 )
 from dashfloat.testing.sse_server import (
+    BodyItem,
     Drop,
     Pause,
     Reply,
@@ -229,6 +231,36 @@ def test_props_fetched_by_the_window_discovery_are_not_asked_again_by_the_stream
     warnings = [s for s in llm.run(server.base_url).of(StreamStatus) if s.level == "warning"]
     assert len(warnings) == 1 and "no tool support" in warnings[0].text  # from the discovery's /props
     assert server.gets.count("/props") == 1
+
+
+def _after(gate: threading.Event, body: Iterable[BodyItem]) -> Iterator[BodyItem]:
+    """A body the server sends only once the test opens ``gate`` (bounded: a broken test fails, never hangs)."""
+    assert gate.wait(30)
+    yield from body
+
+
+def test_a_stream_during_the_discovery_does_not_ask_props_itself_and_reads_the_discoverys(
+    llm: Llm, server: ScriptedServer
+) -> None:
+    # The first request goes before the window is known (ADR 0052): it must not queue its own /props question
+    # before the chat, and the discovery's answer still says the template has no tools.
+    server.props = {"chat_template_caps": {"supports_tools": False}, "n_ctx": 8192}
+    models_gate, chat_gate = threading.Event(), threading.Event()
+    json_headers = {"Content-Type": "application/json"}
+    server.routes[("GET", "/v1/models")] = Reply(headers=json_headers, body=_after(models_gate, [b"{}"]))
+    server.enqueue(Reply(body=_after(chat_gate, text_reply("invented").body)))
+    provider = ProviderConfig(name="test", base_url=server.base_url, model="m")
+    llm.channel.send(DiscoverWindow(request_id=7002, provider=provider))
+    request_id = llm.start(server.base_url)
+    assert server.wait_requests(1, 30)
+    assert server.gets == ["/v1/models"]  # the chat went while the discovery's first probe waits
+    models_gate.set()
+    found = llm.channel.recv()
+    assert isinstance(found, WindowFound) and (found.window, found.detail) == (8192, "llama.cpp /props n_ctx")
+    chat_gate.set()
+    warnings = [s for s in llm.collect(request_id).of(StreamStatus) if s.level == "warning"]
+    assert len(warnings) == 1 and "no tool support" in warnings[0].text
+    assert server.gets == ["/v1/models", "/props"]
 
 
 def test_a_server_with_tool_support_or_no_props_gets_no_warning(llm: Llm, server: ScriptedServer) -> None:
