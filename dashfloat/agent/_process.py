@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import time
-import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any, Final, ParamSpec, Protocol
@@ -120,6 +119,8 @@ class AgentShell:
         try:
             step(*args, **kwargs)
         except Exception as exc:
+            import traceback  # only then: every module the agent imports is copied into the executor (ADR 0053)
+
             traceback.print_exc(file=sys.stderr)
             try:
                 self.core.on_internal_error(f"{type(exc).__name__}: {exc}")

@@ -3,15 +3,14 @@
 sseclient-py stitches an event by concatenating it line by line (``data += line``), which is quadratic:
 an event of a million short lines cost seconds of CPU before any cap fired. Here each event is built
 linearly (its pieces joined once), capped in bytes and in lines, and handed to sseclient whole, so its
-field parser only ever sees a bounded event.
+field parser only ever sees a bounded event. sseclient itself is imported only for an event the one-line reader
+does not take (``_sse_fields``).
 """
 
 from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator
-
-import sseclient
 
 from dashfloat.llm._errors import StreamError
 from dashfloat.llm._limits import DECODED_MAX_RATIO, DECODED_RATIO_FREE_BYTES, READ_CHUNK_BYTES
@@ -80,17 +79,6 @@ def framed_events(chunks: Iterator[bytes], max_bytes: int, max_lines: int) -> It
         yield from batch
 
 
-class WholeEventClient(sseclient.SSEClient):
-    """sseclient-py's field parser over a source that already yields whole events (no re-stitching)."""
-
-    def __init__(self, events: Iterator[bytes]) -> None:
-        super().__init__(events)
-        self._whole = events
-
-    def _read(self) -> Iterator[bytes]:
-        yield from self._whole
-
-
 def _one_line_data(event: bytes) -> bool:
     """The common event, one ``data:`` line and its blank line (``data: {...}\n\n``)."""
     return event.startswith(b"data:") and event.endswith(b"\n\n") and event.count(b"\n") == 2 and b"\r" not in event
@@ -108,6 +96,8 @@ def event_datas(events: Iterator[bytes]) -> Iterator[str]:
             value = event[5:-2]
             yield (value[1:] if value.startswith(b" ") else value).decode("utf-8")
         else:
+            from dashfloat.llm._sse_fields import WholeEventClient  # on the first such event (its docstring)
+
             for parsed in WholeEventClient(iter((event,))).events():
                 yield parsed.data
 

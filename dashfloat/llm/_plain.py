@@ -15,6 +15,7 @@ from __future__ import annotations
 import http.client
 import os
 import select
+import socket
 import threading
 from collections.abc import Iterator, Mapping
 from typing import Final
@@ -31,12 +32,26 @@ IDLE_CONNECTIONS_MAX: Final = 4
 """Kept-alive connections kept per server (streams at once: the main one and a summary); more are closed."""
 
 
+def _create_connection(
+    address: tuple[str, int], timeout: float | None, source_address: tuple[str, int] | None
+) -> socket.socket:
+    """``socket.create_connection`` with an ASCII host name given as bytes: with a ``str``, ``getaddrinfo`` encodes it
+    through the ``idna`` codec, whose first use imports ``encodings.idna``, ``stringprep`` and ``unicodedata``
+    (~1 MB of the LLM worker's memory, ADR 0053). An ASCII name is the same bytes either way."""
+    host, port = address
+    named: str | bytes = host.encode("ascii") if host.isascii() else host
+    return socket.create_connection((named, port), timeout, source_address)  # type: ignore[arg-type]
+
+
 class _Connection(http.client.HTTPConnection):
     """http.client's connection that tells a connect's timeout from a read's and sends a request in one write."""
 
     _parts: list[bytes] | None = None
 
     def connect(self) -> None:
+        # http.client connects through this attribute (set in its __init__); where a version does not, the host goes
+        # as a str, as before
+        self._create_connection = _create_connection
         try:
             super().connect()  # with TCP_NODELAY, as urllib3's
         except TimeoutError as exc:

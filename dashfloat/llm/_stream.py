@@ -10,15 +10,18 @@ import collections
 import contextlib
 import itertools
 import os
-import queue
 import socket
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
+
+try:  # queue.SimpleQueue itself, without queue's module (heapq and more: memory in the worker, ADR 0053)
+    from _queue import SimpleQueue
+except ImportError:  # an interpreter without CPython's C module
+    from queue import SimpleQueue
 
 import msgspec
 
@@ -121,7 +124,7 @@ class StreamThreads:
     thread's wake-up. As many threads as streams ever ran at once (the main stream, a summary); idle ones wait."""
 
     def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._jobs: SimpleQueue[Callable[[], None]] = SimpleQueue()
         self._idle = 0
         self._lock = threading.Lock()
 
@@ -147,6 +150,8 @@ class StreamThreads:
             try:
                 job()
             except Exception:  # a stream answers its own failures; whatever escapes must not cost the thread
+                import traceback  # only then (issue 19: each module the worker imports costs memory, ADR 0053)
+
                 traceback.print_exc(file=sys.stderr)
             with self._lock:
                 self._idle += 1

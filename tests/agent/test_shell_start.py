@@ -5,12 +5,17 @@ before either is waited for."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+import dashfloat
 from dashfloat.agent import AgentOptions
 from dashfloat.agent._process import AgentShell
 from dashfloat.agent._startup import build_core
@@ -27,6 +32,8 @@ from dashfloat.protocol import (
     SubmitPrompt,
     WindowFound,
 )
+
+CHECKOUT = str(Path(dashfloat.__file__).resolve().parent.parent)
 
 
 class _Worker:
@@ -153,4 +160,33 @@ def test_the_first_request_waits_for_the_window_not_for_the_executors_code(tmp_p
     assert workers.events[:3] == ["start_llm", "preload_executor", "start_executor"]
     for fd in (workers.ready_r, workers.ready_w):
         os.close(fd)
+    _close(ui_far, ui_ours)
+
+
+def test_the_agent_imports_traceback_only_to_print_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Its code (the core, then the executor's, as the agent imports them before forking the executor) leaves
+    traceback out, in a fresh interpreter (ADR 0053); a step that raises still prints its traceback."""
+    code = (
+        "import importlib, sys\n"
+        "import dashfloat.agent._main, dashfloat.agent._process\n"
+        "from dashfloat.agent._workers import EXECUTOR_CODE\n"
+        "for name in EXECUTOR_CODE:\n"
+        "    module, _, attribute = name.partition(':')\n"
+        "    imported = importlib.import_module(module)\n"
+        "    getattr(imported, attribute) if attribute else None\n"
+        "print('traceback' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=CHECKOUT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False"]
+
+    provider = ProviderConfig(name="t", base_url="http://127.0.0.1:9/v1", model="m")
+    ui_far, ui_ours = Pipe()
+    shell = AgentShell(ui_ours, build_core(AgentOptions(provider=provider, cwd=str(tmp_path))), _Workers())
+
+    def step() -> None:
+        raise RuntimeError("a step that fails")
+
+    shell._guard(step)
+    assert "Traceback" in capsys.readouterr().err
     _close(ui_far, ui_ours)

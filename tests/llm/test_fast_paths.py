@@ -16,7 +16,6 @@ from dashfloat.llm._errors import StreamError
 from dashfloat.llm._framing import (
     _BOUNDARIES,
     _TAIL_BYTES,
-    WholeEventClient,
     _too_large,
     _too_many_lines,
     event_datas,
@@ -24,6 +23,7 @@ from dashfloat.llm._framing import (
     one_line_datas,
 )
 from dashfloat.llm._limits import EPISODE_MAX_BYTES, REPEAT_MIN_COUNT
+from dashfloat.llm._sse_fields import WholeEventClient
 from dashfloat.protocol import StreamDone, StreamFailed
 
 

@@ -373,6 +373,46 @@ def test_a_process_on_the_plain_route_never_imports_requests(
         assert result["connections"] == 1  # the chat request went out on the probes' kept connection
 
 
+_LEAN_WORKER = """
+import json, sys, threading
+from multiprocessing import Pipe
+from dashfloat.channel import Channel
+from dashfloat.llm import serve
+from dashfloat.protocol import ChatMessage, DiscoverWindow, LlmToAgent, ProviderConfig, StartStream, StreamDone
+from dashfloat.protocol import WindowFound
+
+ours, theirs = Pipe()
+threading.Thread(target=serve, args=(theirs,), daemon=True).start()
+channel = Channel(ours, LlmToAgent, "llm->agent")
+provider = ProviderConfig(name="t", base_url=sys.argv[1], model="m")
+channel.send(DiscoverWindow(1, provider))
+assert channel.poll(30) and isinstance(channel.recv(), WindowFound)
+channel.send(StartStream(2, provider, [ChatMessage(role="user", content="hi")], 10.0, ""))
+messages = []
+while not any(isinstance(m, StreamDone) for m in messages):
+    assert channel.poll(30), messages
+    messages.append(channel.recv())
+print(json.dumps({"content": messages[-1].content, "imported": sorted(m for m in sys.argv[2:] if m in sys.modules)}))
+"""
+KEPT_OUT_OF_THE_WORKER = ("sseclient", "logging", "traceback", "queue", "heapq", "encodings.idna", "stringprep")
+"""What the LLM worker no longer imports on the plain route (ADR 0053): sseclient with logging (only for an event
+that is not one ``data:`` line), traceback (only to print an escaped error), queue's module, the idna codec."""
+
+
+def test_the_worker_streams_without_the_modules_it_does_not_need(tmp_path: Path, server: ScriptedServer) -> None:
+    """A fresh interpreter runs the LLM process's loop against a server in this process (so the server's own imports
+    are not counted): a discovery and a stream of one-line events import none of KEPT_OUT_OF_THE_WORKER."""
+    server.enqueue(text_reply("hi"))
+    done = subprocess.run(
+        [sys.executable, "-c", _LEAN_WORKER, server.base_url, *KEPT_OUT_OF_THE_WORKER],
+        env=_clean_env(tmp_path),
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert json.loads(done.stdout) == {"content": "hi", "imported": []}
+
+
 def _config(home: Path, base_url: str) -> None:
     path = home / ".config" / "dashfloat" / "config.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
