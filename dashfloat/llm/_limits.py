@@ -47,6 +47,9 @@ BACKOFF_BASE_S: Final = 0.25
 """First retry delay without Retry-After; doubles per retry."""
 RETRY_AFTER_MAX_S: Final = 30.0
 """A longer Retry-After is not waited out: the failure is reported with the provider's delay."""
+DEADLINE_GRACE_S: Final = 1.0
+"""A stream still waiting for its answer this long past its deadline is cut by the serve loop (``Stream.expire``): a
+head that never ends (a header dribbled byte by byte, endless 100 Continue) has every read within its timeout."""
 CONNECT_TIMEOUT_S: Final = 10.0
 """TCP + TLS connect; never longer than the request's idle timeout."""
 ANSWER_MAX_TOKENS_DEFAULT: Final = 4096

@@ -21,7 +21,7 @@ from dashfloat import procutil
 from dashfloat.channel import Channel, PeerDied, ProtocolError, Readiness
 from dashfloat.jsonvalue import JsonValue
 from dashfloat.llm._discover import Discovery
-from dashfloat.llm._limits import DELTA_BATCH_S, DELTA_MAX_CHARS, HOLD_MIN_S
+from dashfloat.llm._limits import DEADLINE_GRACE_S, DELTA_BATCH_S, DELTA_MAX_CHARS, HOLD_MIN_S
 from dashfloat.preload import Preload
 from dashfloat.protocol import (
     AgentToLlm,
@@ -95,7 +95,7 @@ class _Loop:
         try:
             while True:
                 sources: list[Connection | int] = [self.channel.conn, self._wake_r]
-                ready = self._either.wait(sources)
+                ready = self._either.wait(sources, self._until_overdue())
                 if self._wake_r in ready:
                     # Deltas arriving within DELTA_BATCH_S of the last message join the next one; a stream's end
                     # (its thread wakes us for it even now) or a message from the agent ends the hold at once.
@@ -126,6 +126,22 @@ class _Loop:
                 stream.abort()
             os.close(self._wake_r)
             os.close(self._wake_w)
+
+    def _until_overdue(self) -> float | None:
+        """How long until a stream is past its deadline (``Stream.expire``), having cut those already past it; None
+        when no stream runs."""
+        now = time.monotonic()
+        soonest: float | None = None
+        for stream in list(self.streams.values()):
+            due = stream.overdue_at()
+            if due is not None and due <= now:
+                stream.expire()
+                due = stream.overdue_at()
+            if due is None:
+                due = now + DEADLINE_GRACE_S  # looked at (between attempts): its next attempt's deadline is read then
+            if soonest is None or due < soonest:
+                soonest = due
+        return None if soonest is None else max(0.0, soonest - now)
 
     def _clear_wakes(self) -> None:
         with contextlib.suppress(BlockingIOError):

@@ -44,6 +44,7 @@ from dashfloat.llm._limits import (
     BODY_END_MAX_BYTES,
     BODY_END_WAIT_S,
     CONNECT_TIMEOUT_S,
+    DEADLINE_GRACE_S,
     DELTA_BATCH_S,
     DROPPED_TOOLS_RATIO,
     ERROR_BODY_MAX_BYTES,
@@ -178,6 +179,10 @@ class Stream:
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
         self._ended = threading.Event()
+        self._expired = False
+        """The serve loop cut this attempt's sockets: it was blocked past its deadline (``expire``)."""
+        self._expire_tried: float | None = None
+        """The deadline ``expire`` last looked at (it looks once per deadline)."""
         self._reset()
 
     def begin(self, threads: StreamThreads) -> None:
@@ -194,6 +199,25 @@ class Stream:
         """Wait until the stream's work is over (its thread then waits for the next stream)."""
         self._ended.wait(timeout_s)
 
+    def overdue_at(self) -> float | None:
+        """When ``expire`` is due (the deadline plus DEADLINE_GRACE_S), None when it has looked at this deadline."""
+        deadline = self._deadline
+        return None if deadline == self._expire_tried else deadline + DEADLINE_GRACE_S
+
+    def expire(self) -> None:
+        """From the serve loop, once ``overdue_at`` has passed: a request still blocked then has had every read within
+        its timeout and still no answer (a head that never ends: a header dribbled byte by byte, one 100 Continue
+        after another); its sockets are shut down and the stream fails with its deadline's message. Between attempts
+        (no socket) it does nothing."""
+        with self._lock:
+            deadline = self._deadline
+            self._expire_tried = deadline
+            if time.monotonic() < deadline + DEADLINE_GRACE_S or not self._sockets:
+                return
+            self._expired = True
+            for sock in self._sockets:
+                shutdown(sock)
+
     # ------------------------------------------------------------ worker thread
 
     def _reset(self) -> None:
@@ -202,7 +226,9 @@ class Stream:
         """A byte of the answer's body arrived (a connection closed before that never answered)."""
         self._answered = False
         """An event with data arrived: from then on the idle timeout applies, not the first-byte deadline."""
-        self._deadline = time.monotonic() + self.start.first_byte_timeout_s
+        with self._lock:  # against ``expire``: a new attempt's sockets are never cut for the last one's deadline
+            self._deadline = time.monotonic() + self.start.first_byte_timeout_s
+            self._expired = False
 
     def _progress(self) -> None:
         """An event arrived: the next one is due within the idle timeout (comments never get here)."""
@@ -406,6 +432,10 @@ class Stream:
                 f"{url} was redirected more than {MAX_REDIRECTS} times (last to {target}): "
                 "set base_url to the server's real address.",
             )
+        except StreamError as exc:
+            if self._expired:  # cut by the serve loop: whatever the cut looked like (an empty body, a close)
+                raise self._timeout() from exc
+            raise
         finally:
             self._let_go()
 

@@ -361,3 +361,53 @@ def test_an_answer_that_is_not_http_says_so_and_is_not_retried(llm: Llm, not_htt
         "check base_url (the port may be another program's)."
     )
     assert result.of(StreamStatus) == []
+
+
+ENDLESS_HEADS = {
+    "headers dribbled": (b"HTTP/1.1 200 OK\r\nX-Slow: ", b"a"),
+    "endless 100 Continue": (b"", b"HTTP/1.1 100 Continue\r\n\r\n"),
+}
+
+
+@pytest.fixture(params=sorted(ENDLESS_HEADS))
+def endless_head_port(request: pytest.FixtureRequest) -> Iterator[int]:
+    """A listener that never finishes the answer's head: a byte of a header at a time, or one 100 Continue after
+    another, each well within the read timeout."""
+    first, again = ENDLESS_HEADS[request.param]
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    stop = threading.Event()
+
+    def dribble(conn: socket.socket) -> None:
+        with conn:
+            conn.recv(65536)
+            try:
+                conn.sendall(first)
+                while not stop.wait(0.05):
+                    conn.sendall(again)
+            except OSError:
+                return
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=dribble, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield listener.getsockname()[1]
+    stop.set()
+    listener.close()
+
+
+def test_an_answer_head_that_never_ends_meets_the_first_byte_deadline(llm: Llm, endless_head_port: int) -> None:
+    # Found by review: every read came within the timeout, so only the agent's watchdog ended it, 10 s past the
+    # deadline, by killing the LLM process ("the model stream process died").
+    result = llm.run(
+        f"http://127.0.0.1:{endless_head_port}/v1", timeout_s=30.0, idle_timeout_s=0.5, first_byte_timeout_s=0.5
+    )
+    assert result.failed.kind == "first_byte_timeout"
+    assert result.of(StreamStatus) == []
