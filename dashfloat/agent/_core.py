@@ -908,6 +908,12 @@ class AgentCore:
         elif self.held is not None:
             self._release_held()
 
+    def answer_held(self) -> bool:
+        """Whether the whole answer to a request sent before the window was known has come and is held for it: the
+        LLM process owes only the window now (its discovery's deadline bounds that), no stream to watch for silence."""
+        held = self.held
+        return bool(held) and held is not None and isinstance(held[-1], StreamDone | StreamFailed)
+
     def _release_held(self) -> None:
         """The window came while a request sent before it streams: refuse it as ``_next_request`` would have (it
         could not be compacted), or let its answer through."""

@@ -93,3 +93,26 @@ def test_a_long_first_prompt_still_waits_for_the_window_and_is_refused_before_it
     assert process.returncode != 0
     assert "does not fit the model's context window (4.1k)" in err
     assert server.requests == []
+
+
+def test_an_answer_held_for_a_slow_window_is_not_taken_for_a_silent_stream(
+    tree: Path, isolated_env: dict[str, str]
+) -> None:
+    # Found by review: the whole answer had come and was held for the window, but the agent's watchdog counted the
+    # LLM process's silence meanwhile against the idle timeout (plus its slack) and killed it: with a short idle
+    # timeout and a discovery that took until its deadline, 'the model stream process died' and no answer.
+    env = {**isolated_env, "DASHFLOAT_IDLE_TIMEOUT_S": "0.5"}
+    with ScriptedServer() as server:
+        gate = threading.Event()  # never opened while the run lasts: every probe times out, the discovery ends late
+        json_type = {"Content-Type": "application/json"}
+        for route in [("GET", "/v1/models"), ("GET", "/props"), ("GET", "/api/v0/models"), ("GET", "/api/ps")]:
+            server.routes[route] = Reply(headers=json_type, body=_after(gate, [b"{}"]))
+        server.routes[("POST", "/api/show")] = Reply(headers=json_type, body=_after(gate, []))
+        server.enqueue(text_reply("the held answer"))
+        process = _start(server, tree, env, "-p", "hello")
+        try:
+            out, err = process.communicate(timeout=60)
+        finally:
+            gate.set()
+    assert process.returncode == 0, err
+    assert "the held answer" in out and "died" not in err
