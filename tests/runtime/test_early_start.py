@@ -195,6 +195,10 @@ _CTRL_C_IN_MSGSPECS_INIT = """
 import os, signal, sys
 import dashfloat._entry as first
 
+# As a terminal starts it: Ctrl-C handled, whatever this test process's own parent left (an ignored SIGINT is
+# inherited across exec, and then the interrupt below would be ignored, not lost).
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 def importing(frame):
     names = []
     while frame is not None:
