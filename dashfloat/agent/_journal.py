@@ -44,22 +44,29 @@ class SessionJournal:
             self._warned = True
             self._warning = f"the session is not being saved: {exc}"
 
-    def _writer(self) -> session_log.SessionWriter:
-        if self.writer is None:
-            ensure_private_dir(self.sessions_dir)
-            header = session_log.new_header(
-                cwd=self.cwd,
-                provider=self.provider.name,
-                model=self.provider.model,
-                dashfloat_version=__version__,
-            )
-            self.writer = session_log.SessionWriter.create(self.sessions_dir, header)
-            self.session_id = header.id
+    def _create(self, first: list[ConversationEntry]) -> session_log.SessionWriter:
+        """A new session's file, holding ``first`` (its first entry) as well as its header."""
+        ensure_private_dir(self.sessions_dir)
+        header = session_log.new_header(
+            cwd=self.cwd,
+            provider=self.provider.name,
+            model=self.provider.model,
+            dashfloat_version=__version__,
+        )
+        self.writer = session_log.SessionWriter.create(self.sessions_dir, header, first)
+        self.session_id = header.id
         return self.writer
+
+    def _writer(self) -> session_log.SessionWriter:
+        return self.writer if self.writer is not None else self._create([])
 
     def record(self, entry: ConversationEntry) -> None:
         try:
-            self._writer().append(entry)
+            if self.writer is None:
+                # The header and the entry in one write and one fsync: the first prompt's request waits for this.
+                self._create([entry])
+            else:
+                self.writer.append(entry)
         except (session_log.SessionError, OSError) as exc:
             self._failed(exc)
 

@@ -252,9 +252,9 @@ class AgentShell:
     def run(self) -> None:
         # The first messages (the window discovery, the ready message) go before the executor is started: its
         # imports would compete with the LLM worker's for the two cores on the first request's path (issue 19).
-        # So does what the UI sent meanwhile (a headless run's prompt): its session file is written and fsynced,
-        # and its request waits only for the window. The executor's code is then imported on a thread, so that the
-        # window's arrival is answered at once rather than after that import (ADR 0045); the executor is forked
+        # So does what the UI sent meanwhile (a headless run's prompt): its session file is written and fsynced, and
+        # its request goes while the window is asked (ADR 0052). The executor's code is then imported on a thread, so
+        # the window's arrival is answered at once rather than after that import (ADR 0045); the executor is forked
         # when it is done (or on first use, should a tool be needed before).
         self.flush()
         self._from_ui()

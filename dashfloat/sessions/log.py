@@ -226,8 +226,11 @@ class SessionWriter:
         self._size = os.fstat(fd).st_size
 
     @classmethod
-    def create(cls, sessions_dir: Path, header: SessionHeader) -> SessionWriter:
-        """Create ``<id>.jsonl`` (0600, in a 0700 directory) holding the header, durably."""
+    def create(
+        cls, sessions_dir: Path, header: SessionHeader, first: Sequence[ConversationEntry] = ()
+    ) -> SessionWriter:
+        """Create ``<id>.jsonl`` (0600, in a 0700 directory) holding the header and the ``first`` entries, durably (one
+        fsync of the file, one of the directory)."""
         if not _ID_RE.fullmatch(header.id):
             raise SessionError(f"invalid session id {header.id!r}: letters, digits, '.', '_' and '-' only")
         ensure_private_dir(sessions_dir)
@@ -238,7 +241,7 @@ class SessionWriter:
         tmp = sessions_dir / f".{header.id}.{secrets.token_hex(4)}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
-            write_all(fd, _encode(header))
+            write_all(fd, _encode(header) + b"".join(_entry_line(e) for e in first))
             os.fsync(fd)
             os.link(tmp, path)
         except FileExistsError:
