@@ -14,7 +14,13 @@ wcwidth's ``__init__`` makes it; it is gone once prompt_toolkit is in, so a late
 the real package. Without the C extension (another wcwidth, another platform), or with ``WCWIDTH_PYTHON`` set
 (wcwidth's own switch to its Python code), nothing is done.
 
-Measured in the TUI's main process at idle: the shortcuts ~0.8 MB and wcwidth's package ~1.0 MB private (ADR 0046).
+prompt_toolkit's ``formatted_text.html`` imports ``xml.dom.minidom`` at import for one call, ``parseString`` in
+``HTML()``, which the UI never makes. While prompt_toolkit is imported, a stand-in module takes its place; the
+first attribute asked of it imports the real module and answers from it. It too is gone once prompt_toolkit is in:
+a later ``import xml.dom.minidom`` anywhere gets the real module.
+
+Measured in the TUI's main process at idle: the shortcuts ~0.8 MB and wcwidth's package ~1.0 MB private (ADR 0046),
+minidom with its helpers ~0.35 MB (ADR 0053).
 """
 
 from __future__ import annotations
@@ -50,6 +56,40 @@ def _wcwidth_standin() -> types.ModuleType | None:
     return standin
 
 
+MINIDOM: Final = "xml.dom.minidom"
+
+
+def _minidom_standin() -> types.ModuleType | None:
+    """A module standing in for ``xml.dom.minidom``, registered as it; the real one is imported when the stand-in is
+    first asked for an attribute. None when minidom is imported already."""
+    if MINIDOM in sys.modules:
+        return None
+    import xml.dom  # the package (small); the stand-in must be its attribute for ``import xml.dom.minidom as m``
+
+    standin = types.ModuleType(MINIDOM, "Stands in for xml.dom.minidom until it is used.")
+
+    def __getattr__(attribute: str) -> object:
+        if sys.modules.get(MINIDOM) is standin:
+            del sys.modules[MINIDOM]
+        real = importlib.import_module(MINIDOM)
+        return getattr(real, attribute)
+
+    standin.__getattr__ = __getattr__  # type: ignore[method-assign]
+    sys.modules[MINIDOM] = standin
+    xml.dom.minidom = standin
+    return standin
+
+
+def _drop_minidom_standin(standin: types.ModuleType) -> None:
+    """Unregister the stand-in (whoever imported it keeps it: it answers from the real module)."""
+    import xml.dom
+
+    if sys.modules.get(MINIDOM) is standin:
+        del sys.modules[MINIDOM]
+    if getattr(xml.dom, "minidom", None) is standin:
+        del xml.dom.minidom
+
+
 def _package_without_init(name: str) -> None:
     """Register package ``name`` with its ``__init__`` not run yet: it runs when a name of its own is asked for."""
     spec = importlib.util.find_spec(name)
@@ -77,11 +117,15 @@ def import_prompt_toolkit() -> None:
         return  # imported already (the test process): as it was
     _package_without_init("prompt_toolkit")
     standin = None if "wcwidth" in sys.modules else _wcwidth_standin()
+    minidom = _minidom_standin()
     try:
+        import prompt_toolkit.application  # most of the rest, formatted_text's html among it
         import prompt_toolkit.utils  # noqa: F401
     finally:
         if standin is not None and sys.modules.get("wcwidth") is standin:
             del sys.modules["wcwidth"]
+        if minidom is not None:
+            _drop_minidom_standin(minidom)
 
 
 import_prompt_toolkit()

@@ -1,7 +1,7 @@
 """The real TUI leaves markdown-it-py and pygments' lexers unimported until an answer needs them, and pygments'
-styles, wcwidth's package and prompt_toolkit's shortcuts unimported (issue 19: idle memory; docs/decisions/0042,
-0046). Python reports each import on stderr (PYTHONPROFILEIMPORTTIME), which in a pty is the screen's byte stream;
-the children send their stderr to the log once started, so what shows is the main process's."""
+styles, wcwidth's package, prompt_toolkit's shortcuts and minidom unimported (issue 19: idle memory; docs/decisions/
+0042, 0046, 0053). Python reports each import on stderr (PYTHONPROFILEIMPORTTIME), which in a pty is the screen's
+byte stream; the children send their stderr to the log once started, so what shows is the main process's."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from tests.e2e import dashfloat_argv
 from tests.pty_harness import WAIT_S, Terminal
 
 LAZY = (b"markdown_it", b"pygments.lexers")
-NEVER = (b"pygments.styles", b"wcwidth.grapheme", b"prompt_toolkit.shortcuts")
+NEVER = (b"pygments.styles", b"wcwidth.grapheme", b"prompt_toolkit.shortcuts", b"xml.dom.minidom")
 """pygments' style machinery: the theme writes its code palette out (dashfloat/ui/_theme.py); wcwidth's package:
 prompt_toolkit gets its one function without it; prompt_toolkit's shortcuts: its package ``__init__`` is not run
-(dashfloat/ui/_imports.py, ADR 0046)."""
+(dashfloat/ui/_imports.py, ADR 0046); minidom: only prompt_toolkit's HTML() parses with it (ADR 0053)."""
 
 
 def imported(raw: bytes, module: bytes) -> bool:

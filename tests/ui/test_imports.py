@@ -92,3 +92,36 @@ def test_wcwidths_own_switch_to_its_python_code_gets_the_whole_package() -> None
         WCWIDTH_PYTHON="1",
     )
     assert out.split() == ["True", "True"]
+
+
+def test_minidom_is_imported_only_when_used_and_then_the_real_one() -> None:
+    """prompt_toolkit's HTML() parses with xml.dom.minidom: the UI never calls it, so the module stays out (ADR 0053);
+    HTML() still works through the stand-in prompt_toolkit holds, and an import afterwards gets the real module."""
+    out = _run(
+        """
+        import sys
+        import dashfloat.ui
+        from prompt_toolkit.formatted_text import html
+        print(html.__name__ in sys.modules, sorted(m for m in sys.modules if m.startswith("xml.dom.")))
+        print(html.HTML("<b>x</b>").formatted_text == [("class:b", "x")])
+        import xml.dom.minidom
+        from xml.dom import minidom
+        tag = minidom.parseString("<a/>").documentElement.tagName
+        print(minidom is xml.dom.minidom is sys.modules["xml.dom.minidom"], tag)
+        """
+    )
+    assert out.splitlines() == ["True ['xml.dom.domreg']", "True", "True a"]
+
+
+def test_minidom_already_imported_is_left_as_it_is() -> None:
+    out = _run(
+        """
+        import sys
+        import xml.dom.minidom
+        real = sys.modules["xml.dom.minidom"]
+        import dashfloat.ui
+        from prompt_toolkit.formatted_text import html
+        print(html.minidom is real is sys.modules["xml.dom.minidom"])
+        """
+    )
+    assert out.split() == ["True"]
