@@ -7,15 +7,109 @@ import ctypes
 import gc
 import importlib
 import multiprocessing
+import multiprocessing.process
+import multiprocessing.util
 import os
 import signal
+import sys
 from collections.abc import Callable
+from multiprocessing import popen_fork
+from multiprocessing.context import ForkContext, ForkProcess
 from multiprocessing.process import BaseProcess
-from typing import Final
+from typing import Any, Final
+
+_LEAN_FORK_NEEDS: Final = (
+    (popen_fork.Popen, "_launch"),
+    (multiprocessing.process, "_children"),
+    (multiprocessing.process, "_current_process"),
+    (multiprocessing.process, "_parent_process"),
+    (multiprocessing.util, "_finalizer_registry"),
+    (multiprocessing.util, "_run_after_forkers"),
+)
+"""What the lean fork below replaces or sets of multiprocessing's (CPython 3.11-3.13); where one is missing, the
+stock fork context is used."""
+
+
+def _run_forked(process: BaseProcess) -> int:
+    """In a child just forked: run ``process`` as multiprocessing's bootstrap does, less what we never use; its exit
+    code.
+
+    Kept: the child is ``current_process()``, has none of its parent's children (and no ``parent_process()``: the
+    bootstrap's is a handle on a pipe we do not make), runs none of its parent's finalizers and runs
+    multiprocessing's after-fork hooks; the exit code is the bootstrap's (``SystemExit``'s; 1 and the traceback on
+    stderr for an exception); stdout and stderr are flushed. Left out: stdin reopened on /dev/null (each child puts
+    /dev/null on fd 0 itself, ``become_child``), the start method forced, the sentinel pipe to the parent
+    (``die_with_parent`` instead), waiting for non-daemon threads (ours are all daemons). Every line the bootstrap
+    runs writes to pages the child shares with its parent (code run for the first time, reference counts), which
+    the kernel then copies: ~0.2 MB a child (issue 19: idle memory, ADR 0053).
+    """
+    mp_process: Any = multiprocessing.process
+    mp_util: Any = multiprocessing.util
+    mp_process._children = set()
+    mp_process._current_process = process
+    mp_process._parent_process = None  # no sentinel pipe to it: its death is signalled (die_with_parent)
+    mp_util._finalizer_registry.clear()
+    mp_util._run_after_forkers()
+    try:
+        process.run()
+        code = 0
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            code = exc.code or 0
+        else:
+            sys.stderr.write(f"{exc.code}\n")
+            code = 1
+    except BaseException:
+        import traceback  # only now: a child imports nothing it does not need (ADR 0053)
+
+        sys.stderr.write(f"Process {process.name}:\n")
+        traceback.print_exc()
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stream.flush()
+    return code
+
+
+class _LeanPopen(popen_fork.Popen):
+    """multiprocessing's fork Popen, its child running ``_run_forked`` instead of the bootstrap."""
+
+    def _launch(self, process_obj: BaseProcess) -> None:
+        parent_r, child_w = os.pipe()  # the sentinel: readable once the child is gone (its end closes with it)
+        self.pid = os.fork()
+        if self.pid == 0:
+            code = 1
+            try:
+                os.close(parent_r)
+                code = _run_forked(process_obj)
+            finally:
+                os._exit(code)
+        os.close(child_w)
+        mp_util: Any = multiprocessing.util
+        self.finalizer = mp_util.Finalize(self, mp_util.close_fds, (parent_r,))
+        self.sentinel = parent_r
+
+
+class _LeanForkProcess(ForkProcess):
+    @staticmethod
+    def _Popen(process_obj: BaseProcess) -> popen_fork.Popen:
+        return _LeanPopen(process_obj)
+
+
+class _LeanForkContext(ForkContext):
+    Process = _LeanForkProcess
+
+
+def fork_context(lean: bool, needs: tuple[tuple[object, str], ...] = _LEAN_FORK_NEEDS) -> ForkContext:
+    """The fork context our children start from: the lean one where multiprocessing has what it replaces."""
+    if lean and all(hasattr(owner, name) for owner, name in needs):
+        return _LeanForkContext()
+    return multiprocessing.get_context("fork")
+
 
 # Fork: a child starts in milliseconds and shares the parent's imported pages; every fork happens from a
 # single-threaded process (the agent) or before the UI starts (docs/decisions/0001-runtime.md).
-FORK: Final = multiprocessing.get_context("fork")
+FORK: Final = fork_context(lean=True)
 
 
 def release_free_heap() -> bool:

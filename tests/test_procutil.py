@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import dashfloat
-from dashfloat.procutil import FORK, describe_exit, stop_process
+from dashfloat.procutil import FORK, describe_exit, fork_context, stop_process
 
 LONG_GRACE_S = 30.0  # generous: a stop that waits this long instead of acting would fail the suite's timeout
 
@@ -260,3 +260,86 @@ def test_threads_allocate_from_the_main_arena_once_asked(how: str, arenas_after:
         [sys.executable, "-c", script, how], capture_output=True, text=True, timeout=60, check=True, env=env
     )
     assert result.stdout.split() == ["0", str(arenas_after)]
+
+
+# ------------------------------------------------------------------ the lean fork (ADR 0053)
+
+LEAN = fork_context(lean=True)
+STOCK = fork_context(lean=False)
+
+
+def _exits(how: str, err_path: str) -> None:
+    sys.stderr = open(err_path, "w")  # noqa: SIM115  # block-buffered: what reaches the file was flushed at the end
+    if how == "raise":
+        raise ValueError("a child that fails")
+    if how == "exit 3":
+        sys.exit(3)
+    if how == "exit words":
+        sys.exit("stopped: why")
+    if how == "exit none":
+        sys.exit()
+    sys.stderr.write("some output")  # "return": flushed by the start's end, not by us
+
+
+@pytest.mark.parametrize("context", [LEAN, STOCK], ids=["lean", "stock"])
+@pytest.mark.parametrize(
+    ("how", "code", "said"),
+    [
+        ("return", 0, "some output"),
+        ("exit none", 0, ""),
+        ("exit 3", 3, ""),
+        ("exit words", 1, "stopped: why\n"),
+        ("raise", 1, "ValueError: a child that fails"),
+    ],
+)
+def test_a_forked_childs_exit_code_and_stderr_are_multiprocessings(
+    tmp_path: Path, context: object, how: str, code: int, said: str
+) -> None:
+    """The lean fork ends a child as multiprocessing's bootstrap does: the same exit codes, the same words."""
+    err = tmp_path / "err"
+    process = context.Process(target=_exits, args=(how, str(err)), name="child")  # type: ignore[attr-defined]
+    process.start()
+    process.join(LONG_GRACE_S)
+    assert process.exitcode == code
+    text = err.read_text() if err.exists() else ""
+    assert said in text
+    if how == "raise":
+        assert text.startswith("Process child:\nTraceback")
+
+
+def _report_identity(conn: Connection) -> None:
+    import multiprocessing
+
+    conn.send_bytes(
+        json.dumps(
+            {
+                "current": multiprocessing.current_process().name,
+                "children": [p.name for p in multiprocessing.active_children()],
+                "parent": multiprocessing.parent_process() is None,
+                "same stdin": sys.stdin is _STDIN_BEFORE,
+            }
+        ).encode()
+    )
+
+
+_STDIN_BEFORE = sys.stdin
+
+
+def test_a_lean_child_is_its_own_current_process_without_its_parents_children() -> None:
+    other = _started(_sleep_forever)  # a live child of ours: not the new child's
+    ours, theirs = LEAN.Pipe()
+    process = LEAN.Process(target=_report_identity, args=(theirs,), name="lean-child", daemon=True)
+    process.start()
+    got = json.loads(ours.recv_bytes())
+    process.join(LONG_GRACE_S)
+    stop_process(other, LONG_GRACE_S)
+    # multiprocessing's bootstrap would have put a new stdin on /dev/null: it did not run
+    assert got == {"current": "lean-child", "children": [], "parent": True, "same stdin": True}
+    assert process.exitcode == 0
+
+
+def test_the_lean_fork_is_used_only_where_multiprocessing_has_what_it_replaces() -> None:
+    from multiprocessing import popen_fork
+
+    assert type(FORK) is type(LEAN) and type(LEAN) is not type(STOCK)
+    assert type(fork_context(lean=True, needs=((popen_fork.Popen, "_no_such_method"),))) is type(STOCK)
