@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, get_args
@@ -181,6 +180,8 @@ def parse(text: str, prompt_files: Sequence[PromptFile] = ()) -> Parsed:
             [found] = [f for f in prompt_files if f"/{f.name}" == name][:1]
             return Prompt(expand_prompt_file(found.text, arg))
         case _:
+            import difflib  # only for a misspelt command: the TUI's idle memory (ADR 0053)
+
             known = [*COMMANDS, *(f"/{f.name}" for f in prompt_files)]
             closest = difflib.get_close_matches(name, known, n=1, cutoff=0.0)
             hint = f" — did you mean {closest[0]}?" if closest else ""

@@ -16,10 +16,11 @@ from tests.e2e import dashfloat_argv
 from tests.pty_harness import WAIT_S, Terminal
 
 LAZY = (b"markdown_it", b"pygments.lexers")
-NEVER = (b"pygments.styles", b"wcwidth.grapheme", b"prompt_toolkit.shortcuts", b"xml.dom.minidom")
+NEVER = (b"pygments.styles", b"wcwidth.grapheme", b"prompt_toolkit.shortcuts", b"xml.dom.minidom", b"difflib")
 """pygments' style machinery: the theme writes its code palette out (dashfloat/ui/_theme.py); wcwidth's package:
 prompt_toolkit gets its one function without it; prompt_toolkit's shortcuts: its package ``__init__`` is not run
-(dashfloat/ui/_imports.py, ADR 0046); minidom: only prompt_toolkit's HTML() parses with it (ADR 0053)."""
+(dashfloat/ui/_imports.py, ADR 0046); minidom: only prompt_toolkit's HTML() parses with it; difflib: only a misspelt
+command's suggestion needs it (ADR 0053)."""
 
 
 def imported(raw: bytes, module: bytes) -> bool:
