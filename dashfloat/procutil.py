@@ -236,6 +236,7 @@ def become_child(log_path: str, close_fds: list[int]) -> None:
     Holding another process's pipe end would hide that process's death (no EOF), so they are closed.
     Ctrl-C and hang-ups are the main process's to handle; it tells us to stop.
     """
+    gc.enable()  # forked during a start-up that runs without the cyclic collector (``_entry.entry``)
     for fd in close_fds:
         with contextlib.suppress(OSError):
             os.close(fd)

@@ -330,3 +330,29 @@ def test_rewind_outside_its_bounds_is_a_usage_error(turns: str, isolated_env: di
         2,
         f"dashfloat: --rewind N needs 1 <= N <= {REWIND_MAX_TURNS} (the number of turns to go back)\n",
     )
+
+
+def test_the_start_ups_imports_run_without_the_cyclic_collector_and_the_command_line_with_it() -> None:
+    """``_entry`` turns the collector off for the imports before the agent's fork and the command line's (ADR 0052),
+    and on again before running it."""
+    script = (
+        "import gc, os, sys\n"
+        "import dashfloat._entry as first\n"
+        "import dashfloat.procutil as procutil\n"
+        "import dashfloat.cli as cli\n"
+        "seen = []\n"
+        "held = procutil.import_holding_sigint\n"
+        "def importing(name):\n"
+        "    seen.append(('imports', gc.isenabled()))\n"
+        "    held(name)\n"
+        "procutil.import_holding_sigint = importing\n"
+        "def run(agent, probe):\n"
+        "    seen.append(('runs', gc.isenabled()))\n"
+        "    print(seen, flush=True)\n"
+        "    os._exit(0)\n"
+        "cli.entry = run\n"
+        "sys.argv = ['dashfloat', '--version']\n"
+        "first.entry()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout.strip()) == (0, "[('imports', False), ('runs', True)]"), done.stderr

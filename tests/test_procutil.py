@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import gc
 import json
 import os
 import platform
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import dashfloat
-from dashfloat.procutil import FORK, describe_exit, fork_context, stop_process
+from dashfloat.procutil import FORK, become_child, describe_exit, fork_context, stop_process
 
 LONG_GRACE_S = 30.0  # generous: a stop that waits this long instead of acting would fail the suite's timeout
 
@@ -343,3 +344,26 @@ def test_the_lean_fork_is_used_only_where_multiprocessing_has_what_it_replaces()
 
     assert type(FORK) is type(LEAN) and type(LEAN) is not type(STOCK)
     assert type(fork_context(lean=True, needs=((popen_fork.Popen, "_no_such_method"),))) is type(STOCK)
+
+
+def _report_collector(conn: Connection, log_path: str) -> None:
+    forked_with = gc.isenabled()
+    become_child(log_path, [])
+    conn.send((forked_with, gc.isenabled()))
+
+
+def test_a_child_forked_while_the_collector_is_off_turns_it_back_on_as_it_starts(tmp_path: Path) -> None:
+    """The start-up runs without the cyclic collector until the command line is imported (ADR 0052); the agent and
+    its workers, forked meanwhile, must not run so for good."""
+    ours, theirs = FORK.Pipe(duplex=False)
+    gc.disable()
+    try:
+        child = FORK.Process(target=_report_collector, args=(theirs, str(tmp_path / "log")))
+        child.start()
+    finally:
+        gc.enable()
+    theirs.close()
+    assert ours.poll(30)
+    assert ours.recv() == (False, True)
+    child.join(30)
+    ours.close()
