@@ -876,7 +876,13 @@ class AgentCore:
             return
         cached = self.windows.get((self.provider.base_url, self.provider.model))
         if cached is not None:
+            # The question is answered: one still open (for the model before a /model back and forth) is stale, and
+            # its answer must not replace this window; an answer held for a window is let through or refused now.
+            self.discovery_id += 1
+            self.discovering = False
             self._adopt_window(cached)
+            if self.held is not None:
+                self._release_held()
             return
         self.discovery_id += 1
         self.discovering = True

@@ -331,6 +331,23 @@ def test_a_model_switch_during_an_early_request_checks_it_against_the_new_models
     assert TokenReceived(text="hello") in out and core.window == 16_384
 
 
+def test_a_model_switch_back_to_a_known_window_releases_a_held_answer_and_drops_the_stale_discovery() -> None:
+    core, _ = make_core(window=None)
+    core.discover_window()
+    first = discovery(core)
+    core.on_llm(WindowFound(request_id=first.request_id, window=32_768, source="server"))  # model m: known now
+    core.on_ui(SetModel(model="other"))
+    [pending] = [m for m in take(core) if isinstance(m, DiscoverWindow)]
+    core.on_ui(SubmitPrompt(text="hi"))
+    assert len(starts(take(core))) == 1 and core.held == []  # sent while "other"'s window is asked
+    core.on_llm(ContentDelta(request_id=core.request_id, text="hello"))
+    core.on_ui(SetModel(model="m"))
+    out = take(core)
+    assert TokenReceived(text="hello") in out and core.window == 32_768 and core.held is None
+    core.on_llm(WindowFound(request_id=pending.request_id, window=1_000, source="server"))  # "other"'s, stale
+    assert core.window == 32_768 and not core.discovering
+
+
 def test_a_request_with_history_or_too_large_still_waits_for_the_window() -> None:
     core, _ = make_core(window=None)
     core.discover_window()
