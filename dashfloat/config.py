@@ -267,6 +267,11 @@ def resolve_provider(flags: ProviderFlags, env: Mapping[str, str]) -> ProviderCo
             model=model,
             api_key_env=entry.api_key_env,
             context_window=entry.context_window,
+            context_window_from=(
+                f"configured, providers.{name}.context_window in {config_path(env)}"
+                if entry.context_window is not None
+                else ""
+            ),
             headers=dict(entry.headers),
             max_tokens=entry.max_tokens,
             tool_calls=entry.tool_calls,

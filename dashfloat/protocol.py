@@ -71,6 +71,9 @@ class ProviderConfig(msgspec.Struct, frozen=True, omit_defaults=True):
     model: str
     api_key_env: str | None = None
     context_window: int | None = None
+    context_window_from: str = ""
+    """Where ``context_window`` was set, in words (/usage says it in its brackets): a config file's field, the demo
+    model's own; empty: "configured"."""
     headers: dict[str, str] = {}
     max_tokens: int | None = None
     """The answer bound sent as ``max_tokens``; None: derived from the window; 0: never sent."""

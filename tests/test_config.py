@@ -61,6 +61,8 @@ def test_the_default_provider_from_the_file(tmp_path: Path) -> None:
     assert provider is not None
     assert (provider.name, provider.base_url, provider.model) == ("local", "http://localhost:11434/v1", "qwen2.5-coder")
     assert provider.api_key_env is None and provider.context_window == 32768
+    config = tmp_path / "dashfloat" / "config.toml"
+    assert provider.context_window_from == f"configured, providers.local.context_window in {config}"  # /usage says
     assert idle_timeout_s(env_with(tmp_path, GOOD)) == 12.5
 
 

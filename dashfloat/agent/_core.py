@@ -7,6 +7,7 @@ path out of a turn leaves a conversation with a tool message for every announced
 from __future__ import annotations
 
 import collections
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, assert_never
@@ -261,17 +262,16 @@ def _shown(call: AssembledCall) -> ToolArgs | MalformedCall:
     """What a tool row shows of ``call``: its arguments, or what the model wrote when they did not parse."""
     if call.args is not None:
         return call.args
-    return MalformedCall(name=call.name, arguments=call.written or call.arguments, cut=call.cut)
+    if call.cut:  # what had come, nothing when nothing had (not the recorded {})
+        return MalformedCall(name=call.name, arguments=call.written, cut=True)
+    return MalformedCall(name=call.name, arguments=call.written or call.arguments)
 
 
 def _not_run(call: AssembledCall, stopped: ToolResult) -> ToolResult:
     """The result of ``call``, not run because the turn stopped: a call the failure cut off says what had come
     (the conversation keeps it with the arguments ``{}``, the only JSON a provider takes back)."""
     if call.cut and isinstance(stopped, ToolFailed):
-        return ToolFailed(
-            error=f"{stopped.error}{_NOT_RUN_CUT}: {call.error}. It is recorded with the arguments "
-            "{} and nothing of it ran: call it again, whole, if it is still needed"
-        )
+        return ToolFailed(error=f"{stopped.error}{_NOT_RUN_CUT}: {call.error}{_CUT_RECORDED}")
     return stopped
 
 
@@ -283,6 +283,32 @@ def _not_run_row(names: list[str], why: str, cut: bool) -> str:
 
 
 _NOT_RUN_CUT = " while this call was arriving"
+_CUT_RECORDED = (
+    ". It is recorded with the arguments {} and nothing of it ran: call it again, whole, if it is still needed"
+)
+_CUT_CAME = re.compile(r"its arguments were cut off after \d+ characters: (?P<came>'.*'|\".*\")(?P<more>…?)\Z", re.S)
+"""What ``llm.toolcalls`` says had come of a cut call's arguments (a repr, then "…" when there was more)."""
+
+
+def _cut_call(record: ToolCallRecord, reply: ToolReply | None) -> MalformedCall | None:
+    """For a replay: the call a stream failure cut off, as its live row showed it (the record holds ``{}``; its
+    result says what had come), or None for any other call."""
+    result = reply.result if reply is not None else None
+    if not isinstance(result, ToolFailed) or not result.error.startswith("not run: "):
+        return None
+    error = result.error
+    if _NOT_RUN_CUT not in error or not error.endswith(_CUT_RECORDED):
+        return None
+    came = _CUT_CAME.search(error.removesuffix(_CUT_RECORDED))
+    written = ""
+    if came is not None:
+        import ast  # only a replay of a cut call needs it
+
+        try:
+            written = str(ast.literal_eval(came["came"])) + came["more"]
+        except (ValueError, SyntaxError):
+            written = ""
+    return MalformedCall(name=record.function.name, arguments=written, cut=True)
 
 
 def _folded_not_run(messages: Sequence[ConversationEntry]) -> dict[str, str]:
@@ -391,7 +417,7 @@ class AgentCore:
         """Started by ``--undo`` / ``--rewind``: headless, no input a rewound prompt could go back into."""
         self.window: int | None = options.provider.context_window
         self.window_source: WindowSource | None = "config" if self.window else None
-        self.window_detail = "context_window in config.toml" if self.window else ""
+        self.window_detail = options.provider.context_window_from if self.window else ""
         self.windows: dict[tuple[str, str], WindowFound] = {}
         """Discovered windows by (base URL, model), so /model back and forth asks only once."""
         self.discovery_id = 0
@@ -522,6 +548,7 @@ class AgentCore:
             return
         messages = conversation if transcript is None else transcript
         folded = _folded_not_run(messages)  # as the live turn showed them: one row past NOT_RUN_ROWS_MAX
+        replies = {message.call_id: message for message in messages if isinstance(message, ToolReply)}
         for message in messages:
             if isinstance(message, ToolReply):
                 if message.call_id not in folded:
@@ -535,7 +562,8 @@ class AgentCore:
                     self._ui(TokenReceived(text=message.content))
                 for record in message.tool_calls or []:
                     if record.id not in folded:
-                        self._ui(ToolCallShown(id=record.id, args=_replayed(record)))
+                        shown = _cut_call(record, replies.get(record.id)) or _replayed(record)
+                        self._ui(ToolCallShown(id=record.id, args=shown))
         self._ui(PhaseChanged(phase="idle"))
 
     # ------------------------------------------------------------ UI -> agent
@@ -766,9 +794,13 @@ class AgentCore:
             "table": "known model",
             "assumed": "ASSUMED",
         }
-        detail = f", {self.window_detail}" if self.window_detail else ""
+        source = self.window_source or "assumed"
+        if source == "config":
+            why = self.window_detail or where[source]  # the provider says where it was set (the demo: its own)
+        else:
+            why = where[source] + (f", {self.window_detail}" if self.window_detail else "")
         return (
-            f"context window: {_compact(self.window)} tokens ({where[self.window_source or 'assumed']}{detail}); "
+            f"context window: {_compact(self.window)} tokens ({why}); "
             f"fill: ~{_compact(tokens)} ({fill_percent(tokens, self.window)}%); "
             f"compacts at {self.compact_at_percent}%; {self.compactions} compactions this session"
         )

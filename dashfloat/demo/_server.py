@@ -124,6 +124,7 @@ def start_demo(env: Mapping[str, str], close_fds: Sequence[int] = ()) -> Demo:
         base_url=f"http://127.0.0.1:{port}/v1",
         model=DEMO_MODEL,
         context_window=DEMO_CONTEXT_WINDOW,
+        context_window_from="the demo model's own, not configured",
     )
     notice = (
         "No provider is configured, so this is the offline demo model (no network, no key). "

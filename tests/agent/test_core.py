@@ -6,12 +6,18 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dashfloat.agent import MAX_EPISODES_PER_TURN, AgentCore, AgentOptions, MemoryJournal, provider_message
 from dashfloat.agent._context import raw_request_tokens
 from dashfloat.agent._core import NOT_RUN_ROWS_MAX
 from dashfloat.agent._mentions import with_attachments
 from dashfloat.agent._prompt import system_message
+from dashfloat.catalogue import summarize_call
+from dashfloat.jsonvalue import JsonValue
+from dashfloat.llm.toolcalls import _ERROR_EXCERPT_CHARS as CUT_EXCERPT_CHARS
+from dashfloat.llm.toolcalls import ToolCalls
 from dashfloat.protocol import (
     AssembledCall,
     Cancel,
@@ -50,6 +56,7 @@ from dashfloat.protocol import (
     SubmitPrompt,
     SystemEntry,
     TokenReceived,
+    ToolArgs,
     ToolCallShown,
     ToolCancelled,
     ToolFailed,
@@ -483,6 +490,71 @@ def test_a_resumed_session_replays_the_calls_a_failure_left_unrun_as_the_live_tu
         else:
             assert [m for m in replayed if not isinstance(m, SystemEntry)] == []
             assert replayed == [m for m in live if isinstance(m, SystemEntry) and "not run" in m.text]
+
+
+def _cut_off(name: str, arguments: str) -> AssembledCall:
+    """A call cut off mid-arguments, assembled by the LLM worker's own accumulator."""
+    item: JsonValue = {"index": 0, "id": "c", "type": "function", "function": {"name": name, "arguments": arguments}}
+    [cut] = ToolCalls().feed([item]).finish(stream_ended=True)
+    assert cut.cut
+    return cut
+
+
+def _replayed_cut(cut: AssembledCall) -> tuple[ToolArgs | MalformedCall, ToolArgs | MalformedCall]:
+    """The cut call's row in the live turn, and in a session resumed from it."""
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="x"))
+    core.on_llm(StreamFailed(request_id=core.request_id, kind="truncated", message="cut", tool_calls=[cut]))
+    [live] = [m.args for m in take(core) if isinstance(m, ToolCallShown)]
+    resumed = make_core()
+    resumed.load(list(core.conversation), [])
+    [replayed] = [m.args for m in take(resumed) if isinstance(m, ToolCallShown)]
+    return live, replayed
+
+
+def test_a_resumed_session_replays_a_cut_off_call_as_the_live_turn_showed_it() -> None:
+    """Found resuming in tmux: the live row said `⚙ write_file (cut off) {"path": …`, the replay `⚙ write_file {}`
+    (the record holds {}); its result says what had come, up to the excerpt the model reads."""
+    for came in ("", '{"path": "notes.md", "con', '{"path": "' + "x" * 300):
+        live, replayed = _replayed_cut(_cut_off("write_file", came))
+        assert isinstance(live, MalformedCall) and isinstance(replayed, MalformedCall)
+        assert (replayed.name, replayed.cut) == ("write_file", True)
+        if len(came) <= CUT_EXCERPT_CHARS:
+            assert replayed == live
+        else:
+            assert replayed.arguments == came[:CUT_EXCERPT_CHARS] + "…"
+            assert summarize_call(replayed, 60) == summarize_call(live, 60)  # a row's width shows the same
+
+
+def _json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+@given(st.text(max_size=CUT_EXCERPT_CHARS + 2).map(lambda text: "{" + text).filter(lambda t: not _json_object(t)))
+def test_any_cut_off_arguments_replay_as_they_came(came: str) -> None:
+    """Arguments no JSON object yet (a whole one was no cut: it ran or failed on its own)."""
+    live, replayed = _replayed_cut(_cut_off("edit_file", came))
+    assert isinstance(live, MalformedCall) and isinstance(replayed, MalformedCall) and live.cut and replayed.cut
+    if len(came) <= CUT_EXCERPT_CHARS:
+        assert replayed == live
+    else:
+        assert replayed.arguments == came[:CUT_EXCERPT_CHARS] + "…"
+
+
+def test_a_saved_result_that_only_looks_cut_replays_the_record() -> None:
+    """A call the model broke on its own (not the failure's cut) keeps its `{}` row and JSON error."""
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="x"))
+    broken = assemble("b", "write_file", None, "arguments are not valid JSON", '{"pa', False)
+    core.on_llm(StreamFailed(request_id=core.request_id, kind="truncated", message="cut", tool_calls=[broken]))
+    take(core)
+    resumed = make_core()
+    resumed.load(list(core.conversation), [])
+    [replayed] = [m.args for m in take(resumed) if isinstance(m, ToolCallShown)]
+    assert replayed == MalformedCall(name="write_file", arguments="{}")
 
 
 def test_reject_and_stop_with_many_calls_left_says_how_many_in_one_row() -> None:

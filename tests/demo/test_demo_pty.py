@@ -40,3 +40,16 @@ def test_the_whole_loop_on_the_demo_provider_in_a_real_terminal(tmp_path: Path, 
         assert psutil.wait_procs(descendants, timeout=2)[1] == []  # nothing left behind
     finally:
         term.close()
+
+
+def test_usage_on_the_demo_says_where_its_window_comes_from(tmp_path: Path, isolated_env: dict[str, str]) -> None:
+    """Found in tmux: the demo's /usage said `(configured, context_window in config.toml)` with no config.toml."""
+    term = Terminal([sys.executable, "-m", "dashfloat", "--demo", "--cwd", str(tmp_path)], isolated_env, cols=100)
+    try:
+        assert term.wait_for("Idle", visible_only=True), term.text()
+        term.send("/usage\r")
+        assert term.wait_for("no usage reported yet"), term.text()
+        assert "context window: 32.8k tokens (the demo model's own, not configured)" in term.text(), term.text()
+        assert "config.toml" not in term.text()
+    finally:
+        term.close()

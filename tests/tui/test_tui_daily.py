@@ -327,6 +327,14 @@ def test_a_call_cut_off_by_a_dropped_stream_shows_what_came(
         assert "→ error: not run: the stream failed (truncated) while this call was arriving" in term.text()
     finally:
         term.close()
+    # Resumed (found in tmux: the replay showed `⚙ write_file {}`, the arguments the record holds).
+    term = launch(server, tree, isolated_env, "--continue")
+    try:
+        assert term.wait_for("→ error: not run"), term.text()
+        assert '⚙ write_file (cut off) {"path": "notes.md", "content": "# Notes' in term.text(), term.text()
+        assert "⚙ write_file {}" not in term.text()
+    finally:
+        term.close()
 
 
 def test_an_answer_stopped_at_its_call_bound_is_one_row_for_the_calls_not_run(
