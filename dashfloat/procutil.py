@@ -224,6 +224,42 @@ def reap_orphans() -> None:
             return
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` in the process tree, read from /proc (none where there is no /proc)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                fields = stat.read()
+        except OSError:
+            continue  # gone meanwhile
+        after_name = fields[fields.rfind(b")") + 2 :].split()  # the name may hold spaces and parentheses
+        if len(after_name) > 1:
+            children.setdefault(int(after_name[1]), []).append(int(name))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def kill_descendants() -> None:
+    """SIGKILL every process below this one: a subreaper's commands, what left their groups (``setsid``), and the
+    orphans re-parented to it. Twice: a process forked while the first pass read /proc is found by the second."""
+    for _ in range(2):
+        for pid in descendants(os.getpid()):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+
 def kill_group(pgid: int) -> None:
     """SIGKILL a whole process group; a group that is already gone is fine."""
     with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -78,6 +78,9 @@ class _Server:
     def on_sigterm(self, signum: int, frame: types.FrameType | None) -> None:
         if self.running is not None:
             procutil.kill_group(self.running[1].pgid)
+        # What left the command's group (setsid, a double fork) outside the sandbox: below us (we are its subreaper),
+        # and after us nobody would kill it.
+        procutil.kill_descendants()
         os._exit(_SIGTERM_EXIT)  # the parent is gone or wants us gone: nobody is left to answer
 
     def run(self) -> None:
@@ -95,6 +98,7 @@ class _Server:
         finally:
             if self.running is not None:
                 procutil.kill_group(self.running[1].pgid)
+            procutil.kill_descendants()  # as on SIGTERM: nothing our commands started outlives us
 
     def receive(self) -> AgentToExecutor | None:
         try:

@@ -575,3 +575,43 @@ def test_an_unasked_command_gets_no_secret_from_the_environment(fixed: Root, roo
     assert "LANG=C.UTF-8" in output and "LC_ALL=C.UTF-8" in output and "TZ=UTC" in output
     assert f"path={os.environ['PATH']} home={os.environ['HOME']}" in output
     assert "aws-secret-value" in asked["output"]  # an approved command keeps the environment (build tools' tokens)
+
+
+@pytest.mark.parametrize(
+    "escape",
+    [
+        "setsid sleep {m} >/dev/null 2>&1 &",
+        "(setsid sleep {m} >/dev/null 2>&1 &);",
+        "nohup setsid sleep {m} >/dev/null &",
+    ],
+)
+def test_an_unsandboxed_command_that_left_its_group_dies_when_the_executor_is_told_its_parent_died(
+    root: Path, escape: str
+) -> None:
+    # Found by review: with the sandbox off (or no bwrap on the machine), a command's setsid'd or double-forked child
+    # outlived DashFloat killed by SIGKILL (the agent dies, the executor gets its parent-death SIGTERM and killed only
+    # the command's group). The executor is its commands' subreaper: on that SIGTERM it kills every descendant.
+    state = detect_sandbox("off", False, [], os.environ)
+    worker = ForkWorkers(str(root), TIMEOUT_S, log_path="", held_fds=[], sandbox=state).start_executor()
+    channel, proc = worker.channel, worker.process
+    mark = token()
+    try:
+        command = f"{escape.format(m=mark)} until pgrep -fx 'sleep {mark}' >/dev/null; do sleep 0.01; done; sleep 300"
+        channel.send(RunTool("c1", ExecuteCommandArgs(command=command)))
+        assert channel.poll(TIMEOUT_S) and isinstance(channel.recv(), CommandStarted)
+        deadline = time.monotonic() + TIMEOUT_S
+        while not sleepers(mark):
+            assert time.monotonic() < deadline, "the command never started its child"
+            time.sleep(0.02)
+        escaped = sleepers(mark)
+        assert proc.pid is not None
+        os.kill(proc.pid, signal.SIGTERM)  # what PR_SET_PDEATHSIG sends it when the agent dies
+        proc.join(TIMEOUT_S)
+        assert all(gone(p.pid, within_s=TIMEOUT_S) for p in escaped)
+    finally:
+        channel.close()
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+        for p in sleepers(mark):
+            p.kill()
