@@ -49,6 +49,18 @@ PHASE_WORDS = {
 }
 WAITING_WORDS = "waiting for the model (prompt processing)"
 """The streaming phase before its first token: a local server may read the prompt for minutes."""
+WAITING_WORD = "waiting"
+"""The same, on a narrow status bar."""
+STATUS_SAFETY_MIN_WIDTH = 31
+"""From this many columns on, the status bar always shows the approval mode (and rules) and the sandbox (and
++net), shortened if it must be (``safety_labels``); every other field goes first. Below, the bar is clipped.
+The longest: the spinner, ``edits +999 · read-only +net`` (up to 999 rules)."""
+STATUS_MODEL_SHORT_COLS = 16
+"""The model's name on a narrow status bar (clipped with …)."""
+STATUS_CWD_MIN_COLS = 8
+"""The working directory is shown only with this much room (a shorter one says nothing)."""
+SANDBOX_SHORT = {"workspace-write": "ws-write"}
+"""Sandbox modes on a narrow status bar (the others are short already)."""
 DECISION_WORDS = {
     "approve": "✓ approved",
     "approve_always": "✓ approved (always, this session)",
@@ -399,48 +411,94 @@ def shorten_cwd(cwd: str, home: str | None, width: int) -> str:
     return text
 
 
-def context_text(state: UiState) -> str:
-    """``12.3k / 128k`` when the window is known, ``12.3k tokens`` otherwise."""
+def context_text(state: UiState, short: bool = False) -> str:
+    """``12.3k / 128k`` when the window is known, ``12.3k tokens`` otherwise; ``short``: ``12.3k/128k``,
+    ``12.3k/~32.8k`` for an assumed window, ``12.3k tok``."""
     used = format_count(state.context_tokens) if state.context_tokens is not None else "0"
+    assumed = state.window_source == "assumed"
+    if state.context_window and short:
+        return f"{used}/{'~' * assumed}{format_count(state.context_window)}"
     if state.context_window:
-        assumed = " (assumed)" if state.window_source == "assumed" else ""
-        return f"{used} / {format_count(state.context_window)}{assumed}"
-    return f"{used} tokens"
+        return f"{used} / {format_count(state.context_window)}{' (assumed)' * assumed}"
+    return f"{used} tok" if short else f"{used} tokens"
+
+
+def safety_labels(state: UiState, tier: int) -> list[str]:
+    """What the status bar says of the approval mode and the command sandbox, at ``tier`` of shortening: 0
+    ``approve: edits +2 rules · sandbox: workspace-write +net``, 1 ``approve: edits +2 · sandbox: ws-write +net``,
+    2 ``edits +2 · ws-write +net``. Never less: these say what runs without asking, and how confined."""
+    rules = ""
+    if state.rules:
+        rules = f" +{state.rules}" + (f" rule{'s' * (state.rules != 1)}" if tier == 0 else "")
+    labels = [("approve: " if tier < 2 else "") + state.approval + rules]
+    sandbox = state.sandbox
+    if sandbox is not None:
+        net = " +net" if sandbox.network and sandbox.mode != "off" else ""
+        mode = sandbox.mode if tier == 0 else SANDBOX_SHORT.get(sandbox.mode, sandbox.mode)
+        if sandbox.unavailable:
+            labels.append("NOT sandboxed")
+        elif tier < 2 or sandbox.mode == "off":
+            labels.append(f"sandbox: {mode}{net}" if tier < 2 else "sandbox off")
+        else:
+            labels.append(f"{mode}{net}")
+    return labels
+
+
+def _status_head(state: UiState, now: float, detail: int) -> str:
+    """The phase: ``⠇ Streaming 3.2s · waiting for the model (prompt processing)`` at ``detail`` 0, then the wait
+    said in one word (1), not said (2), and no elapsed time or long phase word (3)."""
+    phase = "confirming" if state.confirm is not None else state.phase
+    if phase == "idle":
+        return f"● {PHASE_WORDS[phase]}"
+    elapsed = max(0.0, now - state.phase_since)
+    frame = SPINNER_FRAMES[int(elapsed / SPINNER_STEP_S) % len(SPINNER_FRAMES)]
+    if detail >= 3:
+        return f"{frame} {PHASE_WORDS[phase].split()[0]}"
+    head = f"{frame} {PHASE_WORDS[phase]} {format_elapsed(elapsed)}"
+    if phase == "streaming" and not state.answered and detail < 2:
+        head += f" · {WAITING_WORDS if detail == 0 else WAITING_WORD}"
+    return head
 
 
 def render_status(state: UiState, now: float, width: int, home: str | None) -> Row:
-    """The status bar: phase, spinner and elapsed; model; context; approval mode; sandbox; cwd."""
+    """The status bar: phase, spinner and elapsed; model; context; approval mode; sandbox; cwd.
+
+    Narrower, it gives up first the cwd, the wait's words, then shortens and drops the model and the context, then
+    the elapsed time; the approval mode and the sandbox are shortened last and never dropped from
+    ``STATUS_SAFETY_MIN_WIDTH`` on (the phase's word is clipped instead)."""
     phase = "confirming" if state.confirm is not None else state.phase
-    word = PHASE_WORDS[phase]
     phase_style = {"idle": "class:status.idle", "confirming": "class:tool"}.get(phase, "class:accent")
-    if phase == "idle":
-        head = f"● {word}"
-    else:
-        elapsed = max(0.0, now - state.phase_since)
-        frame = SPINNER_FRAMES[int(elapsed / SPINNER_STEP_S) % len(SPINNER_FRAMES)]
-        head = f"{frame} {word} {format_elapsed(elapsed)}"
-        if phase == "streaming" and not state.answered:
-            head += f" · {WAITING_WORDS}"
-    approval = f"approve: {state.approval}" + (f" +{state.rules} rule{'s' * (state.rules != 1)}" if state.rules else "")
-    optional = [state.model or "…", context_text(state), approval, "<cwd>"]
-    if state.sandbox:
-        optional.insert(3, state.sandbox)
+    model = state.model or "…"
+    context = context_text(state)
+    short_context = context_text(state, short=True)
+    layouts: list[tuple[int, list[str]]] = [
+        (0, [model, context, *safety_labels(state, 0)]),
+        (1, [model, context, *safety_labels(state, 0)]),
+        (2, [model, context, *safety_labels(state, 0)]),
+        (2, [clip(model, STATUS_MODEL_SHORT_COLS), short_context, *safety_labels(state, 0)]),
+        (2, [short_context, *safety_labels(state, 0)]),
+        (2, safety_labels(state, 0)),
+        (2, safety_labels(state, 1)),
+        (3, safety_labels(state, 1)),
+        (3, safety_labels(state, 2)),
+    ]
     sep = " · "
-    while True:
-        fixed = head + "".join(sep + s for s in optional if s != "<cwd>")
-        room = width - width_of(fixed) - width_of(sep)
-        if "<cwd>" in optional and room < 8:
-            optional.remove("<cwd>")
-            continue
-        if "<cwd>" not in optional and width_of(fixed) > width and len(optional) > 1:
-            optional.pop()
-            continue
-        break
+    head, segments, whole = _status_head(state, now, 3), safety_labels(state, 2), False
+    for at, (detail, fields) in enumerate(layouts):
+        candidate = _status_head(state, now, detail)
+        if width_of(candidate + "".join(sep + s for s in fields)) <= width:
+            head, segments, whole = candidate, fields, at == 0
+            break
+    room = width - width_of(head + "".join(sep + s for s in segments)) - width_of(sep)
+    if whole and room >= STATUS_CWD_MIN_COLS:  # the cwd is the first to go
+        segments = [*segments, shorten_cwd(state.cwd, home, room)]
+    rest = width_of("".join(sep + s for s in segments))
+    if width_of(head) + rest > width:
+        head = clip(head, max(1, width - rest))  # the phase's word before the safety labels
     row: list[Fragment] = [(phase_style, head)]
-    for seg in optional:
-        text = shorten_cwd(state.cwd, home, room) if seg == "<cwd>" else seg
+    for seg in segments:
         row.append(("class:status.sep", sep))
-        row.append(("class:status", text))
+        row.append(("class:status", seg))
     out: Row = tuple(row)
     if row_width(out) > width:
         out = ((phase_style, clip("".join(t for _, t in out), width)),)

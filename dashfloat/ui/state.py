@@ -252,8 +252,8 @@ class UiState:
     cwd: str = ""
     approval: ApprovalMode = "ask"
     rules: int = 0
-    sandbox: str = ""
-    """The status bar's sandbox segment (``sandbox_label``); empty until the agent is ready."""
+    sandbox: SandboxState | None = None
+    """The session's command sandbox, for the status bar; None until the agent is ready."""
     context_window: int | None = None
     window_source: WindowSource | None = None
     context_tokens: int | None = None
@@ -355,13 +355,6 @@ def take_outbox(state: UiState) -> tuple[UiState, tuple[Entry, ...]]:
     return dataclasses.replace(state, outbox=()), state.outbox
 
 
-def sandbox_label(sandbox: SandboxState) -> str:
-    """What the status bar says about commands: the sandbox mode, or that they are not confined."""
-    if sandbox.unavailable:
-        return "NOT sandboxed"
-    return f"sandbox: {sandbox.mode}" + (" +net" if sandbox.network and sandbox.mode != "off" else "")
-
-
 def _ready_history(state: UiState, saved: list[str]) -> tuple[str, ...]:
     """The saved history, then what was typed before the agent was first ready (it is not saved yet); after a
     restart the UI's own history is already complete."""
@@ -381,7 +374,7 @@ def reduce(state: UiState, event: Event) -> UiState:
                 cwd=event.cwd,
                 approval=event.approval,
                 rules=event.rules,
-                sandbox=sandbox_label(event.sandbox),
+                sandbox=event.sandbox,
                 context_window=event.context_window,
                 window_source=event.window_source,
                 history=_ready_history(state, event.history),

@@ -53,3 +53,15 @@ def test_usage_on_the_demo_says_where_its_window_comes_from(tmp_path: Path, isol
         assert "config.toml" not in term.text()
     finally:
         term.close()
+
+
+def test_at_forty_columns_the_status_bar_keeps_the_safety_state(tmp_path: Path, isolated_env: dict[str, str]) -> None:
+    """Found in tmux: at 40 columns the bar read `● Idle · dashfloat-demo · 879 / 32.8k` (approve: and sandbox:
+    were the first to go)."""
+    term = Terminal([sys.executable, "-m", "dashfloat", "--demo", "--cwd", str(tmp_path)], isolated_env, cols=40)
+    try:
+        assert term.wait_for("ask · ", visible_only=True), term.text()  # the agent is ready: its sandbox is known
+        [bar] = [line for line in term.visible().splitlines() if line.startswith("● Idle · ")]
+        assert bar.rstrip().endswith(("ask · ws-write", "ask · NOT sandboxed")), bar
+    finally:
+        term.close()

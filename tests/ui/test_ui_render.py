@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from dashfloat.protocol import (
     AgentReady,
+    ApprovalMode,
     ClearSession,
     CompactConversation,
     ConfirmRequested,
@@ -16,6 +17,7 @@ from dashfloat.protocol import (
     ExecuteCommandArgs,
     ListPrompts,
     ListSessions,
+    Phase,
     PhaseChanged,
     PromptInfo,
     PromptsListed,
@@ -38,8 +40,10 @@ from dashfloat.ui import _commands as commands
 from dashfloat.ui._markdown import render_markdown
 from dashfloat.ui._text import clip, row_width, sanitize, wrap
 from dashfloat.ui.render import (
+    SANDBOX_SHORT,
     SPINNER_FRAMES,
     SPINNER_STEP_S,
+    STATUS_SAFETY_MIN_WIDTH,
     TOOL_OUTPUT_MAX_LINES,
     args_summary,
     context_text,
@@ -63,6 +67,7 @@ from dashfloat.ui.state import (
     Tick,
     ToolCall,
     ToolResult,
+    UiState,
     UserPrompt,
     close_viewer,
     initial,
@@ -361,6 +366,77 @@ def test_status_bar_fits_forty_columns_by_dropping_segments() -> None:
     state = initial(0.0, model="a-very-long-model-name", cwd="/very/long/path/to/some/project", approval="ask")
     for width in (20, 40, 60):
         assert row_width(render_status(state, 0.0, width, None)) <= width
+
+
+def _safety_state(approval: ApprovalMode, rules: int, sandbox: SandboxState, phase: Phase, model: str) -> UiState:
+    ready = AgentReady(
+        model=model, provider="p", cwd="/home/u/a/long/project/path", approval=approval, rules=rules, sandbox=sandbox
+    )
+    state = reduce(reduce(initial(0.0), ready), Tick(0.0, 100, 24))
+    return reduce(state, PhaseChanged(phase=phase)) if phase != "idle" else state
+
+
+def _shows_safety(bar: str, state: UiState) -> bool:
+    """The approval mode, the rules' count, the sandbox's mode and +net, in any of their forms."""
+    sandbox = state.sandbox
+    assert sandbox is not None
+    words = [state.approval] + ([f"+{state.rules}"] if state.rules else [])
+    if sandbox.unavailable:
+        words.append("NOT sandboxed")
+    elif sandbox.mode == "off":
+        words.append("sandbox")
+        words.append("off")
+    else:
+        words.append(SANDBOX_SHORT.get(sandbox.mode, sandbox.mode) if sandbox.mode not in bar else sandbox.mode)
+        words += ["+net"] if sandbox.network else []
+    return all(word in bar for word in words)
+
+
+SANDBOXES = [
+    SandboxState(mode="workspace-write"),
+    SandboxState(mode="workspace-write", network=True),
+    SandboxState(mode="read-only", network=True),
+    SandboxState(mode="off"),
+    SandboxState(mode="off", unavailable="no namespaces"),
+]
+
+
+def test_status_bar_at_forty_columns_keeps_the_safety_state() -> None:
+    """Found in tmux: at 40 columns the bar read `● Idle · dashfloat-demo · 879 / 32.8k`, approve: and sandbox:
+    dropped first. The other fields are shortened and dropped before them."""
+    state = _safety_state("ask", 0, SandboxState(mode="workspace-write"), "idle", "dashfloat-demo")
+    assert text([render_status(state, 0.0, 40, "/home/u")]) == "● Idle · ask · ws-write"
+    assert text([render_status(state, 0.0, 41, "/home/u")]) == "● Idle · approve: ask · sandbox: ws-write"
+    running = _safety_state("edits", 2, SandboxState(mode="workspace-write", network=True), "running", "m")
+    bar = text([render_status(running, 3.25, 40, "/home/u")])
+    assert bar.endswith(" Running · edits +2 · ws-write +net"), bar  # the elapsed time goes first
+    wide = text([render_status(running, 3.25, 120, "/home/u")])
+    assert wide.endswith("approve: edits +2 rules · sandbox: workspace-write +net · ~/a/long/project/path"), wide
+
+
+@given(
+    approval=st.sampled_from(["ask", "edits", "all", "plan"]),
+    rules=st.integers(0, 999),
+    sandbox=st.sampled_from(SANDBOXES),
+    phase=st.sampled_from(["idle", "streaming", "running", "compacting", "confirming"]),
+    model=st.text(st.characters(min_codepoint=33, max_codepoint=0x4E00), max_size=60),
+    width=st.integers(STATUS_SAFETY_MIN_WIDTH, 160),
+    now=st.floats(0, 10_000),
+)
+def test_status_bar_shows_the_safety_state_from_its_minimum_width(
+    approval: ApprovalMode, rules: int, sandbox: SandboxState, phase: Phase, model: str, width: int, now: float
+) -> None:
+    state = _safety_state(approval, rules, sandbox, phase if phase != "confirming" else "running", model)
+    row = render_status(state, now, width, "/home/u")
+    assert row_width(row) <= width
+    assert _shows_safety(text([row]), state), text([row])
+
+
+def test_below_its_minimum_width_the_status_bar_is_clipped() -> None:
+    worst = _safety_state("edits", 999, SandboxState(mode="read-only", network=True), "compacting", "m")
+    assert _shows_safety(text([render_status(worst, 0.0, STATUS_SAFETY_MIN_WIDTH, None)]), worst)
+    narrower = render_status(worst, 0.0, STATUS_SAFETY_MIN_WIDTH - 1, None)
+    assert row_width(narrower) <= STATUS_SAFETY_MIN_WIDTH - 1 and not _shows_safety(text([narrower]), worst)
 
 
 def test_context_and_number_formats() -> None:
