@@ -743,6 +743,7 @@ class TuiShell:
             match action:
                 case "cancel":
                     self.link.send(Cancel())
+                    self.tick()  # its hint drawn now (see "arm")
                 case "clear":
                     self.buffer.reset()
                     self._history.reset()

@@ -707,13 +707,14 @@ CtrlC = Literal["cancel", "clear", "exit", "arm"]
 
 
 def ctrl_c(state: UiState, now: float, input_empty: bool) -> tuple[UiState, CtrlC]:
-    """Ctrl-C: cancel when busy, clear a non-empty input, exit on a second press within a second."""
+    """Ctrl-C: cancel when busy, clear a non-empty input, exit on a second press within a second (after a cancel
+    too, busy or idle again: Ctrl-C twice quits, as in Claude Code and Codex)."""
+    if state.last_ctrl_c is not None and now - state.last_ctrl_c <= DOUBLE_CTRL_C_S and (state.busy or input_empty):
+        return state, "exit"
     if state.busy:
-        return dataclasses.replace(state, last_ctrl_c=None), "cancel"
+        return dataclasses.replace(state, last_ctrl_c=now, hint="press Ctrl-C again to exit"), "cancel"
     if not input_empty:
         return dataclasses.replace(state, last_ctrl_c=None, hint=None), "clear"
-    if state.last_ctrl_c is not None and now - state.last_ctrl_c <= DOUBLE_CTRL_C_S:
-        return state, "exit"
     return dataclasses.replace(state, last_ctrl_c=now, hint="press Ctrl-C again to exit"), "arm"
 
 

@@ -254,6 +254,21 @@ def test_ctrl_c_cancels_when_busy_clears_then_exits_on_a_quick_double_press() ->
     assert reduce(armed, Tick(1.0 + DOUBLE_CTRL_C_S + 0.01, 80, 24)).hint is None
 
 
+def test_ctrl_c_twice_after_a_cancel_exits_as_promised() -> None:
+    """Found in tmux: Ctrl-C twice while streaming sent two cancels and stayed (the key help promises that Ctrl-C
+    twice within a second exits). The second press exits, whether the turn is still stopping or idle already."""
+    busy = run(PhaseChanged(phase="streaming"))
+    cancelled, action = ctrl_c(busy, 1.0, input_empty=False)
+    assert action == "cancel" and cancelled.hint and "again to exit" in cancelled.hint
+    assert ctrl_c(cancelled, 1.0 + DOUBLE_CTRL_C_S, input_empty=False)[1] == "exit"  # still busy
+    assert ctrl_c(cancelled, 1.0 + DOUBLE_CTRL_C_S + 0.01, input_empty=False)[1] == "cancel"  # past the window
+    idle = reduce(cancelled, PhaseChanged(phase="idle"))
+    assert idle.hint == cancelled.hint  # kept while the second press would exit
+    assert ctrl_c(idle, 1.0 + DOUBLE_CTRL_C_S, input_empty=True)[1] == "exit"
+    assert ctrl_c(idle, 1.0 + DOUBLE_CTRL_C_S, input_empty=False)[1] == "clear"  # typed since: clears first
+    assert ctrl_c(idle, 1.0 + DOUBLE_CTRL_C_S + 0.01, input_empty=True)[1] == "arm"
+
+
 def test_split_finished_blocks() -> None:
     assert split_finished("para one\n\npara") == ("para one\n\n", "para")
     assert split_finished("para one\n\n") == ("", "para one\n\n")
