@@ -9,6 +9,7 @@ import ipaddress
 import math
 import os
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,14 +146,33 @@ def _check_url(where: str, url: str) -> str:
     return url.rstrip("/")
 
 
+TOML_MAX_BYTES = 1024 * 1024
+"""The largest configuration or rule file read (a real one is a few hundred bytes); a larger one is an error."""
+
+
 def read_toml(path: Path) -> dict[str, Any] | None:
-    """A TOML file of ours as a table, or None when it does not exist; any other failure names the file."""
+    """A TOML file of ours as a table, or None when it does not exist; any other failure names the file.
+
+    A project's own file comes from a repository someone else wrote: it is read only if it is a regular file (a FIFO
+    would hang the start, a link to /dev/zero never end), at most TOML_MAX_BYTES, and nesting too deep for the parser
+    is an error like any other."""
     try:
-        raw = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read: {exc.strerror}") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(f"{path}: (file): not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            raw = file.read(TOML_MAX_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
+    if len(raw) > TOML_MAX_BYTES:
+        raise ConfigError(f"{path}: (file): larger than {TOML_MAX_BYTES} bytes")
     # Imported here: every process imports this module before the agent's fork, and only the main process reads a
     # file, only when there is one (issue 19).
     import tomllib
@@ -163,6 +183,8 @@ def read_toml(path: Path) -> dict[str, Any] | None:
         raise ConfigError(f"{path}: (file): not UTF-8 text") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: (file): not valid TOML: {exc}") from exc
+    except RecursionError as exc:
+        raise ConfigError(f"{path}: (file): not valid TOML: nested too deeply") from exc
 
 
 def load_config(env: Mapping[str, str]) -> ConfigFile | None:

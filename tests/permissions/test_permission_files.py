@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from dashfloat.config import ConfigError
+from dashfloat.config import TOML_MAX_BYTES, ConfigError
 from dashfloat.permission_files import PROJECT_PERMISSIONS, RULES_MAX, load_rules, save_user_rules
 from dashfloat.permissions import SourcedRule, parse_rule
 
@@ -99,3 +100,26 @@ def test_the_cli_exits_2_on_a_project_allow_rule(isolated_env: dict[str, str], t
     )
     assert result.returncode == 2, result.stderr
     assert "a project file may only add deny rules" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("hostile", ["nested", "fifo", "endless", "too large"])
+def test_a_hostile_project_file_is_a_named_error_not_a_hang_or_a_crash(tmp_path: Path, hostile: str) -> None:
+    # Found by review: a cloned repository's .dashfloat/permissions.toml nested 50 000 deep was a RecursionError
+    # traceback at start, a FIFO hung the start for good, a link to /dev/zero read until memory ran out.
+    env, work, _, project_file = setup(tmp_path, None, None)
+    match hostile:
+        case "nested":
+            project_file.write_text("deny = " + "[" * 50_000 + "]" * 50_000 + "\n")
+            why = "(file): not valid TOML: nested too deeply"
+        case "fifo":
+            os.mkfifo(project_file)
+            why = "(file): not a regular file"
+        case "endless":
+            project_file.symlink_to("/dev/zero")
+            why = "(file): not a regular file"
+        case _:
+            project_file.write_text("# " + "x" * TOML_MAX_BYTES + "\n")
+            why = f"(file): larger than {TOML_MAX_BYTES} bytes"
+    with pytest.raises(ConfigError) as caught:
+        load_rules(env, str(work))
+    assert str(caught.value) == f"{project_file}: {why}"
