@@ -11,7 +11,6 @@ configuration. Only what every process shares is imported first (the messages, t
 from __future__ import annotations
 
 import gc
-import itertools
 import os
 import sys
 from typing import TYPE_CHECKING, Final, NoReturn
@@ -55,10 +54,16 @@ def early_agent(args: Sequence[str]) -> AgentProcess | None:
 
 
 def sandbox_off(args: Sequence[str]) -> bool:
-    """Whether the flags say ``--sandbox off`` (as argparse will read them: it takes no abbreviations; the
-    configuration may still say off, and a probe started for nothing is discarded)."""
+    """Whether the flags say ``--sandbox off`` (as argparse will read them: it takes no abbreviations, and the last
+    ``--sandbox`` wins; the configuration may still say off, and a probe started for nothing is discarded)."""
     flags = _flags(args)
-    return "--sandbox=off" in flags or any(a == "--sandbox" and b == "off" for a, b in itertools.pairwise(flags))
+    value = None
+    for index, arg in enumerate(flags):
+        if arg.startswith("--sandbox="):
+            value = arg.partition("=")[2]
+        elif arg == "--sandbox" and index + 1 < len(flags):
+            value = flags[index + 1]
+    return value == "off"
 
 
 def early_sandbox_probe(args: Sequence[str]) -> SandboxProbe | None:
