@@ -46,6 +46,7 @@ from dashfloat.testing.sse_server import (
     text_reply,
     tool_calls_reply,
 )
+from tests.e2e import wait_for
 from tests.llm.conftest import Llm, varied
 
 
@@ -253,7 +254,8 @@ def test_a_stream_during_the_discovery_does_not_ask_props_itself_and_reads_the_d
     llm.channel.send(DiscoverWindow(request_id=7002, provider=provider))
     request_id = llm.start(server.base_url)
     assert server.wait_requests(1, 30)
-    assert server.gets == ["/v1/models"]  # the chat went while the discovery's first probe waits
+    # The chat went while the discovery's first probe waits (side by side: either may reach the server first).
+    assert wait_for(lambda: server.gets == ["/v1/models"])
     models_gate.set()
     found = llm.channel.recv()
     assert isinstance(found, WindowFound) and (found.window, found.detail) == (8192, "llama.cpp /props n_ctx")

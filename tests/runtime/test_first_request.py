@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from dashfloat.testing.sse_server import BodyItem, Reply, ScriptedServer, text_reply, tool_calls_reply
-from tests.e2e import dashfloat_argv
+from tests.e2e import dashfloat_argv, wait_for
 
 GATE_S = 30.0
 """How long a gated answer waits at most (a broken test fails instead of hanging)."""
@@ -49,7 +49,8 @@ def test_the_first_request_goes_while_the_window_is_asked_and_its_tool_runs_once
         process = _start(server, tree, isolated_env, "--json", "-p", "read a.txt")
         try:
             assert server.wait_requests(1, GATE_S)  # the chat request, while the first probe is unanswered
-            assert server.gets == ["/v1/models"] and len(server.requests) == 1
+            # The probe's GET and the chat's POST go out side by side: either may reach the server first.
+            assert wait_for(lambda: server.gets == ["/v1/models"], GATE_S) and len(server.requests) == 1
         finally:
             gate.set()
         out, err = process.communicate(timeout=60)
