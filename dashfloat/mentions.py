@@ -15,6 +15,16 @@ ATTACHMENTS_LINE: Final = "[DashFloat attached what the @mentions above name:]"
 """The line between the prompt as typed and its attachments (a rewind gives back only what is above it)."""
 
 
+PIPED_BLOCK_START: Final = "\n\n<stdin>\n"
+"""Where what was piped into a headless run starts (``piped_input.with_piped``): text that is no prompt, whose
+``@`` words (a log's ``cc @alice``, a page's ``@.env``) are not mentions."""
+
+
+def mention_text(prompt: str) -> str:
+    """The part of a prompt whose ``@`` words are mentions: all of it but a piped block."""
+    return prompt.split(PIPED_BLOCK_START, 1)[0]
+
+
 def typed_prompt(content: str) -> str:
     """The prompt of a user message as it was typed (and !command outputs before it), without attachments."""
     return content.split(f"\n\n{ATTACHMENTS_LINE}", 1)[0]

@@ -13,6 +13,8 @@ import select
 import stat
 from typing import Final, NamedTuple
 
+from dashfloat.mentions import PIPED_BLOCK_START
+
 STDIN_FIRST_BYTE_WAIT_S: Final = 1.0
 """How long an open, silent stdin is waited for before the turn starts without it."""
 STDIN_READ_MAX_BYTES: Final = 64 * 1024 * 1024
@@ -85,4 +87,4 @@ def with_piped(prompt: str, piped: PipedInput) -> str:
         if piped.stopped
         else ""
     )
-    return f"{prompt}\n\n<stdin>\n{text}{stopped}\n</stdin>"
+    return f"{prompt}{PIPED_BLOCK_START}{text}{stopped}\n</stdin>"

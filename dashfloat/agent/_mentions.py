@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Final, assert_never
 
-from dashfloat.mentions import ATTACHMENTS_LINE, find_mentions
+from dashfloat.mentions import ATTACHMENTS_LINE, find_mentions, mention_text
 from dashfloat.mentions import typed_prompt as typed_prompt  # the agent reads typed prompts here too (a rewind)
 from dashfloat.protocol import (
     CommandExited,
@@ -44,7 +44,7 @@ class Mentioned:
 
 def mentioned(text: str) -> Mentioned:
     """The paths ``text`` mentions, each once, the first MENTIONS_MAX_PER_PROMPT of them."""
-    distinct = list(dict.fromkeys(m.path for m in find_mentions(text)))
+    distinct = list(dict.fromkeys(m.path for m in find_mentions(mention_text(text))))
     return Mentioned(distinct[:MENTIONS_MAX_PER_PROMPT], max(0, len(distinct) - MENTIONS_MAX_PER_PROMPT))
 
 

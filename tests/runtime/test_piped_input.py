@@ -191,3 +191,17 @@ def test_the_tui_without_a_terminal_says_what_to_use_instead(tree: Path, tmp_pat
             "dashfloat: the TUI needs a terminal on stdin and stdout; in a script use -p PROMPT (or -p - for stdin)\n"
         )
         assert done.stdout == b""
+
+
+def test_mentions_in_piped_text_attach_nothing_and_the_prompts_own_still_do(tree: Path, tmp_path: Path) -> None:
+    # Found by review: the piped text was read for @mentions like the prompt, so a log's "cc @alice" or a fetched
+    # page's "see @.env" read files into the request (and showed read_file rows) that nobody asked for.
+    (tree / ".env").write_text("TOKEN=piped-secret\n")
+    with ScriptedServer() as server:
+        server.enqueue(text_reply("ok"))
+        done = piped(server, tree, tmp_path, b"see @.env and cc @alice\n", "-p", "explain @a.txt")
+        assert done.returncode == 0, done.stderr
+        content = user_content(server)
+    assert "piped-secret" not in content and "alice" not in done.stderr.decode()
+    assert "hello" in content  # a.txt, which the prompt itself mentions
+    assert "<stdin>\nsee @.env and cc @alice\n</stdin>" in content
