@@ -10,13 +10,12 @@ import collections
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal, Protocol, assert_never
+from typing import TYPE_CHECKING, Final, Literal, Protocol, assert_never
 
 import msgspec
 
 from dashfloat.agent import _compaction as compaction
 from dashfloat.agent import _mentions as mentions
-from dashfloat.agent import undo
 from dashfloat.agent._context import (
     Calibration,
     calibrate,
@@ -28,9 +27,7 @@ from dashfloat.agent._context import (
 )
 from dashfloat.agent._options import AgentOptions
 from dashfloat.agent._prompt import system_message
-from dashfloat.agent._restore import RestoreFlow
 from dashfloat.agent._resumed import Resumed
-from dashfloat.agent._summary import result_excerpt, result_status
 from dashfloat.catalogue import UNNAMED_CALL, call_name, mutates
 from dashfloat.jsonvalue import JsonValue
 from dashfloat.permissions import SourcedRule, call_scope, no_scope_reason, read_only_command, verdict
@@ -131,6 +128,12 @@ from dashfloat.protocol import (
     result_json,
 )
 from dashfloat.tool_args import parse_args
+
+if TYPE_CHECKING:
+    # Imported where first used: undo and restore serve /undo and /rewind, the summary a tool's result; an idle
+    # agent runs none of them, and each module the agent imports is copied into the executor too (ADR 0053).
+    from dashfloat.agent import undo
+    from dashfloat.agent._restore import RestoreFlow
 
 MAX_EPISODES_PER_TURN: Final = 50
 NOT_RUN_ROWS_MAX: Final = 3
@@ -436,7 +439,7 @@ class AgentCore:
         self._announced_session = ""
         self.request_id = 0
         self.confirm_ref = 0
-        self.undo_log = undo.UndoLog()
+        self._undo_log: undo.UndoLog | None = None
         self.user_commands_run = 0
         self.prompt_files: list[PromptFile] = []
         self.pending_context: list[str] = []
@@ -537,7 +540,7 @@ class AgentCore:
             point = (len(self.transcript) - after, self.conversation[: len(self.conversation) - after])
             self.compaction_points = [point]
         self.turn_usage = list(usage)
-        self.undo_log = undo.UndoLog()
+        self._undo_log = None
         for entry in self.journal.loaded_changes():
             self.undo_log.add(entry)
         self._fresh_front()
@@ -614,7 +617,7 @@ class AgentCore:
                 self.transcript = []
                 self.compaction_points = []
                 self.turn_usage = []
-                self.undo_log = undo.UndoLog()
+                self._undo_log = None
                 self._fresh_front()
                 self._announced_session = ""
                 if self.session_rules:
@@ -765,6 +768,8 @@ class AgentCore:
         self.user_command = None
         self.waiting = "nothing"
         self._show_result(call_id, "execute_command", result)
+        from dashfloat.agent._summary import result_status
+
         status: str = result_status(result)
         output = ""
         match result:
@@ -1435,6 +1440,15 @@ class AgentCore:
 
     # ------------------------------------------------------------ checkpoints, /undo and /rewind
 
+    @property
+    def undo_log(self) -> undo.UndoLog:
+        """The session's live changes; made (and ``undo`` imported) when first asked for."""
+        if self._undo_log is None:
+            from dashfloat.agent import undo
+
+            self._undo_log = undo.UndoLog()
+        return self._undo_log
+
     def prompts(self) -> list[str]:
         """The user prompts of the session, oldest first (prompt N is turn N); a compaction's summary is none."""
         users = [m for m in self.transcript if isinstance(m, ChatMessage) and m.role == "user"]
@@ -1442,6 +1456,8 @@ class AgentCore:
 
     def _keep_changes(self, finished: ToolFinished) -> None:
         """A landed write/edit's checkpoint and a command's changes become part of the session log."""
+        from dashfloat.agent import undo
+
         turn = len(self.prompts())
         entry: undo.CheckpointEntry | undo.CommandEntry | None = None
         if finished.checkpoint is not None:
@@ -1471,6 +1487,9 @@ class AgentCore:
                 "/rewind lists this session's prompts"
             )
             return
+        from dashfloat.agent import undo
+        from dashfloat.agent._restore import RestoreFlow
+
         prompts = self.prompts()
         if prompt is None:
             first = undo.undo_turn(self.undo_log)
@@ -1551,6 +1570,8 @@ class AgentCore:
         self.turn_usage = self.turn_usage[:kept]
 
     def _show_result(self, call_id: str, name: str, result: ToolResult) -> None:
+        from dashfloat.agent._summary import result_excerpt, result_status
+
         self._ui(ToolResultShown(id=call_id, name=name, status=result_status(result), output=result_excerpt(result)))
 
     def _finish_call(self, result: ToolResult) -> None:
@@ -1574,6 +1595,8 @@ class AgentCore:
         if isinstance(stopped, ToolFailed):
             why = stopped.error.removeprefix("not run: ")
         else:
+            from dashfloat.agent._summary import result_status
+
             why = "you stopped the turn" if isinstance(stopped, ToolRejected) else result_status(stopped)
         text = _not_run_row([call.name for call in rest], why, rest[-1].cut)
         self._ui(SystemEntry(text=text, level="warning"))
@@ -1646,6 +1669,8 @@ class AgentCore:
                     self._keep_changes(message)
                     change, self.change = self.change, None
                     self._finish_call(result)
+                    from dashfloat.agent._summary import result_status
+
                     if change is not None and result_status(result) == "ok":
                         self._ui(change)
                     self._advance()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dashfloat import __version__
-from dashfloat.agent import undo
 from dashfloat.agent._resumed import Resumed
 from dashfloat.permission_files import save_user_rules
 from dashfloat.permissions import SourcedRule
@@ -15,6 +15,9 @@ from dashfloat.protocol import ChatMessage, ConversationEntry, ProviderConfig, S
 from dashfloat.sessions import log as session_log
 from dashfloat.sessions.history import append_history
 from dashfloat.sessions.state import SESSIONS_DIRNAME, ensure_private_dir
+
+if TYPE_CHECKING:
+    from dashfloat.agent import undo  # imported with the first change loaded or recorded (ADR 0053)
 
 CHECKPOINTS_DIRNAME = "checkpoints"
 
@@ -100,6 +103,8 @@ class SessionJournal:
         return str(self.checkpoints_dir / self.session_id) if self.session_id else ""
 
     def loaded_changes(self) -> list[undo.CheckpointEntry | undo.CommandEntry]:
+        from dashfloat.agent import undo
+
         entries: list[undo.CheckpointEntry | undo.CommandEntry] = []
         for record in self._loaded_changes:
             match record:
@@ -116,6 +121,8 @@ class SessionJournal:
             self._failed(exc)
 
     def record_change(self, entry: undo.CheckpointEntry | undo.CommandEntry) -> None:
+        from dashfloat.agent import undo
+
         if isinstance(entry, undo.CheckpointEntry):
             self._append(session_log.CheckpointRecord(entry.turn, entry.call_id, entry.checkpoint, entry.cwd))
         else:

@@ -190,3 +190,36 @@ def test_the_agent_imports_traceback_only_to_print_an_error(tmp_path: Path, caps
     shell._guard(step)
     assert "Traceback" in capsys.readouterr().err
     _close(ui_far, ui_ours)
+
+
+KEPT_OUT_OF_THE_IDLE_AGENT = ("dashfloat.agent.undo", "dashfloat.agent._restore", "dashfloat.agent._summary")
+"""Modules for /undo, /rewind and a tool's result: imported where first used, not with the agent's code."""
+
+
+def test_an_idle_agent_with_a_request_in_flight_imports_none_of_the_rarely_used_modules(tmp_path: Path) -> None:
+    """Its code and the executor's (as the agent imports them before forking the executor), a core built and a
+    first prompt taken (its session file written, its request sent): none of KEPT_OUT_OF_THE_IDLE_AGENT, in a fresh
+    interpreter (ADR 0053); the undo log still comes when asked for."""
+    code = (
+        "import importlib, sys\n"
+        "import dashfloat.agent._main, dashfloat.agent._process\n"
+        "from dashfloat.agent._workers import EXECUTOR_CODE\n"
+        "for name in EXECUTOR_CODE:\n"
+        "    module, _, attribute = name.partition(':')\n"
+        "    imported = importlib.import_module(module)\n"
+        "    getattr(imported, attribute) if attribute else None\n"
+        "from dashfloat.agent import AgentOptions\n"
+        "from dashfloat.agent._startup import build_core\n"
+        "from dashfloat.protocol import ProviderConfig, StartStream, SubmitPrompt\n"
+        "provider = ProviderConfig(name='t', base_url='http://127.0.0.1:9/v1', model='m')\n"
+        "core = build_core(AgentOptions(provider=provider, cwd=sys.argv[1]))\n"
+        "core.on_ui(SubmitPrompt(text='hello'))\n"
+        "assert any(isinstance(m, StartStream) for _, m in core.outbox), core.outbox\n"
+        "print(*[name for name in sys.argv[2:] if name in sys.modules] or ['none'])\n"
+        "print(type(core.undo_log).__name__, 'dashfloat.agent.undo' in sys.modules)\n"
+    )
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    argv = [sys.executable, "-c", code, str(tmp_path), *KEPT_OUT_OF_THE_IDLE_AGENT]
+    done = subprocess.run(argv, cwd=CHECKOUT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["none", "UndoLog True"]
