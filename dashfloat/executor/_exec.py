@@ -113,6 +113,10 @@ class Command:
         """Whether the command still waits at its gate (started, not yet released)."""
         return self._gate is not None
 
+    def postpone(self, seconds: float) -> None:
+        """Move the timeout by ``seconds``: the time the command was stopped (Ctrl-Z) is not its run time."""
+        self._deadline += seconds
+
     def release(self) -> None:
         """Let the command run (once its group is known to whoever must kill it should we die)."""
         if self._gate is not None:

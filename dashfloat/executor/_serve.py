@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import math
 import os
 import signal
@@ -82,6 +83,21 @@ class _Server:
         # and after us nobody would kill it.
         procutil.kill_descendants()
         os._exit(_SIGTERM_EXIT)  # the parent is gone or wants us gone: nobody is left to answer
+
+    def on_sigtstp(self, signum: int, frame: types.FrameType | None) -> None:
+        """Ctrl-Z (the TUI's job stops): the running command's group stops with us, and continues with us on
+        ``fg``; its timeout does not count the stopped time. The command leads a group of its own (for the group
+        kill), which the terminal's and the TUI's SIGTSTP do not reach."""
+        command = self.running[1] if self.running is not None else None
+        if command is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(command.pgid, signal.SIGSTOP)
+        stopped = time.monotonic()
+        os.kill(os.getpid(), signal.SIGSTOP)  # returns on SIGCONT (`fg`)
+        if command is not None:
+            command.postpone(time.monotonic() - stopped)
+            with contextlib.suppress(OSError):
+                os.killpg(command.pgid, signal.SIGCONT)
 
     def run(self) -> None:
         try:
@@ -229,4 +245,5 @@ def serve(conn: Connection, root: str, exec_timeout_s: float, sandbox: SandboxSt
     fixed = Root(root, launch_real=True)
     server = _Server(channel, fixed, exec_timeout_s, Sandbox.for_session(state, os.environ))
     signal.signal(signal.SIGTERM, server.on_sigterm)
+    signal.signal(signal.SIGTSTP, server.on_sigtstp)
     server.run()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -10,6 +11,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 import msgspec
+import psutil
 import pytest
 
 from dashfloat.agent import ForkWorkers
@@ -36,6 +38,7 @@ from dashfloat.protocol import (
     WriteFileArgs,
     WriteFileResult,
 )
+from tests.e2e import wait_for
 from tests.executor.conftest import gone, group_gone
 
 REPLY_TIMEOUT_S = 10.0
@@ -209,3 +212,29 @@ def test_undecodable_frame_is_answered_and_serving_goes_on(agent: Agent) -> None
     assert rejected.error.startswith("undecodable message on the agent->executor channel")
     channel.send(PreviewTool("p1", ListDirectoryArgs()))
     assert isinstance(reply(channel), PreviewReady)
+
+
+def _states(pgid: int) -> set[str]:
+    """The states of the processes in group ``pgid`` (psutil's: "stopped", "sleeping", …)."""
+    found: set[str] = set()
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            if os.getpgid(proc.pid) == pgid:
+                found.add(proc.status())
+    return found
+
+
+def test_ctrl_z_stops_the_running_command_with_the_executor_and_fg_continues_it(agent: Agent) -> None:
+    """Found in tmux: Ctrl-Z suspended the TUI, but the command it was running (its own process group, for the
+    group kill) went on. The SIGTSTP the TUI's job gets stops the command's group first; SIGCONT continues it."""
+    channel, proc = agent
+    pgid = start_sleeper(channel, "c1")
+    assert proc.pid is not None
+    os.kill(proc.pid, signal.SIGTSTP)
+    assert wait_for(lambda: _states(pgid) == {psutil.STATUS_STOPPED}), _states(pgid)
+    assert wait_for(lambda: psutil.Process(proc.pid).status() == psutil.STATUS_STOPPED)
+    os.kill(proc.pid, signal.SIGCONT)  # `fg`
+    assert wait_for(lambda: psutil.STATUS_STOPPED not in _states(pgid)), _states(pgid)
+    channel.send(CancelTool("c1"))  # and it is served again
+    finished = reply(channel)
+    assert isinstance(finished, ToolFinished) and isinstance(finished.result, ToolCancelled)
