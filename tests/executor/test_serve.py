@@ -214,6 +214,9 @@ def test_undecodable_frame_is_answered_and_serving_goes_on(agent: Agent) -> None
     assert isinstance(reply(channel), PreviewReady)
 
 
+STOPPED_STATES = {psutil.STATUS_STOPPED, psutil.STATUS_DISK_SLEEP}
+
+
 def _states(pgid: int) -> set[str]:
     """The states of the processes in group ``pgid`` (psutil's: "stopped", "sleeping", …)."""
     found: set[str] = set()
@@ -231,7 +234,8 @@ def test_ctrl_z_stops_the_running_command_with_the_executor_and_fg_continues_it(
     pgid = start_sleeper(channel, "c1")
     assert proc.pid is not None
     os.kill(proc.pid, signal.SIGTSTP)
-    assert wait_for(lambda: _states(pgid) == {psutil.STATUS_STOPPED}), _states(pgid)
+    # A shell waiting in vfork for a child stopped before its exec shows disk-sleep: stopped too, in effect.
+    assert wait_for(lambda: psutil.STATUS_STOPPED in _states(pgid) <= STOPPED_STATES), _states(pgid)
     assert wait_for(lambda: psutil.Process(proc.pid).status() == psutil.STATUS_STOPPED)
     os.kill(proc.pid, signal.SIGCONT)  # `fg`
     assert wait_for(lambda: psutil.STATUS_STOPPED not in _states(pgid)), _states(pgid)

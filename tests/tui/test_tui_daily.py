@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from dashfloat.testing.sse_server import Drop, Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply
@@ -88,6 +90,52 @@ def test_ctrl_z_suspends_to_the_shell_and_fg_comes_back(
             "first answer",
             "again",  # no ^Z character reached the model
         ]
+        term.send("\x04")
+        assert wait_for(lambda: term.pump() and term.text().rstrip().endswith("sh$"), timeout_s=20), term.text()
+    finally:
+        term.close()
+
+
+def _marked(marker: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            if any(marker in arg for arg in proc.cmdline()) and proc.name() == "sh":
+                found.append(proc)
+    return found
+
+
+def _all_stopped(marker: str, stopped: bool) -> bool:
+    procs = _marked(marker)
+    with contextlib.suppress(psutil.Error):
+        # A shell waiting in vfork for a child stopped before its exec shows disk-sleep: stopped too, in effect.
+        states = [p.status() in (psutil.STATUS_STOPPED, psutil.STATUS_DISK_SLEEP) for p in procs]
+        return bool(procs) and all(state is stopped for state in states)
+    return False
+
+
+def test_ctrl_z_while_a_command_runs_stops_it_and_fg_continues_it(
+    tree: Path, isolated_env: dict[str, str], server: ScriptedServer
+) -> None:
+    """Found in tmux: the TUI suspended, the command went on (its own process group). The whole job stops now."""
+    marker = f"dfz-{tree.name}"
+    ticker = f"while [ ! -e stop ]; do sleep 0.1; done; echo stopped # {marker}"
+    server.enqueue(tool_calls_reply([("c1", "execute_command", {"command": ticker})]), text_reply("ticked"))
+    env = {**isolated_env, "PS1": "sh$ "}
+    term = Terminal(["bash", "--norc", "--noprofile", "-i"], env, cols=100, rows=30)
+    try:
+        assert term.wait_for("sh$"), term.text()
+        term.send(shlex.join(dashfloat_argv(server, tree, "--yes")) + "\r")
+        assert term.wait_for("Idle", visible_only=True, timeout_s=20), term.text()
+        term.send("tick\r")
+        assert wait_for(lambda: _all_stopped(marker, False)), term.text()  # it runs
+        term.send("\x1a")
+        assert term.wait_for("Stopped"), term.text()
+        assert wait_for(lambda: _all_stopped(marker, True)), [p.status() for p in _marked(marker)]
+        term.send("fg\r")
+        assert wait_for(lambda: _all_stopped(marker, False)), [p.status() for p in _marked(marker)]
+        (tree / "stop").touch()
+        assert term.wait_for("ticked"), term.text()
         term.send("\x04")
         assert wait_for(lambda: term.pump() and term.text().rstrip().endswith("sh$"), timeout_s=20), term.text()
     finally:
