@@ -105,6 +105,16 @@ def starts(out: list[Message]) -> list[StartStream]:
     return [m for m in out if isinstance(m, StartStream)]
 
 
+def early_request(prompt: str = "hi") -> tuple[AgentCore, DiscoverWindow]:
+    """A core with no window yet, asking for it, whose first prompt went out before the answer (its output taken)."""
+    core, _ = make_core(window=None)
+    core.discover_window()
+    ask = discovery(core)
+    core.on_ui(SubmitPrompt(text=prompt))
+    take(core)
+    return core, ask
+
+
 def test_a_long_turn_never_sends_above_the_budget_and_compacts_in_both_stages() -> None:
     core, journal = make_core()
     core.on_ui(SubmitPrompt(text="read everything"))
@@ -253,11 +263,7 @@ def test_a_first_request_goes_before_the_window_and_its_answer_waits_for_it() ->
 
 
 def test_a_window_that_comes_after_the_stream_ended_still_lets_its_tool_calls_run() -> None:
-    core, _ = make_core(window=None)
-    core.discover_window()
-    ask = discovery(core)
-    core.on_ui(SubmitPrompt(text="read x"))
-    take(core)
+    core, ask = early_request("read x")
     call = assemble("a", "read_file", {"path": "x"})
     core.on_llm(StreamDone(request_id=core.request_id, content="", tool_calls=[call], finish_reason="tool_calls"))
     assert not any(isinstance(m, RunTool) for m in take(core))
@@ -266,11 +272,7 @@ def test_a_window_that_comes_after_the_stream_ended_still_lets_its_tool_calls_ru
 
 
 def test_a_first_request_the_window_turns_out_too_small_for_is_cancelled_and_refused() -> None:
-    core, _ = make_core(window=None)
-    core.discover_window()
-    ask = discovery(core)
-    core.on_ui(SubmitPrompt(text="hi"))
-    take(core)
+    core, ask = early_request()
     sent = core.request_id
     core.on_llm(ContentDelta(request_id=sent, text="garbage from a cut prompt"))
     core.on_llm(WindowFound(request_id=ask.request_id, window=600, source="server"))  # below the tools alone
@@ -284,11 +286,7 @@ def test_a_first_request_the_window_turns_out_too_small_for_is_cancelled_and_ref
 
 
 def test_esc_while_an_early_request_waits_for_the_window_ends_the_turn_with_nothing_shown() -> None:
-    core, _ = make_core(window=None)
-    core.discover_window()
-    ask = discovery(core)
-    core.on_ui(SubmitPrompt(text="hi"))
-    take(core)
+    core, ask = early_request()
     sent = core.request_id
     core.on_llm(ContentDelta(request_id=sent, text="partial"))
     core.on_ui(Cancel())
