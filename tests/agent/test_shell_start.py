@@ -163,19 +163,23 @@ def test_the_first_request_waits_for_the_window_not_for_the_executors_code(tmp_p
     _close(ui_far, ui_ours)
 
 
+AGENT_CODE_IMPORTED = (
+    "import importlib, sys\n"
+    "import dashfloat.agent._main, dashfloat.agent._process\n"
+    "from dashfloat.agent._workers import EXECUTOR_CODE\n"
+    "for name in EXECUTOR_CODE:\n"
+    "    module, _, attribute = name.partition(':')\n"
+    "    imported = importlib.import_module(module)\n"
+    "    getattr(imported, attribute) if attribute else None\n"
+)
+"""A fresh interpreter's script start: the agent's code, then the executor's, as the agent imports them before forking
+the executor."""
+
+
 def test_the_agent_imports_traceback_only_to_print_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Its code (the core, then the executor's, as the agent imports them before forking the executor) leaves
     traceback out, in a fresh interpreter (ADR 0053); a step that raises still prints its traceback."""
-    code = (
-        "import importlib, sys\n"
-        "import dashfloat.agent._main, dashfloat.agent._process\n"
-        "from dashfloat.agent._workers import EXECUTOR_CODE\n"
-        "for name in EXECUTOR_CODE:\n"
-        "    module, _, attribute = name.partition(':')\n"
-        "    imported = importlib.import_module(module)\n"
-        "    getattr(imported, attribute) if attribute else None\n"
-        "print('traceback' in sys.modules)\n"
-    )
+    code = AGENT_CODE_IMPORTED + "print('traceback' in sys.modules)\n"
     done = subprocess.run([sys.executable, "-c", code], cwd=CHECKOUT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False"]
@@ -200,14 +204,7 @@ def test_an_idle_agent_with_a_request_in_flight_imports_none_of_the_rarely_used_
     """Its code and the executor's (as the agent imports them before forking the executor), a core built and a
     first prompt taken (its session file written, its request sent): none of KEPT_OUT_OF_THE_IDLE_AGENT, in a fresh
     interpreter (ADR 0053); the undo log still comes when asked for."""
-    code = (
-        "import importlib, sys\n"
-        "import dashfloat.agent._main, dashfloat.agent._process\n"
-        "from dashfloat.agent._workers import EXECUTOR_CODE\n"
-        "for name in EXECUTOR_CODE:\n"
-        "    module, _, attribute = name.partition(':')\n"
-        "    imported = importlib.import_module(module)\n"
-        "    getattr(imported, attribute) if attribute else None\n"
+    code = AGENT_CODE_IMPORTED + (
         "from dashfloat.agent import AgentOptions\n"
         "from dashfloat.agent._startup import build_core\n"
         "from dashfloat.protocol import ProviderConfig, StartStream, SubmitPrompt\n"

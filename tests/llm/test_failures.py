@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -327,10 +328,9 @@ NOT_HTTP_ANSWERS = {
 }
 
 
-@pytest.fixture(params=sorted(NOT_HTTP_ANSWERS))
-def not_http_port(request: pytest.FixtureRequest) -> Iterator[int]:
-    """A listener that answers every request with bytes that are no HTTP answer, then closes."""
-    answer = NOT_HTTP_ANSWERS[request.param]
+@contextlib.contextmanager
+def raw_listener(answer: Callable[[socket.socket], None]) -> Iterator[int]:
+    """A listener on 127.0.0.1 that hands every connection it accepts to ``answer`` (on its own thread); its port."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
@@ -341,14 +341,27 @@ def not_http_port(request: pytest.FixtureRequest) -> Iterator[int]:
                 conn, _ = listener.accept()
             except OSError:
                 return
-            with conn:
-                conn.recv(65536)
-                conn.sendall(answer)
+            answer(conn)
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield listener.getsockname()[1]
-    listener.close()
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        listener.close()
+
+
+@pytest.fixture(params=sorted(NOT_HTTP_ANSWERS))
+def not_http_port(request: pytest.FixtureRequest) -> Iterator[int]:
+    """A listener that answers every request with bytes that are no HTTP answer, then closes."""
+    answer = NOT_HTTP_ANSWERS[request.param]
+
+    def answer_once(conn: socket.socket) -> None:
+        with conn:
+            conn.recv(65536)
+            conn.sendall(answer)
+
+    with raw_listener(answer_once) as port:
+        yield port
 
 
 def test_an_answer_that_is_not_http_says_so_and_is_not_retried(llm: Llm, not_http_port: int) -> None:
@@ -374,9 +387,6 @@ def endless_head_port(request: pytest.FixtureRequest) -> Iterator[int]:
     """A listener that never finishes the answer's head: a byte of a header at a time, or one 100 Continue after
     another, each well within the read timeout."""
     first, again = ENDLESS_HEADS[request.param]
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
     stop = threading.Event()
 
     def dribble(conn: socket.socket) -> None:
@@ -389,18 +399,12 @@ def endless_head_port(request: pytest.FixtureRequest) -> Iterator[int]:
             except OSError:
                 return
 
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=dribble, args=(conn,), daemon=True).start()
+    def dribble_aside(conn: socket.socket) -> None:
+        threading.Thread(target=dribble, args=(conn,), daemon=True).start()
 
-    threading.Thread(target=serve, daemon=True).start()
-    yield listener.getsockname()[1]
-    stop.set()
-    listener.close()
+    with raw_listener(dribble_aside) as port:
+        yield port
+        stop.set()
 
 
 def test_an_answer_head_that_never_ends_meets_the_first_byte_deadline(llm: Llm, endless_head_port: int) -> None:
