@@ -11,7 +11,6 @@ import os
 import re
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
 from urllib.parse import urlsplit
@@ -40,8 +39,7 @@ class ConfigError(Exception):
     """A configuration problem; ``str()`` is one line naming the file, the field and what is wrong."""
 
 
-@dataclass
-class ProviderFlags:
+class ProviderFlags(msgspec.Struct):
     """The command-line flags that choose a provider (``None``: not given)."""
 
     provider: str | None = None

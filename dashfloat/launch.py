@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
+
+import msgspec
 
 from dashfloat.agent import AgentOptions
 from dashfloat.config import (
@@ -35,13 +36,12 @@ class LaunchError(Exception):
     """A usage or configuration error: one line, exit code 2."""
 
 
-@dataclass
-class Launch:
+class Launch(msgspec.Struct):
     """What the runtime needs, plus how to stop what was started here (the demo server)."""
 
     options: AgentOptions
     log_path: str
-    stop: Callable[[], None] = field(default=lambda: None)
+    stop: Callable[[], None] = msgspec.field(default=lambda: None)
 
 
 def prepare(

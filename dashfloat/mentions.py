@@ -8,8 +8,9 @@ for ``"`` and ``\\``. A path that a bare mention would not carry whole is always
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
+
+import msgspec
 
 ATTACHMENTS_LINE: Final = "[DashFloat attached what the @mentions above name:]"
 """The line between the prompt as typed and its attachments (a rewind gives back only what is above it)."""
@@ -35,8 +36,7 @@ TRAILING_PUNCTUATION: Final = ".,;:!?)]}'\""
 written quoted)."""
 
 
-@dataclass(frozen=True)
-class Mention:
+class Mention(msgspec.Struct, frozen=True):
     """One complete mention: the path it names and where it stands in the text (``text[start:end]``)."""
 
     path: str
@@ -44,8 +44,7 @@ class Mention:
     end: int
 
 
-@dataclass(frozen=True)
-class Partial:
+class Partial(msgspec.Struct, frozen=True):
     """The mention being typed at the cursor: ``query`` so far, starting at ``start`` (its ``@``)."""
 
     query: str

@@ -14,8 +14,9 @@ import posixpath
 import re
 import shlex
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Final, Literal, assert_never
+
+import msgspec
 
 from dashfloat.catalogue import call_name
 from dashfloat.protocol import (
@@ -53,8 +54,7 @@ class RuleError(ValueError):
     """A rule that does not parse; ``str()`` says what is wrong with it."""
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(msgspec.Struct, frozen=True):
     """One parsed rule: a tool and, for commands, a word prefix, or for file tools an optional path pattern."""
 
     tool: str
@@ -70,8 +70,7 @@ class Rule:
         return self.tool
 
 
-@dataclass(frozen=True)
-class SourcedRule:
+class SourcedRule(msgspec.Struct, frozen=True):
     """A rule, whether it allows or denies, and where it came from (a file, or ``session``)."""
 
     rule: Rule

@@ -8,7 +8,6 @@ whose call remains, or leave a call unanswered. Decision record: docs/decisions/
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Final
 
 import msgspec
@@ -42,8 +41,7 @@ _DECODER = msgspec.json.Decoder()
 _ENCODER = msgspec.json.Encoder()
 
 
-@dataclass(frozen=True)
-class Unit:
+class Unit(msgspec.Struct, frozen=True):
     """``conversation[start:end]``: one user message, or one assistant message and its results."""
 
     start: int
@@ -128,8 +126,7 @@ def shrink_result(content: str, tool: str) -> str:
     return encoded if len(encoded.encode()) < len(content.encode()) else content
 
 
-@dataclass(frozen=True)
-class Shrunk:
+class Shrunk(msgspec.Struct, frozen=True):
     """The conversation after stage 1, and how many results were cut."""
 
     conversation: list[ChatMessage]
@@ -161,8 +158,7 @@ def nothing_to_drop(conversation: Sequence[ChatMessage]) -> bool:
     return shrink_old_results(conversation, 0).results == 0 and plan_summary(conversation, 1) is None
 
 
-@dataclass(frozen=True)
-class SummaryPlan:
+class SummaryPlan(msgspec.Struct, frozen=True):
     """Stage 2: ``older`` is summarised; ``prompt`` (the latest user prompt, if older) and ``recent`` stay."""
 
     older: list[ChatMessage]

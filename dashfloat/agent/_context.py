@@ -7,7 +7,6 @@ when it does not fit. Decision record: docs/decisions/0030-context-window.md.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Final
 
 import msgspec
@@ -42,8 +41,7 @@ def raw_request_tokens(messages: Sequence[ChatMessage]) -> int:
     return int(TOOLS_BYTES / BYTES_PER_TOKEN) + sum(raw_tokens(m) for m in messages)
 
 
-@dataclass(frozen=True)
-class Calibration:
+class Calibration(msgspec.Struct, frozen=True):
     """What the provider said about the last request: its front (``sent`` messages) cost ``reported``."""
 
     sent: tuple[ChatMessage, ...]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import collections
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal, Protocol, assert_never
 
 import msgspec
@@ -364,8 +363,7 @@ def _compact(tokens: int) -> str:
     return f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
 
 
-@dataclass
-class Attaching:
+class Attaching(msgspec.Struct):
     """A submitted prompt while its @mentions are read, one at a time."""
 
     text: str
@@ -378,7 +376,7 @@ class Attaching:
     next: int = 0
     call: tuple[str, str, str] | None = None
     """The read in flight: (call id, tool name, mentioned path)."""
-    parts: list[str] = field(default_factory=list)
+    parts: list[str] = msgspec.field(default_factory=list)
     budget: int = mentions.MENTIONS_ATTACHED_MAX_BYTES
 
     @property

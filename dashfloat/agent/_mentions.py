@@ -7,8 +7,9 @@ and shows their rows); this module decides what to read and how the results join
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Final, assert_never
+
+import msgspec
 
 from dashfloat.mentions import ATTACHMENTS_LINE, find_mentions, mention_text
 from dashfloat.mentions import typed_prompt as typed_prompt  # the agent reads typed prompts here too (a rewind)
@@ -34,8 +35,7 @@ MENTIONS_ATTACHED_MAX_BYTES: Final = 128 * 1024
 past it is cut with a marker, later ones are not read."""
 
 
-@dataclass(frozen=True)
-class Mentioned:
+class Mentioned(msgspec.Struct, frozen=True):
     """The distinct paths a prompt mentions, in order (at most MENTIONS_MAX_PER_PROMPT), and how many more."""
 
     paths: list[str]
@@ -69,8 +69,7 @@ def _cut(content: str, budget: int) -> str:
     return head[: line_end + 1] if line_end >= 0 else head
 
 
-@dataclass(frozen=True)
-class Attachment:
+class Attachment(msgspec.Struct, frozen=True):
     """What one mention adds to the prompt, the bytes it used of the budget, and whether it was cut."""
 
     text: str

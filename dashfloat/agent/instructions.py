@@ -14,22 +14,22 @@ from __future__ import annotations
 import codecs
 import os
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 INSTRUCTIONS_FILENAME = "AGENTS.md"
 INSTRUCTIONS_MAX_BYTES = 64 * 1024
 TRUNCATION_MARKER = "[… project instructions truncated: more than 64 KiB of AGENTS.md]\n"
 
 
-@dataclass(frozen=True)
-class ProjectInstructions:
+class ProjectInstructions(msgspec.Struct, frozen=True):
     """The text for the system message, the files it came from, and what could not be read."""
 
     text: str
-    files: list[Path] = field(default_factory=list)
+    files: list[Path] = msgspec.field(default_factory=list)
     truncated: bool = False
-    problems: list[str] = field(default_factory=list)
+    problems: list[str] = msgspec.field(default_factory=list)
 
 
 def project_root(cwd: Path) -> Path:

@@ -18,7 +18,8 @@ import secrets
 import stat
 import threading
 import time
-from dataclasses import dataclass, field
+
+import msgspec
 
 from dashfloat.executor._errors import ToolError
 from dashfloat.executor._files import ABSENT_DIGEST, _digest_at, _open_regular, _stat_at
@@ -48,21 +49,19 @@ def _mib(n: int) -> str:
     return f"{n / _MIB:.0f} MiB" if n >= _MIB else f"{n} bytes"
 
 
-@dataclass
-class _Object:
+class _Object(msgspec.Struct):
     name: str
     size: int
     mtime_ns: int
 
 
-@dataclass
-class CheckpointStore:
+class CheckpointStore(msgspec.Struct):
     """One session's objects; sizes and ages are kept in memory after one scan of the directory."""
 
     directory: str
     max_bytes: int = CHECKPOINT_STORE_MAX_BYTES
     file_max_bytes: int = CHECKPOINT_FILE_MAX_BYTES
-    _objects: dict[str, _Object] | None = field(default=None, repr=False)
+    _objects: dict[str, _Object] | None = None
     _total: int = 0
 
     @property
@@ -236,8 +235,7 @@ def store_for(directory: str) -> CheckpointStore:
 # ---------------------------------------------------------------- taking a checkpoint
 
 
-@dataclass
-class PreImage:
+class PreImage(msgspec.Struct):
     """What was at a mutation's target just before it: enough to build its Checkpoint once it lands."""
 
     root: Root
@@ -247,10 +245,10 @@ class PreImage:
     mode: int | None = None
     size: int = 0
     before: str | None = None
-    created_dirs: list[str] = field(default_factory=list)
+    created_dirs: list[str] = msgspec.field(default_factory=list)
     lost: str = ""
     notice: str = ""
-    pending: list[PendingObject] = field(default_factory=list)
+    pending: list[PendingObject] = msgspec.field(default_factory=list)
 
     def finish(self) -> None:
         """Wait for the object's fsync; a failure makes the checkpoint lost (the mutation stands)."""
@@ -338,8 +336,7 @@ def take_pre_image(root: Root, path: str, store: CheckpointStore, background: bo
     return pre
 
 
-@dataclass
-class Checkpointed:
+class Checkpointed(msgspec.Struct):
     """A file tool's result, plus how to take it back when it was a mutation that landed."""
 
     result: ToolResult

@@ -9,8 +9,9 @@ import io
 import os
 import secrets
 import stat
-from dataclasses import dataclass
 from typing import IO
+
+import msgspec
 
 from dashfloat.executor._errors import ToolError
 from dashfloat.executor._limits import (
@@ -235,8 +236,7 @@ def _read_marker(offset: int, lines: int, cut: bool, total_lines: int | None, si
 # ---------------------------------------------------------------- write_file
 
 
-@dataclass(frozen=True)
-class PlannedWrite:
+class PlannedWrite(msgspec.Struct, frozen=True):
     """What a write or edit would put where: shared by the preview and the execution."""
 
     rel: bytes  # from Root.locate: symlink-free, relative to the root

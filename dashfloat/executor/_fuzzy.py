@@ -16,7 +16,8 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 _NAME_PREFIX, _NAME_SUBSTRING, _PATH_SUBSTRING, _NAME_SUBSEQUENCE, _PATH_SUBSEQUENCE = range(5)
 
@@ -35,8 +36,7 @@ def _steps(query: str, line: bool) -> str:
     return "".join(f"[^{stop}{re.escape(ch)}]*+({re.escape(ch)})" for ch in query)
 
 
-@dataclass(frozen=True)
-class Corpus:
+class Corpus(msgspec.Struct, frozen=True):
     """Paths prepared for ranking: case-folded once, and joined (one per line) for the C-speed filter."""
 
     paths: list[str]

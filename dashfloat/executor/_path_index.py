@@ -19,8 +19,9 @@ import stat
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from dashfloat.executor._fuzzy import Corpus, rank
 from dashfloat.executor._limits import (
@@ -51,8 +52,7 @@ _GIT_READ_BYTES = 256 * 1024
 _CHILD_FLUSH_S = 0.02
 
 
-@dataclass(frozen=True)
-class PathIndex:
+class PathIndex(msgspec.Struct, frozen=True, dict=True):  # dict: for its cached_property
     """The paths of the workspace (directories end in ``/``), sorted; ``notice`` says where it stopped early."""
 
     paths: list[str]
@@ -91,8 +91,7 @@ def _with_directories(files: list[str], max_entries: int) -> tuple[list[str], bo
     return out, False
 
 
-@dataclass(frozen=True)
-class _Bounds:
+class _Bounds(msgspec.Struct, frozen=True):
     """One build's bounds: entries, and the clock and deadline of its time bound."""
 
     max_entries: int

@@ -14,7 +14,6 @@ import signal
 import stat
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Final
 
 import msgspec
@@ -287,11 +286,10 @@ def describe(state: SandboxState, policy: SandboxPolicy | None = None) -> str:
     return f"sandbox {mode} ({writes}; {net})"
 
 
-@dataclass(frozen=True)
-class Sandbox:
+class Sandbox(msgspec.Struct, frozen=True):
     """The executor's sandbox for its lifetime: the state detected at start and the bwrap it runs."""
 
-    state: SandboxState = field(default_factory=SandboxState)
+    state: SandboxState = msgspec.field(default_factory=SandboxState)
     bwrap: str = ""
     bwrap_error: str = ""
 
@@ -313,8 +311,7 @@ class Sandbox:
         return Wrap(self, mode, policy.network, root_fd, root, policy.private_home)
 
 
-@dataclass(frozen=True)
-class Wrap:
+class Wrap(msgspec.Struct, frozen=True):
     """One call's confinement: builds its bwrap command line."""
 
     sandbox: Sandbox

@@ -7,8 +7,9 @@ import difflib
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import assert_never
+
+import msgspec
 
 from dashfloat.catalogue import call_name
 from dashfloat.executor import _files
@@ -34,8 +35,7 @@ from dashfloat.tool_args import parse_args
 PREVIEW_MAX_LINE_CHARS = 400
 
 
-@dataclass(frozen=True)
-class Preview:
+class Preview(msgspec.Struct, frozen=True):
     """What the confirmation shows; ``error`` set when the call would fail anyway (no confirmation)."""
 
     lines: list[str]

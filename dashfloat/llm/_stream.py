@@ -15,7 +15,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
 try:  # queue.SimpleQueue itself, without queue's module (heapq and more: memory in the worker, ADR 0053)
@@ -71,22 +70,21 @@ _DROPPED_NOTICE: dict[Optional, str] = {
 }
 
 
-@dataclass
-class ProviderMemory:
+class ProviderMemory(msgspec.Struct):
     """What the LLM process learned about each base URL, kept for its lifetime."""
 
-    dropped: dict[str, set[Optional]] = field(default_factory=dict)
+    dropped: dict[str, set[Optional]] = msgspec.field(default_factory=dict)
     """Request fields a provider refused with a 400."""
-    native_calls: set[str] = field(default_factory=set)
+    native_calls: set[str] = msgspec.field(default_factory=set)
     """Providers that sent a native tool call (``auto`` then stops reading calls written as text)."""
-    probed: set[str] = field(default_factory=set)
+    probed: set[str] = msgspec.field(default_factory=set)
     """Servers asked once whether their chat template takes tools (llama.cpp ``/props``)."""
-    props: dict[str, JsonValue] = field(default_factory=dict)
+    props: dict[str, JsonValue] = msgspec.field(default_factory=dict)
     """The ``/props`` body the window discovery got (None: none), so that the stream does not ask again."""
-    discovering: set[str] = field(default_factory=set)
+    discovering: set[str] = msgspec.field(default_factory=set)
     """Servers whose window discovery, which asks ``/props``, is under way: a stream meanwhile (the first request
     goes before the window is known) does not ask it as well, and looks at the discovery's answer when it is done."""
-    warned_tools: set[str] = field(default_factory=set)
+    warned_tools: set[str] = msgspec.field(default_factory=set)
     """Servers already warned about dropping the tools (the warning is given once)."""
 
 

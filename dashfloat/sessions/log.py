@@ -19,11 +19,11 @@ Public API (pure library code: no processes, no protocol sending, no printing):
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -149,7 +149,7 @@ class CompactionRecord(_Line, frozen=True, tag="compaction"):
 
 _Entry = ConversationEntry | UsageRecord | CompactionRecord
 _ENCODER = msgspec.json.Encoder()
-_BODY_DECODER = msgspec.json.Decoder(
+_Body = (
     _MessageLine
     | _ReplyLine
     | UsageRecord
@@ -159,11 +159,21 @@ _BODY_DECODER = msgspec.json.Decoder(
     | UndoneRecord
     | RewindRecord
 )
-_HEADER_DECODER = msgspec.json.Decoder(SessionHeader)
 
 
-@dataclass
-class LoadedSession:
+@functools.cache
+def _body_decoder() -> msgspec.json.Decoder[_Body]:
+    """Built on the first read, not at import: a new session only writes, and building it (its classes' annotations
+    evaluated) was ~1 ms of the agent's way to its first request (ADR 0055)."""
+    return msgspec.json.Decoder(_Body)
+
+
+@functools.cache
+def _header_decoder() -> msgspec.json.Decoder[SessionHeader]:
+    return msgspec.json.Decoder(SessionHeader)
+
+
+class LoadedSession(msgspec.Struct):
     """A session as read back: valid for any provider after repair; ``notices`` says what was repaired.
 
     ``messages`` is the conversation to continue (the last compaction's messages and what followed);
@@ -174,11 +184,11 @@ class LoadedSession:
     header: SessionHeader
     messages: list[ConversationEntry]
     usage: list[UsageRecord]
-    notices: list[str] = field(default_factory=list)
-    changes: list[ChangeRecord] = field(default_factory=list)
+    notices: list[str] = msgspec.field(default_factory=list)
+    changes: list[ChangeRecord] = msgspec.field(default_factory=list)
     """Checkpoints and command changes not yet undone, in the order they were made."""
-    transcript: list[ConversationEntry] = field(default_factory=list)
-    lines: list[_Entry] = field(default_factory=list)
+    transcript: list[ConversationEntry] = msgspec.field(default_factory=list)
+    lines: list[_Entry] = msgspec.field(default_factory=list)
 
 
 # ---------------------------------------------------------------- locations and ids
@@ -339,8 +349,7 @@ def load(path: Path) -> LoadedSession:
     return _parse(path).loaded
 
 
-@dataclass
-class _Parsed:
+class _Parsed(msgspec.Struct):
     loaded: LoadedSession
     tail_start: int | None  # offset of a dropped last line
     needs_rewrite: bool  # repairs not expressible as "truncate the tail, append results", or an older format
@@ -361,7 +370,7 @@ def _read_header(path: Path, first: bytes) -> SessionHeader:
     if version > FORMAT_VERSION:
         raise SessionError(f"{path}: written by a newer DashFloat (format {version}); upgrade to resume it")
     try:
-        return _HEADER_DECODER.decode(first)
+        return _header_decoder().decode(first)
     except msgspec.DecodeError as exc:
         raise SessionError(f"{path}: not a DashFloat session (malformed header: {exc})") from None
 
@@ -404,7 +413,7 @@ def _parse(path: Path) -> _Parsed:
         if not line.strip():
             continue
         try:
-            decoded = _BODY_DECODER.decode(line)
+            decoded = _body_decoder().decode(line)
         except msgspec.DecodeError:
             decoded = None
         if number - 1 == last and (decoded is None or not terminated):

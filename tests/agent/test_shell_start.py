@@ -220,3 +220,39 @@ def test_an_idle_agent_with_a_request_in_flight_imports_none_of_the_rarely_used_
     done = subprocess.run(argv, cwd=CHECKOUT, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["none", "UndoLog True"]
+
+
+def test_a_headless_start_defines_no_dataclass_and_builds_no_session_decoder(tmp_path: Path) -> None:
+    """The main process's code, the agent's, the executor's and the LLM worker's, a core built and a first prompt
+    taken (its session file written, its request sent), in a fresh interpreter: ``dataclasses`` is never imported
+    (each class it makes compiles its methods at import, ~0.3 ms; msgspec Structs are built in C) and the session
+    log's decoders are not built (a new session only writes): ADR 0055."""
+    code = AGENT_CODE_IMPORTED + (
+        "import dashfloat.cli, dashfloat.launch, dashfloat.runtime.printer\n"
+        "from dashfloat.llm._serve import PLAIN_STACK_MODULES, serve\n"
+        "for name in PLAIN_STACK_MODULES:\n"
+        "    importlib.import_module(name)\n"
+        "from dashfloat.agent import AgentOptions\n"
+        "from dashfloat.agent._journal import SessionJournal\n"
+        "from dashfloat.agent._startup import build_core\n"
+        "from dashfloat.protocol import ProviderConfig, StartStream, SubmitPrompt\n"
+        "from dashfloat.sessions import log\n"
+        "provider = ProviderConfig(name='t', base_url='http://127.0.0.1:9/v1', model='m')\n"
+        "core = build_core(AgentOptions(provider=provider, cwd=sys.argv[1], state_dir=sys.argv[2]))\n"
+        "core.on_ui(SubmitPrompt(text='hello'))\n"
+        "assert any(isinstance(m, StartStream) for _, m in core.outbox), core.outbox\n"
+        "print('dataclasses' in sys.modules, log._body_decoder.cache_info().currsize)\n"
+        "assert isinstance(core.journal, SessionJournal) and core.journal.writer is not None\n"
+        "print(len(log.load(core.journal.writer.path).messages))\n"
+    )
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path), str(tmp_path / "state")],
+        cwd=CHECKOUT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["False 0", "1"]  # and the prompt reads back (the decoder built on demand)
