@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 from typing import Final
 
+from dashfloat.executor.path_policy import loop_message
 from dashfloat.protocol import ToolFailed
 
 ERROR_PATH_MAX_CHARS: Final = 200
@@ -33,6 +34,8 @@ def os_message(exc: OSError, path: str) -> str:
             return f"not a directory (or a parent is a file): {path}"
         case PermissionError():
             return f"permission denied: {path}"
+        case _ if exc.errno == errno.ELOOP:
+            return loop_message(path)
         case _ if exc.errno == errno.ENAMETOOLONG:
             return f"path too long (a name over 255 bytes, or the whole path over 4096): {path}"
         case _:

@@ -9,7 +9,7 @@ from typing import Final
 
 from dashfloat.executor._openat2 import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2, openat2_works
 
-__all__ = ["BadPath", "PathError", "PathEscape", "Root", "RootGone", "inside", "resolve"]
+__all__ = ["BadPath", "PathError", "PathEscape", "Root", "RootGone", "SymlinkLoop", "inside", "loop_message", "resolve"]
 
 # Every component of every path a tool opens is resolved by the kernel under these rules.
 BENEATH: int = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS
@@ -38,6 +38,15 @@ class PathError(ValueError):
 
 class PathEscape(PathError):
     """The path leads outside the working directory (lexically or through a symlink)."""
+
+
+class SymlinkLoop(PathError):
+    """The path's symlinks lead round in a loop (ELOOP): nothing is there to read or write, inside or out."""
+
+
+def loop_message(path: str) -> str:
+    """What the model reads for ELOOP: a loop, not an escape (the review found it worded as one)."""
+    return f"symlink loop: {path} (too many levels of symbolic links, ELOOP; a link leads back to itself)"
 
 
 class BadPath(PathError):
@@ -204,10 +213,42 @@ class Root:
             # openat2 refuses a mode without O_CREAT (unlike open, which ignores it)
             return openat2(self.fd, rel, flags, mode if flags & os.O_CREAT else 0, BENEATH)
         except OSError as exc:
-            if exc.errno in (errno.EXDEV, errno.ELOOP):
-                shown = path if path is not None else os.fsdecode(rel)
-                raise PathEscape(f"path escapes the working directory: {shown} (through a symlink)") from None
+            shown = path if path is not None else os.fsdecode(rel)
+            if exc.errno == errno.ELOOP:
+                raise self._loop_or_magic(rel, flags, shown) from None
+            if exc.errno == errno.EXDEV:
+                raise PathEscape(self._escape_message(rel, shown)) from None
             raise
+
+    def _loop_or_magic(self, rel: bytes, flags: int, shown: str) -> PathError:
+        """ELOOP under BENEATH is a symlink loop, or a /proc magic link (RESOLVE_NO_MAGICLINKS): told apart by
+        opening again without that one rule (O_PATH: nothing is read)."""
+        if flags & os.O_NOFOLLOW:
+            return BadPath(f"is a symbolic link: {shown}")  # O_NOFOLLOW's ELOOP: the last component is one
+        try:
+            fd = openat2(self.fd, rel, os.O_PATH, 0, RESOLVE_BENEATH)
+        except OSError as again:
+            if again.errno == errno.ELOOP:
+                return SymlinkLoop(loop_message(shown))
+        else:
+            os.close(fd)
+        return PathEscape(f"path escapes the working directory: {shown} (through a /proc magic link)")
+
+    def _escape_message(self, rel: bytes, shown: str) -> str:
+        """EXDEV: the kernel refuses an absolute symlink, and one that steps above the root, even when the path
+        ends inside; then the message says where it ends, so the model can use that path (nothing is opened)."""
+        out = f"path escapes the working directory: {shown} (through a symlink)"
+        try:
+            real = os.fsencode(os.path.realpath(os.path.join(self._path_b, rel)))
+        except (OSError, ValueError):
+            return out
+        if not inside(real, self._path_b):
+            return out
+        target = os.fsdecode(os.path.relpath(real, self._path_b))
+        return (
+            f"refused: {shown} goes through a symlink that is absolute or steps above the working directory, "
+            f"which is never followed, although it ends inside, at {target}: use that path"
+        )
 
     def parent(self, rel: bytes, create: bool) -> tuple[int, str]:
         """An O_PATH fd on the directory holding ``rel`` (made when ``create``), and the final name."""

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dashfloat.executor._openat2 import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2, openat2_works
-from dashfloat.executor.path_policy import PathEscape, Root, inside
+from dashfloat.executor.path_policy import PathError, PathEscape, Root, inside, loop_message
 from tests.executor.conftest import run_json
 
 # Both resolvers: openat2 beneath the held fd, and the fallback anchored at the start-time real path.
@@ -189,7 +189,7 @@ def test_locate_never_leaves_the_root(tree: Path, parts: list[str], beneath: boo
     r = Root(str(tree), use_openat2=beneath)
     try:
         rel = r.locate("/".join(parts))
-    except (PathEscape, OSError):  # ENOENT, ENOTDIR: a result naming the path, never an escape
+    except (PathError, OSError):  # ENOENT, ENOTDIR, ELOOP: a result naming the path, never an escape
         return
     finally:
         r.close()
@@ -214,3 +214,55 @@ def test_an_executor_started_after_the_swap_does_not_adopt_the_new_target(root: 
     finally:
         r.close()
     assert snapshot(outside) == before
+
+
+# ---------------------------------------------------------------- what a refused path is called (ADR 0057 §3)
+
+
+def test_a_symlink_loop_is_called_a_loop_not_an_escape(root: Path, fixed: Root) -> None:
+    (root / "a").symlink_to("b")
+    (root / "b").symlink_to("a")
+    (root / "self").symlink_to("self")
+    for name, args, shown in [
+        ("read_file", {"path": "a"}, "a"),
+        ("read_file", {"path": "self/x.txt"}, "self/x.txt"),
+        ("list_directory", {"path": "b"}, "b"),
+        ("write_file", {"path": "a", "content": "x"}, "a"),
+        ("write_file", {"path": "self/new.txt", "content": "x"}, "self/new.txt"),
+        ("edit_file", {"path": "b", "search_block": "x", "replace_block": "y"}, "b"),
+        ("execute_command", {"command": "true", "cwd": "self"}, "self"),
+    ]:
+        result = run_json(name, args, fixed)
+        assert result == {"ok": False, "error": loop_message(shown)}, (name, result)
+    assert loop_message("a").startswith("symlink loop: a (") and "ELOOP" in loop_message("a")
+
+
+def test_a_symlink_refused_although_it_ends_inside_names_where_it_ends(root: Path) -> None:
+    # The kernel (RESOLVE_BENEATH) never follows an absolute link, nor one stepping above the root on its way back
+    # in: refused (unchanged), but the model is told the path it ends at instead of "escapes".
+    (root / "a.txt").write_text("inside\n")
+    (root / "abs").symlink_to(root / "a.txt")
+    (root / "round").symlink_to(f"../{root.name}/a.txt")
+    (root / "out").symlink_to(root.parent)
+    r = Root(str(root), use_openat2=True)
+    try:
+        for path in ("abs", "round"):
+            result = run_json("read_file", {"path": path}, r)
+            assert result["ok"] is False and "escapes" not in result["error"], result
+            assert result["error"].startswith(f"refused: {path} goes through a symlink that is absolute"), result
+            assert result["error"].endswith("although it ends inside, at a.txt: use that path"), result
+        assert run_json("read_file", {"path": "out/x"}, r) == {
+            "ok": False,
+            "error": "path escapes the working directory: out/x (through a symlink)",
+        }
+    finally:
+        r.close()
+
+
+def test_a_proc_magic_link_is_an_escape_not_a_loop() -> None:
+    r = Root(f"/proc/{os.getpid()}", use_openat2=True)  # a tree whose "cwd" entry is a magic link
+    try:
+        with pytest.raises(PathEscape, match=r"through a /proc magic link"):
+            r.locate("cwd/x")
+    finally:
+        r.close()
