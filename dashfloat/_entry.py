@@ -103,10 +103,11 @@ def entry() -> NoReturn:
     gc.disable()
     open_closed_streams()
     try:
-        # First: msgspec, whose import a Ctrl-C must not interrupt (see import_holding_sigint).
-        from dashfloat.procutil import import_holding_sigint
+        # First: msgspec, whose import a Ctrl-C must not interrupt (see import_holding_sigint), without what it
+        # does not need (KEPT_OUT_OF_MSGSPEC).
+        from dashfloat.procutil import import_msgspec
 
-        import_holding_sigint("msgspec")
+        import_msgspec()
         agent = early_agent(sys.argv[1:])
         probe = early_sandbox_probe(sys.argv[1:]) if agent is not None else None
         from dashfloat.cli import entry as run

@@ -180,6 +180,32 @@ def import_holding_sigint(name: str) -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
+KEPT_OUT_OF_MSGSPEC: Final = frozenset({"typing_extensions"})
+"""Packages msgspec imports when they are installed but does not need: without typing_extensions it takes
+``get_type_hints``, ``Required`` and ``NotRequired`` from ``typing`` (complete on 3.11, and what it does in an install
+that lacks it: only mypy requires it here). Importing it costs typing_extensions and ``inspect`` (with ast, dis,
+tokenize), ~7 ms before the agent's fork that nothing else on a start needs (ADR 0055)."""
+
+
+class _KeptOut:
+    """A meta path finder that says KEPT_OUT_OF_MSGSPEC is not installed (while msgspec is imported only)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name.partition(".")[0] in KEPT_OUT_OF_MSGSPEC:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+def import_msgspec() -> None:
+    """Import msgspec holding SIGINT back (``import_holding_sigint``) and without KEPT_OUT_OF_MSGSPEC; a later
+    ``import typing_extensions`` anywhere finds the real package. Where it is imported already, nothing changes."""
+    finder = _KeptOut()
+    sys.meta_path.insert(0, finder)
+    try:
+        import_holding_sigint("msgspec")
+    finally:
+        sys.meta_path.remove(finder)
+
+
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NAME = 15
 _PR_SET_CHILD_SUBREAPER = 36

@@ -367,3 +367,53 @@ def test_a_child_forked_while_the_collector_is_off_turns_it_back_on_as_it_starts
     assert ours.recv() == (False, True)
     child.join(30)
     ours.close()
+
+
+_MSGSPEC_WITHOUT_WHAT_IT_DOES_NOT_NEED = """
+import sys
+from dashfloat.procutil import KEPT_OUT_OF_MSGSPEC, import_msgspec
+import_msgspec()
+import msgspec
+# What a headless start imports, in every process: nothing of it wants typing_extensions or inspect.
+import dashfloat.cli, dashfloat.launch, dashfloat.runtime, dashfloat.runtime.printer
+import dashfloat.agent._main, dashfloat.agent._process
+from dashfloat.executor import serve
+import dashfloat.llm, dashfloat.llm._plain, dashfloat.llm._stream
+from dashfloat.agent import AgentOptions
+from dashfloat.protocol import ProviderConfig, SubmitPrompt, UiToAgent, msgpack_decoder
+options = AgentOptions(provider=ProviderConfig(name='t', base_url='http://x/v1', model='m'), cwd='/')
+assert msgspec.json.decode(msgspec.json.encode(options), type=AgentOptions) == options
+assert msgpack_decoder(UiToAgent).decode(msgspec.msgpack.encode(SubmitPrompt(text='hi'))) == SubmitPrompt(text='hi')
+print(*sorted(name for name in [*KEPT_OUT_OF_MSGSPEC, 'inspect'] if name in sys.modules) or ['none'])
+import typing_extensions  # the real package, once msgspec is in
+print(typing_extensions.__file__ is not None)
+"""
+
+
+def test_msgspec_is_imported_without_typing_extensions_and_a_start_never_loads_inspect() -> None:
+    """ADR 0055: typing_extensions (installed here for mypy) and inspect cost ~7 ms before the agent's fork; msgspec
+    takes typing's functions instead, and the protocol still round-trips; the package is still importable after."""
+    done = subprocess.run(
+        [sys.executable, "-c", _MSGSPEC_WITHOUT_WHAT_IT_DOES_NOT_NEED],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["none", "True"]
+
+
+def test_nothing_of_ours_imports_typing_extensions() -> None:
+    """The package's types come from ``typing`` only: msgspec, imported without typing_extensions, reads them with
+    ``typing.get_type_hints`` (KEPT_OUT_OF_MSGSPEC)."""
+    root = Path(dashfloat.__file__).parent
+    users = []
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            if any(name.partition(".")[0] == "typing_extensions" for name in names):
+                users.append(str(path.relative_to(root)))
+    assert users == []

@@ -2,9 +2,9 @@
 
 import sys
 
-from dashfloat.procutil import import_holding_sigint
+from dashfloat.procutil import import_msgspec
 
-import_holding_sigint("msgspec")  # before anything imports it: a Ctrl-C must not interrupt its initialisation
+import_msgspec()  # before anything imports it: a Ctrl-C must not interrupt its initialisation
 
 from dashfloat.executor._standalone import main  # noqa: E402 - msgspec first, see above
 
