@@ -286,6 +286,35 @@ def kill_descendants() -> None:
                 os.kill(pid, signal.SIGKILL)
 
 
+STOP_PASSES_MAX = 8
+"""How many times ``stop_descendants`` reads /proc for processes forked while it stopped the others: a stopped
+process forks no more, so each pass can only find what the one before missed; a tree forking faster than that is
+left to the next Ctrl-Z."""
+
+
+def stop_descendants(below: Callable[[], list[int]] | None = None) -> list[int]:
+    """SIGSTOP every process below this one (a subreaper's commands and what left their groups with ``setsid``);
+    the ones stopped, for ``continue_processes``. Pass after pass until one finds nothing new. ``below`` lists
+    the processes (tests: a tree that keeps growing)."""
+    stopped: list[int] = []
+    for _ in range(STOP_PASSES_MAX):
+        new = [pid for pid in (below() if below else descendants(os.getpid())) if pid not in stopped]
+        if not new:
+            break
+        for pid in new:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGSTOP)
+                stopped.append(pid)
+    return stopped
+
+
+def continue_processes(pids: list[int]) -> None:
+    """SIGCONT what ``stop_descendants`` stopped (a stopped process cannot exit, so its pid is still its own)."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGCONT)
+
+
 def kill_group(pgid: int) -> None:
     """SIGKILL a whole process group; a group that is already gone is fine."""
     with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -16,10 +16,21 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
+import psutil
 import pytest
 
 import dashfloat
-from dashfloat.procutil import FORK, become_child, describe_exit, fork_context, stop_process
+from dashfloat.procutil import (
+    FORK,
+    STOP_PASSES_MAX,
+    become_child,
+    continue_processes,
+    describe_exit,
+    fork_context,
+    stop_descendants,
+    stop_process,
+)
+from tests.e2e import wait_for
 
 LONG_GRACE_S = 30.0  # generous: a stop that waits this long instead of acting would fail the suite's timeout
 
@@ -417,3 +428,26 @@ def test_nothing_of_ours_imports_typing_extensions() -> None:
             if any(name.partition(".")[0] == "typing_extensions" for name in names):
                 users.append(str(path.relative_to(root)))
     assert users == []
+
+
+def test_stopping_a_tree_that_keeps_growing_ends_after_its_passes_and_continues_what_it_stopped() -> None:
+    """ADR 0058: each pass of ``stop_descendants`` stops what the one before missed; a tree that shows new
+    processes at every pass (a fork bomb racing the walk) is left after ``STOP_PASSES_MAX`` passes, not chased."""
+    sleepers = [subprocess.Popen(["sleep", "300"]) for _ in range(STOP_PASSES_MAX + 1)]
+    shown = iter([[p.pid] for p in sleepers])
+    try:
+        stopped = stop_descendants(below=lambda: next(shown))
+        assert stopped == [p.pid for p in sleepers[:STOP_PASSES_MAX]]  # one new process a pass, the last not reached
+        assert wait_for(lambda: all(_status(pid) == psutil.STATUS_STOPPED for pid in stopped))
+        assert _status(sleepers[-1].pid) != psutil.STATUS_STOPPED
+        continue_processes(stopped)
+        assert wait_for(lambda: all(_status(p.pid) != psutil.STATUS_STOPPED for p in sleepers))
+        assert stop_descendants(below=lambda: [sleepers[0].pid]) == [sleepers[0].pid]  # a pass with nothing new ends
+    finally:
+        for p in sleepers:
+            p.kill()
+            p.wait()
+
+
+def _status(pid: int) -> str:
+    return str(psutil.Process(pid).status())

@@ -85,19 +85,22 @@ class _Server:
         os._exit(_SIGTERM_EXIT)  # the parent is gone or wants us gone: nobody is left to answer
 
     def on_sigtstp(self, signum: int, frame: types.FrameType | None) -> None:
-        """Ctrl-Z (the TUI's job stops): the running command's group stops with us, and continues with us on
-        ``fg``; its timeout does not count the stopped time. The command leads a group of its own (for the group
-        kill), which the terminal's and the TUI's SIGTSTP do not reach."""
+        """Ctrl-Z (the TUI's job stops): everything our commands started stops with us, and continues with us on
+        ``fg``; the running command's timeout does not count the stopped time. The command leads a group of its own
+        (for the group kill), and what it started may have made a session of its own (``setsid``, a daemon): the
+        terminal's and the TUI's SIGTSTP reach neither, so we stop every process below us (ADR 0054, ADR 0058)."""
         command = self.running[1] if self.running is not None else None
         if command is not None:
             with contextlib.suppress(OSError):
-                os.killpg(command.pgid, signal.SIGSTOP)
+                os.killpg(command.pgid, signal.SIGSTOP)  # the group at once, before the walk of /proc
+        stopped_pids = procutil.stop_descendants()
         stopped = time.monotonic()
         os.kill(os.getpid(), signal.SIGSTOP)  # returns on SIGCONT (`fg`)
         if command is not None:
             command.postpone(time.monotonic() - stopped)
             with contextlib.suppress(OSError):
                 os.killpg(command.pgid, signal.SIGCONT)
+        procutil.continue_processes(stopped_pids)
 
     def run(self) -> None:
         try:

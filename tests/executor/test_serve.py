@@ -242,3 +242,42 @@ def test_ctrl_z_stops_the_running_command_with_the_executor_and_fg_continues_it(
     channel.send(CancelTool("c1"))  # and it is served again
     finished = reply(channel)
     assert isinstance(finished, ToolFinished) and isinstance(finished.result, ToolCancelled)
+
+
+def test_ctrl_z_stops_what_left_the_commands_group_too_and_fg_continues_it(agent: Agent, root: Path) -> None:
+    """ADR 0058: a process that made a session of its own (``setsid``, a daemonizing tool) is out of the command's
+    group, so the group's SIGSTOP missed it and it went on while DashFloat was suspended. The executor is its
+    subreaper (ADR 0050): every process below it stops, and fg continues exactly those."""
+    channel, proc = agent
+    executor = proc.pid
+    assert executor is not None
+    command = "setsid sleep 300 & echo $! > daemon.pid; setsid sh -c 'sleep 300 & wait' & sleep 300"
+    channel.send(RunTool("c1", ExecuteCommandArgs(command=command)))
+    started = reply(channel)
+    assert isinstance(started, CommandStarted)
+    pid_file = root / "daemon.pid"
+    assert wait_for(lambda: pid_file.exists() and pid_file.read_text().endswith("\n"))
+    daemon = psutil.Process(int(pid_file.read_text()))
+    # with the second daemon's shell and its child: a session of their own, two processes deep
+    assert wait_for(lambda: len(_outside(executor, started.pgid)) >= 3), _outside(executor, started.pgid)
+    outside = _outside(executor, started.pgid)
+    assert daemon in outside
+    os.kill(executor, signal.SIGTSTP)
+    assert wait_for(lambda: psutil.Process(executor).status() == psutil.STATUS_STOPPED)
+    assert wait_for(lambda: all(p.status() in STOPPED_STATES for p in outside)), [p.status() for p in outside]
+    os.kill(executor, signal.SIGCONT)  # `fg`
+    assert wait_for(lambda: all(p.status() not in STOPPED_STATES for p in outside)), [p.status() for p in outside]
+    assert wait_for(lambda: psutil.STATUS_STOPPED not in _states(started.pgid))
+    channel.send(CancelTool("c1"))
+    finished = reply(channel)
+    assert isinstance(finished, ToolFinished) and isinstance(finished.result, ToolCancelled)
+
+
+def _outside(executor: int, pgid: int) -> list[psutil.Process]:
+    """The executor's descendants that are not in the command's group."""
+    found = []
+    for child in psutil.Process(executor).children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if os.getpgid(child.pid) != pgid:
+                found.append(child)
+    return found
