@@ -149,7 +149,10 @@ def _list_sessions() -> int:
     from dashfloat.sessions.log import list_sessions
     from dashfloat.sessions.state import sessions_dir
 
-    sessions = list_sessions(sessions_dir(os.environ))
+    skipped: list[str] = []
+    sessions = list_sessions(sessions_dir(os.environ), skipped)
+    for line in skipped:  # said, not silently left out (ADR 0058)
+        sys.stderr.write(f"dashfloat: {line}\n")
     if not sessions:
         print("no saved sessions")
         return 0
@@ -228,6 +231,8 @@ def _main(argv: Sequence[str] | None, early: _EarlyAgent) -> int:
         ("--model", args.model, "a model name"),
         ("--provider", args.provider, "a provider named in config.toml"),
         ("--base-url", args.base_url, "a URL"),
+        ("--resume", args.resume, "a session id (dashfloat sessions lists them)"),
+        ("--cwd", args.cwd, "a directory"),
     ):
         if value is not None and not value.strip():
             # Empty is not unset: falling back to the configured value would ask what was not asked for.

@@ -135,15 +135,16 @@ def check_resume(sessions: Path, wanted: str) -> None:
         return
     except SessionError as exc:
         problem = str(exc).split(": matches")[0]
-    infos = list_sessions(sessions)
+    skipped: list[str] = []
+    infos = list_sessions(sessions, skipped)
     matching = [info for info in infos if info.id.startswith(wanted.strip())]
     shown = matching if len(matching) > 1 else infos
     if not shown:
-        raise LaunchError(f"{problem}; there are no saved sessions")
+        raise LaunchError("\n".join([f"{problem}; there are no saved sessions", *skipped]))
     lines = [f"{problem}; {'these match' if len(matching) > 1 else 'saved sessions, newest first'}:"]
     for info in shown[:RESUME_CANDIDATES_MAX]:
         title = info.title.replace("\n", " ")[:60]
         lines.append(f"  {info.id}  {info.last_activity}  {info.cwd}  {title}")
     if len(shown) > RESUME_CANDIDATES_MAX:
         lines.append(f"  … and {len(shown) - RESUME_CANDIDATES_MAX} more (dashfloat sessions lists them all)")
-    raise LaunchError("\n".join(lines))
+    raise LaunchError("\n".join([*lines, *skipped]))

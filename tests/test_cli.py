@@ -170,10 +170,17 @@ def test_a_prompt_word_is_a_usage_error_where_it_cannot_start_the_tui(
 
 @pytest.mark.parametrize(
     ("flag", "what"),
-    [("--model", "a model name"), ("--provider", "a provider named in config.toml"), ("--base-url", "a URL")],
+    [
+        ("--model", "a model name"),
+        ("--provider", "a provider named in config.toml"),
+        ("--base-url", "a URL"),
+        # ADR 0058: `--resume ""` started a new session (and `--cwd ""` ran in the current directory)
+        ("--resume", "a session id (dashfloat sessions lists them)"),
+        ("--cwd", "a directory"),
+    ],
 )
 @pytest.mark.parametrize("value", ["", "  "])
-def test_an_empty_model_provider_or_url_flag_is_a_usage_error_naming_the_flag(
+def test_an_empty_flag_is_a_usage_error_naming_the_flag(
     flag: str, what: str, value: str, isolated_env: dict[str, str], tmp_path: Path
 ) -> None:
     # Not the configured or default value instead (it was the demo model here, the configured one elsewhere).
@@ -370,3 +377,25 @@ def test_the_sandbox_guess_takes_the_last_flag_as_argparse_does(argv: list[str],
     # Found by review (the hypothesis test above failed on the first in a run of the suite): the guess said off
     # whenever any --sandbox said off.
     assert sandbox_off(argv) is off is (parse_args(argv).sandbox == "off")
+
+
+def test_a_session_file_that_cannot_be_read_is_named_by_sessions_continue_and_resume(
+    isolated_env: dict[str, str], tmp_path: Path
+) -> None:
+    """ADR 0058: a session with a corrupt header was left out of `dashfloat sessions`, and --continue went on to an
+    older session (or a new one), without a word."""
+    work = tmp_path / "work"
+    work.mkdir()
+    first = dashfloat("--demo", "--cwd", str(work), "-p", "hello", env=isolated_env)
+    assert first.returncode == 0, first.stderr
+    sessions = tmp_path / "state" / "dashfloat" / "sessions"
+    corrupt = sessions / "20991231-000000-badbad.jsonl"  # the newest by name and by time
+    corrupt.write_text('{"kind": "header", oops\n')
+    said = f"skipped {corrupt}: not a DashFloat session (the first line is not a session header)"
+    listed = dashfloat("sessions", env=isolated_env)
+    assert listed.returncode == 0 and listed.stdout.count("\n") == 1  # the readable one
+    assert listed.stderr == f"dashfloat: {said}\n"
+    resumed = dashfloat("--demo", "--cwd", str(work), "--continue", "-p", "hello", env=isolated_env)
+    assert resumed.returncode == 0 and said in resumed.stderr, resumed.stderr
+    missing = dashfloat("--demo", "--cwd", str(work), "--resume", "nope", "-p", "hello", env=isolated_env)
+    assert missing.returncode == 2 and missing.stderr.rstrip().endswith(said), missing.stderr

@@ -7,6 +7,7 @@ path out of a turn leaves a conversation with a tool message for every announced
 from __future__ import annotations
 
 import collections
+import os
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final, Literal, Protocol, assert_never
@@ -186,7 +187,7 @@ class Journal(Protocol):
 
     def take_warning(self) -> str | None: ...
 
-    def list_sessions(self) -> list[SessionInfo]: ...
+    def list_sessions(self, skipped: list[str] | None = None) -> list[SessionInfo]: ...
 
     def resume(self, session_id: str) -> Resumed: ...
 
@@ -230,7 +231,7 @@ class MemoryJournal:
     def take_warning(self) -> str | None:
         return None
 
-    def list_sessions(self) -> list[SessionInfo]:
+    def list_sessions(self, skipped: list[str] | None = None) -> list[SessionInfo]:
         return []
 
     def resume(self, session_id: str) -> Resumed:
@@ -626,7 +627,10 @@ class AgentCore:
                 self.show_context()  # the system prompt and the tools still go with the next request
                 self._ui(SystemEntry(text="new session: the conversation starts empty"))
             case ListSessions():
-                self._ui(SessionsListed(sessions=self.journal.list_sessions()))
+                skipped: list[str] = []
+                self._ui(SessionsListed(sessions=self.journal.list_sessions(skipped)))
+                for line in skipped:
+                    self._ui(SystemEntry(text=line, level="warning"))
             case ResumeSession(session_id=session_id):
                 if self._busy("/resume"):
                     return
@@ -711,7 +715,8 @@ class AgentCore:
             attaching.next += 1
             self.mentions_read += 1
             call_id = f"mention-{self.mentions_read}"
-            args = mentions.read_call(path)
+            # Which read only: the executor still applies its path policy to the directory listed.
+            args = mentions.read_call(path, os.path.isdir(os.path.join(self.cwd, path)))
             name = call_name(args)
             self._ui(ToolCallShown(id=call_id, args=args))
             if attaching.budget <= 0:

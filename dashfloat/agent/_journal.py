@@ -134,8 +134,8 @@ class SessionJournal:
     def record_rewind(self, turns: int) -> None:
         self._append(session_log.RewindRecord(turns))
 
-    def list_sessions(self) -> list[SessionInfo]:
-        return session_log.list_sessions(self.sessions_dir)
+    def list_sessions(self, skipped: list[str] | None = None) -> list[SessionInfo]:
+        return session_log.list_sessions(self.sessions_dir, skipped)
 
     def open(self, path: Path) -> session_log.LoadedSession:
         """Continue the session at ``path``: repaired, then appended to."""

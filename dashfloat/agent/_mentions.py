@@ -48,9 +48,10 @@ def mentioned(text: str) -> Mentioned:
     return Mentioned(distinct[:MENTIONS_MAX_PER_PROMPT], max(0, len(distinct) - MENTIONS_MAX_PER_PROMPT))
 
 
-def read_call(path: str) -> ReadFileArgs | ListDirectoryArgs:
-    """The tool call that reads a mention: list_directory for ``dir/``, read_file otherwise."""
-    return ListDirectoryArgs(path=path) if path.endswith("/") else ReadFileArgs(path=path)
+def read_call(path: str, is_dir: bool = False) -> ReadFileArgs | ListDirectoryArgs:
+    """The tool call that reads a mention: list_directory for ``dir/`` or a directory named without its ``/``
+    (``@src``, as Claude Code attaches it), read_file otherwise."""
+    return ListDirectoryArgs(path=path) if is_dir or path.endswith("/") else ReadFileArgs(path=path)
 
 
 def _fence(content: str) -> str:

@@ -20,7 +20,10 @@ def _resume(core: AgentCore, journal: SessionJournal, options: AgentOptions) -> 
         if options.resume_id:
             path: Path | None = session_log.find_session(journal.sessions_dir, options.resume_id)
         else:
-            path = session_log.newest_for_cwd(journal.sessions_dir, options.cwd)
+            skipped: list[str] = []
+            path = session_log.newest_for_cwd(journal.sessions_dir, options.cwd, skipped)
+            for line in skipped:  # it may have been this directory's newest (ADR 0058)
+                core.outbox.append(("ui", SystemEntry(text=line, level="warning")))
         if path is None:
             # A restore starts nothing: it says why, and the core's refusal ("nothing to undo") follows.
             text = "no saved session for this directory" + ("" if options.restoring else ": starting a new one")

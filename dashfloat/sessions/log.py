@@ -651,12 +651,21 @@ def _title(messages: Sequence[ConversationEntry]) -> str:
     return ""
 
 
+def _skip(skipped: list[str] | None, path: Path, exc: Exception) -> None:
+    """Say which file was skipped and why (a SessionError names the path itself)."""
+    if skipped is not None:
+        strerror = exc.strerror if isinstance(exc, OSError) else None
+        why = str(exc) if isinstance(exc, SessionError) else f"{path}: cannot read the session: {strerror or exc}"
+        skipped.append(f"skipped {why}")
+
+
 def _iso_utc(ns: int) -> str:
     return datetime.fromtimestamp(ns / 1e9, UTC).isoformat(timespec="seconds")
 
 
-def list_sessions(sessions_dir: Path) -> list[SessionInfo]:
-    """Every readable session, newest activity first; junk files are skipped."""
+def list_sessions(sessions_dir: Path, skipped: list[str] | None = None) -> list[SessionInfo]:
+    """Every readable session, newest activity first; a file that cannot be read is skipped, and ``skipped`` gets
+    its path and why (``skipped PATH: not a DashFloat session (…)``)."""
     rows: list[tuple[int, str, SessionInfo]] = []
     for path in _session_files(sessions_dir):
         mtime = _mtime_ns(path)
@@ -664,7 +673,8 @@ def list_sessions(sessions_dir: Path) -> list[SessionInfo]:
             continue
         try:
             loaded = load(path)
-        except (SessionError, OSError):
+        except (SessionError, OSError) as exc:
+            _skip(skipped, path, exc)
             continue
         info = SessionInfo(
             id=loaded.header.id,
@@ -694,8 +704,9 @@ def find_session(sessions_dir: Path, id_or_prefix: str) -> Path:
     return sessions_dir / f"{matches[0]}{SESSION_SUFFIX}"
 
 
-def newest_for_cwd(sessions_dir: Path, cwd: str | Path) -> Path | None:
-    """The most recently active session started in ``cwd``, if any."""
+def newest_for_cwd(sessions_dir: Path, cwd: str | Path, skipped: list[str] | None = None) -> Path | None:
+    """The most recently active session started in ``cwd``, if any; ``skipped`` as for ``list_sessions`` (a file
+    whose header cannot be read may be this directory's newest)."""
     wanted = os.path.normpath(str(cwd))
     best: tuple[int, str] | None = None
     found: Path | None = None
@@ -705,7 +716,8 @@ def newest_for_cwd(sessions_dir: Path, cwd: str | Path) -> Path | None:
             continue
         try:
             header = _read_header(path, _read_first_line(path))
-        except SessionError:
+        except SessionError as exc:
+            _skip(skipped, path, exc)
             continue
         key = (mtime, header.id)
         if os.path.normpath(header.cwd) == wanted and (best is None or key > best):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dashfloat.agent import AgentCore
+from pathlib import Path
+
+from dashfloat.agent import AgentCore, AgentOptions, MemoryJournal
 from dashfloat.agent._mentions import MENTIONS_ATTACHED_MAX_BYTES, MENTIONS_MAX_PER_PROMPT
 from dashfloat.mentions import ATTACHMENTS_LINE
 from dashfloat.protocol import (
@@ -27,7 +29,7 @@ from dashfloat.protocol import (
     ToolResultShown,
     TurnEnded,
 )
-from tests.agent.test_core import make_core, take
+from tests.agent.test_core import PROVIDER, make_core, take
 
 
 def test_a_completion_request_goes_to_the_executor_and_its_answer_to_the_ui() -> None:
@@ -220,3 +222,17 @@ def test_the_prompt_list_and_a_rewind_give_back_the_prompt_as_typed() -> None:
     answer_reads(core, {"a.txt": file_read("a.txt", "SECRET CONTENT\n")})
     assert "SECRET CONTENT" in (core.conversation[0].content or "")  # type: ignore[union-attr]
     assert core.prompts() == ["explain @a.txt"]
+
+
+def test_a_directory_mentioned_without_its_slash_is_listed_as_with_it(tmp_path: Path) -> None:
+    """ADR 0058: `@src` read the directory with read_file and attached "is a directory: src"; Claude Code attaches
+    the directory. It is listed as `@src/` is (the same row, the same attachment)."""
+    (tmp_path / "src").mkdir()
+    core = AgentCore(AgentOptions(provider=PROVIDER, cwd=str(tmp_path)), MemoryJournal())
+    core.on_ui(SubmitPrompt(text="what is in @src, and in @src/? not @nope"))
+    listing = ListDirectoryResult("src", [DirectoryEntry("x.py", "file", 1)], 1, False)
+    out = answer_reads(core, {"src": listing, "src/": listing, "nope": ToolFailed(error="file not found: nope")})
+    read = [m.args for m in out if isinstance(m, RunTool)]
+    assert read == [ListDirectoryArgs(path="src"), ListDirectoryArgs(path="src/"), ReadFileArgs(path="nope")]
+    content = user_message(out)
+    assert "The directory src, attached with @src (list_directory):\n```\nx.py\n```" in content

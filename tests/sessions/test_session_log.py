@@ -454,6 +454,8 @@ def test_a_writer_killed_mid_line_loses_nothing_before_it(
 
 # ---------------------------------------------------------------- finding sessions
 
+NOT_A_SESSION = "not a DashFloat session (the first line is not a session header)"
+
 
 def _session(sdir: Path, cwd: str, prompts: list[str], mtime: float, **h: object) -> Path:
     with SessionWriter.create(sdir, header(cwd=cwd, **h)) as w:
@@ -478,6 +480,14 @@ def test_list_sessions_newest_first_with_titles_and_junk_skipped(sdir: Path) -> 
     assert rows[1].last_activity == "2023-11-14T22:13:20+00:00"
     assert len(rows[0].title) == TITLE_MAX_CHARS and rows[0].title.endswith("…")
     assert rows[2].title == "" and rows[2].messages == 0
+    skipped: list[str] = []
+    list_sessions(sdir, skipped)  # ADR 0058: said, naming each file (it was silent)
+    newer = f"written by a newer DashFloat (format {FORMAT_VERSION + 1}); upgrade to resume it"
+    assert sorted(skipped) == [
+        f"skipped {sdir / 'dir.jsonl'}: cannot read the session: Is a directory",
+        f"skipped {sdir / 'junk.jsonl'}: {NOT_A_SESSION}",
+        f"skipped {sdir / 'newer.jsonl'}: {newer}",
+    ]
 
 
 def test_title_exactly_at_the_bound_is_not_truncated(sdir: Path) -> None:
@@ -515,6 +525,9 @@ def test_newest_for_cwd_picks_the_latest_activity_in_that_directory(sdir: Path) 
     assert newest_for_cwd(sdir, "/a") == latest
     assert newest_for_cwd(sdir, "/a/") == latest
     assert newest_for_cwd(sdir, "/c") is None
+    skipped: list[str] = []
+    assert newest_for_cwd(sdir, "/a", skipped) == latest
+    assert skipped == [f"skipped {sdir / 'junk.jsonl'}: {NOT_A_SESSION}"]
 
 
 # ---------------------------------------------------------------- write failures
