@@ -51,6 +51,9 @@ WAITING_WORDS = "waiting for the model (prompt processing)"
 """The streaming phase before its first token: a local server may read the prompt for minutes."""
 WAITING_WORD = "waiting"
 """The same, on a narrow status bar."""
+CONFIRM_CALL_MIN_COLS = 48
+"""A confirmation's header keeps this many columns (or the whole width) for the call, its tool and path or
+command, before the summary and the ``v`` key get any; from 88 columns on the summary has its 40."""
 STATUS_SAFETY_MIN_WIDTH = 31
 """From this many columns on, the status bar always shows the approval mode (and rules) and the sandbox (and
 +net), shortened if it must be (``safety_labels``); every other field goes first. Below, the bar is clipped.
@@ -296,7 +299,9 @@ def _diff_style(line: str) -> str:
 
 def _confirm_header(confirm: ConfirmRequested, width: int) -> Row:
     """Tool, path (or command) and summary: on screen whatever the height, with the key for the whole change."""
-    row = _tool_row("class:tool", confirm.subject, max(1, width - 40))
+    # The call first (which file, which command): the summary and the key get up to 40 columns beside it, not
+    # the call's CONFIRM_CALL_MIN_COLS (at 40 columns the header read `⚙ … · +1 −1 · 121 bytes · v view all`).
+    row = _tool_row("class:tool", confirm.subject, max(width - 40, min(width, CONFIRM_CALL_MIN_COLS)))
     extra = " · ".join(x for x in (sanitize(confirm.summary).replace("\n", " "), "v view all") if x)
     room = width - row_width(row) - 3
     if room < 4:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -40,6 +41,7 @@ from dashfloat.ui import _commands as commands
 from dashfloat.ui._markdown import render_markdown
 from dashfloat.ui._text import clip, row_width, sanitize, wrap
 from dashfloat.ui.render import (
+    CONFIRM_CALL_MIN_COLS,
     SANDBOX_SHORT,
     SPINNER_FRAMES,
     SPINNER_STEP_S,
@@ -248,6 +250,25 @@ def test_the_key_line_says_why_no_always_is_offered(no_scope: str, footer: str) 
     assert plain(render_live(state, (), 100))[-1] == f"y/Enter approve · n reject · Esc reject & stop · {footer}"
     assert plain(render_live(state, (), 50))[-1] == "y/Enter approve · n reject · Esc reject & stop"
     assert plain(render_live(state, (), 100))[0] == "⚙ undo · v view all"  # no summary: no stray blank
+
+
+@pytest.mark.parametrize("width", range(30, 121))
+def test_the_header_keeps_the_tool_and_path_before_the_summary_at_narrow_widths(width: int) -> None:
+    """Found in tmux at 40 columns: the header read `⚙ … · +1 −1 · 121 bytes · v view all` (40 columns were kept
+    for the summary and the key, none for the call). The call keeps up to CONFIRM_CALL_MIN_COLS (or the width);
+    the summary gets what is left, and from CONFIRM_CALL_MIN_COLS + 40 up it keeps its 40 as before."""
+    subject = EditFileArgs(path="dashfloat-demo.md", search_block="a", replace_block="b")
+    confirm = ConfirmRequested(ref=1, id="c", subject=subject, lines=["-a", "+b"], summary="+1 −1 · 121 bytes")
+    state = reduce(initial(0.0, width, 30), confirm)
+    header = plain(render_live(state, (), width))[0]
+    whole = "⚙ edit_file dashfloat-demo.md · +1 −1 · 121 bytes · v view all"
+    assert header.startswith("⚙ edit_file dashfloat-demo.md"), header  # 29 columns: within the call's bound
+    assert header == whole if width >= len(whole) else len(header) <= width
+    long_path = EditFileArgs(path="d/" * 40 + "x.md", search_block="a", replace_block="b")
+    state = reduce(initial(0.0, width, 30), msgspec.structs.replace(confirm, subject=long_path))
+    header = plain(render_live(state, (), width))[0]
+    call_cols = max(width - 40, min(width, CONFIRM_CALL_MIN_COLS))
+    assert len(header.split(" · ")[0]) == call_cols  # a long path is cut at the call's share, the summary after
 
 
 def test_the_header_names_tool_path_and_summary_at_any_height() -> None:
