@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
 import psutil
 
+from dashfloat.agent._workers import AGENT_PROCESS_NAME, EXECUTOR_PROCESS_NAME, LLM_PROCESS_NAME
 from dashfloat.demo._model import DEMO_FILE
-from tests.pty_harness import Terminal
+from tests.pty_harness import WAIT_S, Terminal
+
+
+def _names(pid: int) -> set[str]:
+    """The names of the processes below ``pid`` (the ones that exist and have named themselves so far)."""
+    names = set()
+    for child in psutil.Process(pid).children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            names.add(child.name())
+    return names
 
 
 def test_the_whole_loop_on_the_demo_provider_in_a_real_terminal(tmp_path: Path, isolated_env: dict[str, str]) -> None:
@@ -20,6 +31,10 @@ def test_the_whole_loop_on_the_demo_provider_in_a_real_terminal(tmp_path: Path, 
     try:
         assert term.wait_for("offline demo model"), term.text()
         assert term.wait_for("Idle", visible_only=True), term.text()
+        # The executor is forked after the ready message (its code is imported meanwhile, ADR 0045): "Idle" can be
+        # on screen before it exists, and a loaded machine showed it (ADR 0058). Wait for all of them.
+        workers = {AGENT_PROCESS_NAME, LLM_PROCESS_NAME, EXECUTOR_PROCESS_NAME}
+        assert term.wait_until(lambda: workers <= _names(term.pid)), _names(term.pid)
         descendants = psutil.Process(term.pid).children(recursive=True)
         assert len(descendants) >= 4  # agent, LLM stream, executor, demo provider
         term.send("tour\r")
@@ -36,8 +51,8 @@ def test_the_whole_loop_on_the_demo_provider_in_a_real_terminal(tmp_path: Path, 
         assert term.wait_for("Idle", visible_only=True)
         assert "edited through a confirmation" in (tree / DEMO_FILE).read_text()
         term.send("\x04")  # Ctrl-D on an empty input quits
-        assert term.wait_exit(5) == 0
-        assert psutil.wait_procs(descendants, timeout=2)[1] == []  # nothing left behind
+        assert term.wait_exit() == 0, term.text()
+        assert psutil.wait_procs(descendants, timeout=WAIT_S)[1] == []  # nothing left behind
     finally:
         term.close()
 

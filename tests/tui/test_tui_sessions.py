@@ -58,7 +58,7 @@ def test_slash_commands_in_the_real_tui(tmp_path: Path, env: dict[str, str], ser
         submit(term, "/sessions")
         assert term.wait_for("hello there", timeout_s=5)
         submit(term, "/exit")
-        assert term.wait_exit(5) == 0
+        assert term.wait_exit() == 0, term.text()
     finally:
         term.close()
 
@@ -96,7 +96,7 @@ def test_continue_replays_into_scrollback(tmp_path: Path, env: dict[str, str], s
         submit(term, "the original question")
         assert term.wait_for("an answer worth keeping")
         term.send("\x04")
-        assert term.wait_exit(5) == 0
+        assert term.wait_exit() == 0, term.text()
     finally:
         term.close()
     term = launch(server, tmp_path / "work", env, "--continue")

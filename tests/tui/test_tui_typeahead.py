@@ -33,6 +33,6 @@ def test_typeahead_before_the_first_paint_submits_as_typed(tmp_path: Path, isola
             assert server.requests[0]["messages"][-1] == {"role": "user", "content": "hello"}
             assert server.requests[1]["messages"][-1] == {"role": "user", "content": "second"}
             term.send("\x04")
-            assert term.wait_exit(5) == 0
+            assert term.wait_exit() == 0, term.text()
         finally:
             term.close()
