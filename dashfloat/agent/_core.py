@@ -819,7 +819,7 @@ class AgentCore:
             return f"{self.window_report()}\nno usage reported yet in this session"
         rows = [self.window_report(), "turn  prompt  completion  total"]
         for turn, usage in enumerate(self.turn_usage, 1):
-            rows.append(f"{turn:>4}  {usage.prompt_tokens:>6}  {usage.completion_tokens:>10}  {usage.total_tokens:>5}")
+            rows.append(f"{turn:<4}  {usage.prompt_tokens:>6}  {usage.completion_tokens:>10}  {usage.total_tokens:>5}")
         total = sum(u.total_tokens for u in self.turn_usage)
         rows.append(f"all   {_compact(total)} tokens in {len(self.turn_usage)} turns")
         return "\n".join(rows)
