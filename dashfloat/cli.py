@@ -237,6 +237,8 @@ def _main(argv: Sequence[str] | None, early: _EarlyAgent) -> int:
         if value is not None and not value.strip():
             # Empty is not unset: falling back to the configured value would ask what was not asked for.
             return _fail(f"{flag} is empty: give {what}, or leave the flag out")
+    if args.continue_latest and args.resume is not None:
+        return _fail("--continue and --resume ID are two different requests: give one")
     cwd = Path(args.cwd or os.getcwd())
     if not cwd.is_dir():
         return _fail(f"--cwd {cwd}: not a directory")

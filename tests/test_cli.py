@@ -159,6 +159,8 @@ def test_a_usage_error_stops_the_early_agent(isolated_env: dict[str, str], tmp_p
         (["--undo", "hi"], "a PROMPT starts the TUI: give it alone, not with -p, --undo or --rewind"),
         (["  "], "the prompt is empty"),
         (["fix", "it"], "the TUI needs a terminal on stdin and stdout; in a script use -p PROMPT (or -p - for stdin)"),
+        # ADR 0058: --resume won without a word (found headless)
+        (["-c", "-r", "abc", "-p", "hi"], "--continue and --resume ID are two different requests: give one"),
     ],
 )
 def test_a_prompt_word_is_a_usage_error_where_it_cannot_start_the_tui(
