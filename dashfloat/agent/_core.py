@@ -1459,13 +1459,16 @@ class AgentCore:
 
     def _keep_changes(self, finished: ToolFinished) -> None:
         """A landed write/edit's checkpoint and a command's changes become part of the session log."""
-        from dashfloat.agent import undo
-
+        # The undo module only when there is one: a read's result leaves it unimported (ADR 0055).
         turn = len(self.prompts())
         entry: undo.CheckpointEntry | undo.CommandEntry | None = None
         if finished.checkpoint is not None:
+            from dashfloat.agent import undo
+
             entry = undo.CheckpointEntry(turn, finished.call_id, finished.checkpoint, self.cwd)
         elif finished.changes is not None and (finished.changes.paths or finished.changes.unknown):
+            from dashfloat.agent import undo
+
             entry = undo.CommandEntry(turn, finished.call_id, finished.changes, self.cwd)
         if entry is not None:
             self.undo_log.add(entry)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+
+import msgspec
 
 from dashfloat.protocol import ABSENT_DIGEST, Checkpoint, CommandChanges, RestoreFile
 
@@ -18,8 +19,7 @@ CHANGED_PATHS_SHOWN_MAX = 20
 """Files named in the "commands changed these, not restored" part of a preview; then "and N more"."""
 
 
-@dataclass(frozen=True)
-class CheckpointEntry:
+class CheckpointEntry(msgspec.Struct, frozen=True):
     """A checkpoint of turn ``turn``, made by tool call ``call_id``."""
 
     turn: int
@@ -29,8 +29,7 @@ class CheckpointEntry:
     """The working directory the path is relative to."""
 
 
-@dataclass(frozen=True)
-class CommandEntry:
+class CommandEntry(msgspec.Struct, frozen=True):
     """The workspace changes an execute_command of turn ``turn`` made (call ``call_id``)."""
 
     turn: int
@@ -39,12 +38,11 @@ class CommandEntry:
     cwd: str = ""
 
 
-@dataclass
-class UndoLog:
+class UndoLog(msgspec.Struct):
     """The live (not yet reverted) checkpoints and command changes of one session, oldest first."""
 
-    checkpoints: list[CheckpointEntry] = field(default_factory=list)
-    commands: list[CommandEntry] = field(default_factory=list)
+    checkpoints: list[CheckpointEntry] = msgspec.field(default_factory=list)
+    commands: list[CommandEntry] = msgspec.field(default_factory=list)
 
     def add(self, entry: CheckpointEntry | CommandEntry) -> None:
         if isinstance(entry, CheckpointEntry):
@@ -64,8 +62,7 @@ class UndoLog:
         self.commands = [e for e in self.commands if e.turn <= kept_turns]
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(msgspec.Struct, frozen=True):
     """What one undo or rewind reverts: files (newest change first) and what commands changed meanwhile."""
 
     turns: tuple[int, ...]

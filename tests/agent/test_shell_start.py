@@ -256,3 +256,36 @@ def test_a_headless_start_defines_no_dataclass_and_builds_no_session_decoder(tmp
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["False 0", "1"]  # and the prompt reads back (the decoder built on demand)
+
+
+def test_a_read_only_tool_round_imports_neither_the_undo_module_nor_dataclasses(tmp_path: Path) -> None:
+    """A one-tool turn whose tool only reads, through its second request, in a fresh interpreter with the agent's and
+    the executor's code: the undo module, and with it ``dataclasses`` and ``inspect``, stays out; it was ~7 ms of that
+    turn's way (ADR 0055). A write's checkpoint still imports it (the core's undo tests)."""
+    code = (
+        "from dashfloat.procutil import import_msgspec\nimport_msgspec()\n"
+        + AGENT_CODE_IMPORTED
+        + (
+            "from dashfloat.agent import AgentOptions\n"
+            "from dashfloat.agent._startup import build_core\n"
+            "from dashfloat.protocol import ProviderConfig, ReadFileResult, StartStream, StreamDone, SubmitPrompt\n"
+            "from dashfloat.protocol import ToolFinished\n"
+            "from dashfloat.tool_args import assemble\n"
+            "provider = ProviderConfig(name='t', base_url='http://127.0.0.1:9/v1', model='m', context_window=32768)\n"
+            "core = build_core(AgentOptions(provider=provider, cwd=sys.argv[1]))\n"
+            "core.on_ui(SubmitPrompt(text='go'))\n"
+            "calls = [assemble('c', 'read_file', {'path': 'a'})]\n"
+            "core.on_llm(StreamDone(request_id=core.request_id, content='', tool_calls=calls,\n"
+            "    finish_reason='tool_calls'))\n"
+            "read = ReadFileResult(path='a', content='x', offset=1, lines=1, total_lines=1, total_bytes=1,\n"
+            "    truncated=False)\n"
+            "core.on_executor(ToolFinished(call_id='c', result=read))\n"
+            "assert sum(isinstance(m, StartStream) for _, m in core.outbox) == 2, core.outbox\n"
+            "print(*[name in sys.modules for name in ('dashfloat.agent.undo', 'dataclasses', 'inspect')])\n"
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], cwd=CHECKOUT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False", "False"]
