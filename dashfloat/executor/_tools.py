@@ -181,7 +181,12 @@ def _run(
 
 
 def _window(lines: list[str]) -> list[str]:
-    lines = [line if len(line) <= PREVIEW_MAX_LINE_CHARS else line[:PREVIEW_MAX_LINE_CHARS] + " […]" for line in lines]
+    lines = [
+        line
+        if len(line) <= PREVIEW_MAX_LINE_CHARS
+        else f"{line[:PREVIEW_MAX_LINE_CHARS]} [… {len(line) - PREVIEW_MAX_LINE_CHARS} more characters]"
+        for line in lines
+    ]
     if len(lines) <= PREVIEW_MAX_LINES:
         return lines
     return [*lines[:PREVIEW_MAX_LINES], f"[… {len(lines) - PREVIEW_MAX_LINES} more lines not shown]"]

@@ -363,3 +363,12 @@ def _words(text: str) -> list[str]:
 def indent(rows: list[Row], first: Fragment, rest: Fragment) -> list[Row]:
     """Prefix the first row with ``first`` and every other row with ``rest``."""
     return [((first if i == 0 else rest), *row) for i, row in enumerate(rows)]
+
+
+def diff_line_rows(line: str, width: int) -> list[str]:
+    """One diff line in rows: its marker (+, -, space) keeps its column alone, the continuation rows start one in,
+    and words are not split where they fit (``soft_break``)."""
+    if len(line) < 2 or width < 2:
+        return soft_break(line, width)
+    first, *more = soft_break(line[1:], width - 1)
+    return [line[0] + first, *(" " + piece for piece in more)]

@@ -9,7 +9,18 @@ from prompt_toolkit.formatted_text import FormattedText
 from dashfloat.catalogue import call_name, describe_change, summarize_call
 from dashfloat.protocol import ChangeRecorded, ConfirmRequested, ConfirmSubject, MalformedCall
 from dashfloat.ui._markdown import render_markdown
-from dashfloat.ui._text import Fragment, Row, clip, hanging_wrap, row_width, sanitize, soft_break, width_of, wrap
+from dashfloat.ui._text import (
+    Fragment,
+    Row,
+    clip,
+    diff_line_rows,
+    hanging_wrap,
+    row_width,
+    sanitize,
+    soft_break,
+    width_of,
+    wrap,
+)
 from dashfloat.ui.state import (
     ChangeRecord,
     ChangesTable,
@@ -161,7 +172,7 @@ def _change_rows(change: ChangeRecorded, width: int, with_diff: bool) -> list[Ro
     rows: list[Row] = [(("class:dim", "  "), ("class:tool", clip(sanitize(change_line(change)), max(1, width - 2))))]
     if with_diff:
         for line in change.diff:
-            rows.extend(((_diff_style(line), OUTPUT_INDENT + p),) for p in _diff_line(sanitize(line), width - 4))
+            rows.extend(((_diff_style(line), OUTPUT_INDENT + p),) for p in diff_line_rows(sanitize(line), width - 4))
     return rows
 
 
@@ -208,15 +219,6 @@ def _verbatim(text: str, width: int, style: str) -> list[Row]:
         more = len(lines) - len(shown)
         rows.append(((style, f"{OUTPUT_INDENT}… {more} more {'line' if more == 1 else 'lines'}"),))
     return rows
-
-
-def _diff_line(line: str, width: int) -> list[str]:
-    """One diff line in rows: its marker (+, -, space) keeps its column alone, the continuation rows start one in,
-    and words are not split where they fit (``soft_break``)."""
-    if len(line) < 2 or width < 2:
-        return soft_break(line, width)
-    first, *more = soft_break(line[1:], width - 1)
-    return [line[0] + first, *(" " + piece for piece in more)]
 
 
 def _result_rows(entry: ToolResult, width: int) -> list[Row]:
@@ -317,7 +319,7 @@ def _confirm_rows(state: UiState, width: int, budget: int) -> list[Row]:
         return [*rows, *_viewer_rows(state, confirm, width)]
     body: list[Row] = []
     for line in confirm.lines:
-        body.extend(((_diff_style(line), p),) for p in _diff_line(sanitize(line), width - 2))
+        body.extend(((_diff_style(line), p),) for p in diff_line_rows(sanitize(line), width - 2))
     room = max(1, budget - 2)
     if len(body) > room:
         # head and tail: what a command line or a diff ends with matters as much as how it starts
@@ -332,11 +334,12 @@ def _confirm_rows(state: UiState, width: int, budget: int) -> list[Row]:
 
 
 def _viewer_rows(state: UiState, confirm: ConfirmRequested, width: int) -> list[Row]:
-    """The full preview, one screenful from ``state.viewer``; long lines are cut (the pager shows their start)."""
-    lines = full_preview_lines(confirm)
+    """The full preview, one screenful from ``state.viewer``; a long line is broken into rows, never cut: a
+    one-line command's end must be readable somewhere before y (ADR 0058)."""
+    lines = full_preview_lines(confirm, width)
     top = state.viewer or 0
     shown = lines[top : top + viewer_rows(state)]
-    rows: list[Row] = [(("", "  "), (_diff_style(line), clip(sanitize(line), max(1, width - 2)))) for line in shown]
+    rows: list[Row] = [(("", "  "), (_diff_style(line), line)) for line in shown]
     end = top + len(shown)
     footer = f"lines {top + 1}–{end} of {len(lines)} · ↑↓ PgUp PgDn Home End scroll · q or v back to the keys"
     rows.append((("class:tool", clip(footer, width)),))

