@@ -12,7 +12,8 @@ import multiprocessing.util
 import os
 import signal
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Collection
 from multiprocessing import popen_fork
 from multiprocessing.context import ForkContext, ForkProcess
 from multiprocessing.process import BaseProcess
@@ -250,13 +251,14 @@ def reap_orphans() -> None:
             return
 
 
-def descendants(pid: int) -> list[int]:
-    """Every process below ``pid`` in the process tree, read from /proc (none where there is no /proc)."""
+def _process_table() -> tuple[dict[int, list[int]], dict[int, bytes]]:
+    """Each process's children and its state letter (``R``, ``S``, ``Z``…), read from /proc (empty without it)."""
     children: dict[int, list[int]] = {}
+    states: dict[int, bytes] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return []
+        return children, states
     for name in entries:
         if not name.isdigit():
             continue
@@ -268,13 +270,64 @@ def descendants(pid: int) -> list[int]:
         after_name = fields[fields.rfind(b")") + 2 :].split()  # the name may hold spaces and parentheses
         if len(after_name) > 1:
             children.setdefault(int(after_name[1]), []).append(int(name))
+            states[int(name)] = after_name[0]
+    return children, states
+
+
+def descendants(pid: int, skip: Collection[int] = ()) -> list[int]:
+    """Every process below ``pid`` in the process tree, read from /proc (none where there is no /proc); the
+    processes in ``skip`` and everything below them are left out."""
+    children, _ = _process_table()
+    return _below(children, pid, skip)
+
+
+def _below(children: dict[int, list[int]], pid: int, skip: Collection[int]) -> list[int]:
     found: list[int] = []
     todo = [pid]
     while todo:
         for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
+            if child not in skip:
+                found.append(child)
+                todo.append(child)
     return found
+
+
+STRAYS_MAX_PASSES: Final = 300
+"""``kill_strays`` gives up after this many passes over /proc, about 3 s (each kills every stray it finds, and a
+process with a SIGKILL pending cannot fork, so a fork bomb ends in a few; only a process that cannot die yet — a
+stuck uninterruptible sleep — keeps it going, and is collected at its next call)."""
+STRAYS_PASS_WAIT_S: Final = 0.01
+"""Between two passes of ``kill_strays``: the killed processes run their exits and are re-parented to us."""
+
+
+def kill_strays(keep: Collection[int], max_passes: int = STRAYS_MAX_PASSES) -> int:
+    """SIGKILL every process below this one except ``keep`` and their descendants, and reap those that are our
+    children; the number of processes killed.
+
+    For a subreaper whose child died without killing what it had started: its orphans are re-parented to us (an
+    executor SIGKILLed itself leaves its commands' ``setsid`` children, ADR 0057). Pass after pass, until no process
+    but ``keep``'s is left below us: a process forked between a pass's reading of /proc and its kill is found by
+    the next one, and a killed one's children come up to us. Only our own children are reaped (by pid: never a
+    ``keep`` one, whose status its owner waits for); zombies below a stray come up to us when the stray dies.
+    """
+    me = os.getpid()
+    killed: set[int] = set()
+    for _ in range(max_passes):
+        children, states = _process_table()
+        strays = _below(children, me, set(keep))
+        for pid in children.get(me, []):
+            if pid in strays and states.get(pid) == b"Z":
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+        live = [pid for pid in strays if states.get(pid) != b"Z"]
+        if not strays:
+            break
+        for pid in live:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+        time.sleep(STRAYS_PASS_WAIT_S)
+    return len(killed)
 
 
 def kill_descendants() -> None:

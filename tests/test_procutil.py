@@ -451,3 +451,42 @@ def test_stopping_a_tree_that_keeps_growing_ends_after_its_passes_and_continues_
 
 def _status(pid: int) -> str:
     return str(psutil.Process(pid).status())
+
+
+_STRAYS = r"""
+import json, os, subprocess, sys, time
+from dashfloat.procutil import become_subreaper, descendants, kill_strays, _process_table
+become_subreaper()
+keep = subprocess.Popen(["sleep", "3600"])
+# A daemon out of its session, a background job, and a process holding a zombie child it never reaps (`true &`
+# forks; `exec sleep` never waits): their parent is gone at once, so all of them are orphans, re-parented to us.
+subprocess.run(["sh", "-c", "setsid sleep 3601 & sleep 3602 & (true & exec sleep 3603) &"], check=True)
+def settled():
+    children, states = _process_table()
+    below = descendants(os.getpid(), {keep.pid})
+    return len(below) == 4 and sorted(states[p] for p in below).count(b"Z") == 1
+while not settled():
+    time.sleep(0.01)
+killed = kill_strays([keep.pid], int(sys.argv[1]))
+left = descendants(os.getpid(), {keep.pid})
+alive = keep.poll() is None
+keep.kill()
+keep.wait()
+print(json.dumps([killed, left, alive]))
+"""
+
+
+@pytest.mark.parametrize("passes", [1, None])
+def test_kill_strays_kills_and_reaps_what_came_up_to_a_subreaper_but_what_it_keeps(passes: int | None) -> None:
+    # The agent above a SIGKILLed executor (ADR 0057 §2). One pass (below STRAYS_MAX_PASSES) kills the three live
+    # ones but cannot reap a zombie that comes up only once its parent died; the default leaves nothing below us.
+    from dashfloat.procutil import STRAYS_MAX_PASSES
+
+    arg = str(passes or STRAYS_MAX_PASSES)
+    done = subprocess.run([sys.executable, "-c", _STRAYS, arg], capture_output=True, text=True, timeout=60, check=True)
+    killed, left, kept_alive = json.loads(done.stdout)
+    assert killed == 3 and kept_alive is True
+    if passes == 1:
+        assert left != []
+    else:
+        assert left == []

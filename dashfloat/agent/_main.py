@@ -8,7 +8,7 @@ import msgspec
 
 from dashfloat.agent._options import AgentOptions
 from dashfloat.agent._workers import AGENT_PROCESS_NAME, ForkWorkers
-from dashfloat.procutil import become_child, die_with_parent, set_name
+from dashfloat.procutil import become_child, become_subreaper, die_with_parent, set_name
 
 
 def agent_process_main(conn: Connection, log_path: str, close_fds: list[int]) -> None:
@@ -25,7 +25,10 @@ def agent_process_main(conn: Connection, log_path: str, close_fds: list[int]) ->
     become_child(log_path, close_fds)
     die_with_parent()
     set_name(AGENT_PROCESS_NAME)
-    workers = ForkWorkers("", 0.0, log_path, [conn.fileno()])
+    # Above the executor (itself its commands' subreaper): what it leaves when it is SIGKILLed comes up to us, not
+    # to init, and is killed before a fresh executor starts and when we stop (ADR 0057 §2).
+    become_subreaper()
+    workers = ForkWorkers("", 0.0, log_path, [conn.fileno()], own_strays=True)
     workers.prefork_llm()
     # Our core first, while the main process reads the configuration: once the options come, the window discovery
     # goes at once (ADR 0049). Then the executor's code, on a thread while we wait for the options and serve (the
@@ -43,4 +46,7 @@ def agent_process_main(conn: Connection, log_path: str, close_fds: list[int]) ->
 
     options = msgspec.json.decode(options_json, type=AgentOptions)
     workers.configure(options.cwd, options.exec_timeout_s, options.sandbox)
-    serve(conn, options, workers)
+    try:
+        serve(conn, options, workers)
+    finally:
+        workers.kill_strays()  # the workers are stopped: an executor killed after its grace left its orphans to us

@@ -14,6 +14,7 @@ from dashfloat.procutil import (
     FORK,
     become_child,
     die_with_parent,
+    kill_strays,
     set_name,
     start_sharing,
     stop_process,
@@ -97,7 +98,12 @@ class ForkWorkers:
         log_path: str,
         held_fds: list[int],
         sandbox: SandboxState | None = None,
+        own_strays: bool = False,
     ) -> None:
+        """``own_strays``: we are the agent process, a subreaper (``agent_process_main``): what a dead executor
+        leaves comes up to us, and a fresh executor's start and our exit kill it (``kill_strays``)."""
+        self.own_strays = own_strays
+        self._executors_started = 0
         self.root = root
         self.exec_timeout_s = exec_timeout_s
         self.sandbox = sandbox if sandbox is not None else SandboxState()
@@ -177,6 +183,10 @@ class ForkWorkers:
         # both held copies of them: measured 0.7 MB less across the two (issue 19, ADR 0046).
         msgpack_decoder(ExecutorToAgent)
         msgpack_decoder(AgentToExecutor)
+        if self._executors_started:
+            # The last one is dead and reaped (``exit_reason``): its orphans are ours now (ADR 0057 §2).
+            self.kill_strays()
+        self._executors_started += 1
         return self._start(
             _executor_main,
             ExecutorToAgent,
@@ -186,3 +196,10 @@ class ForkWorkers:
             self.exec_timeout_s,
             self.sandbox,
         )
+
+    def kill_strays(self) -> None:
+        """Kill and reap every process below us but our live workers: a dead executor's orphans, its commands'
+        ``setsid`` children that its own kill never reached (it was SIGKILLed itself). Only in the agent process
+        (``own_strays``): elsewhere (a test's process) what is below us is not ours to kill."""
+        if self.own_strays:
+            kill_strays([w.process.pid for w in self._live if w.process.is_alive() and w.process.pid is not None])

@@ -44,7 +44,7 @@ from tests.e2e import (
     turn_over,
     wait_for,
 )
-from tests.executor.conftest import group_gone
+from tests.executor.conftest import EXIT_WAIT_S, group_gone, within
 
 REPORT_WAIT_S = 30.0
 """How long a test waits for the executor to start a command (a generous bound on a loaded machine)."""
@@ -92,6 +92,38 @@ def test_executor_death_mid_call_is_an_error_result_and_a_fresh_executor_serves_
         assert results[0] == {"ok": False, "error": "executor crashed: killed by SIGKILL"}
         assert results[1]["ok"] is True and results[1]["content"] == "hello\n"  # the fresh executor
         assert_no_dangling(server.requests[1]["messages"])
+
+
+def test_an_executor_sigkilled_itself_leaves_no_escaped_child_of_an_unsandboxed_command(tree: Path) -> None:
+    # Found by review (ADR 0050 amended, ADR 0057 §2): `--sandbox off`, a command's `setsid` child leaves the group
+    # the agent kills; the executor, its subreaper, kills it on a normal stop, but SIGKILLed itself it could not, and
+    # the child was re-parented upward and ran on. The agent is the subreaper above the executor now: what comes up
+    # to it when the executor dies is killed and reaped (no zombie either: PID 1 here reaps none).
+    with ScriptedServer() as server, agent_tree(server, tree, approval="all") as link:
+        command = "setsid sleep 3131 >/dev/null 2>&1 & echo started; sleep 301"
+        server.enqueue(tool_calls_reply([("c", "execute_command", {"command": command})]), text_reply("ok"))
+        link.send(SubmitPrompt(text="run"))
+        got = collect(link, lambda m: isinstance(m, ToolOutputShown) and "started" in m.text)
+        executor = one_named(link.pid or 0, EXECUTOR_PROCESS_NAME)
+
+        def escapes() -> list[psutil.Process]:
+            found = []
+            for process in executor.children(recursive=True):
+                with contextlib.suppress(psutil.Error):  # one that exits meanwhile (the command's `&` subshell)
+                    if process.cmdline() == ["sleep", "3131"]:
+                        found.append(process)
+            return found
+
+        assert wait_for(lambda: len(escapes()) == 1)
+        [escaped] = escapes()
+        assert os.getsid(escaped.pid) == escaped.pid  # out of the command's session and group
+        try:
+            executor.send_signal(signal.SIGKILL)
+            collect(link, turn_over, into=got)
+            assert within(lambda: not psutil.pid_exists(escaped.pid), EXIT_WAIT_S), "it outlived its executor"
+        finally:
+            with contextlib.suppress(psutil.Error):
+                escaped.kill()
 
 
 @pytest.mark.parametrize("sandbox", ["off", "workspace-write"])
