@@ -455,23 +455,28 @@ def _status(pid: int) -> str:
 
 _STRAYS = r"""
 import json, os, subprocess, sys, time
-from dashfloat.procutil import become_subreaper, descendants, kill_strays, _process_table
+from dashfloat.procutil import become_subreaper, descendants, kill_strays, _below, _process_table
 become_subreaper()
-keep = subprocess.Popen(["sleep", "3600"])
+keep = subprocess.Popen(["sleep", "3600"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 # A daemon out of its session, a background job, and a process holding a zombie child it never reaps (`true &`
 # forks; `exec sleep` never waits): their parent is gone at once, so all of them are orphans, re-parented to us.
-subprocess.run(["sh", "-c", "setsid sleep 3601 & sleep 3602 & (true & exec sleep 3603) &"], check=True)
+# Their output goes nowhere: one left holding the test's pipe would keep it waiting.
+quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+subprocess.run(["sh", "-c", "setsid sleep 3601 & sleep 3602 & (true & exec sleep 3603) &"], check=True, **quiet)
 def settled():
     children, states = _process_table()
-    below = descendants(os.getpid(), {keep.pid})
-    return len(below) == 4 and sorted(states[p] for p in below).count(b"Z") == 1
-while not settled():
-    time.sleep(0.01)
-killed = kill_strays([keep.pid], int(sys.argv[1]))
-left = descendants(os.getpid(), {keep.pid})
-alive = keep.poll() is None
-keep.kill()
-keep.wait()
+    below = _below(children, os.getpid(), {keep.pid})
+    return len(below) == 4 and [states.get(p) for p in below].count(b"Z") == 1
+try:
+    while not settled():
+        time.sleep(0.01)
+    killed = kill_strays([keep.pid], int(sys.argv[1]))
+    left = descendants(os.getpid(), {keep.pid})
+    alive = keep.poll() is None
+finally:
+    keep.kill()
+    keep.wait()
+    kill_strays([])
 print(json.dumps([killed, left, alive]))
 """
 
