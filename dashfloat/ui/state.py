@@ -292,6 +292,8 @@ class UiState:
     outbox: tuple[Entry, ...] = ()
     hint: str | None = None
     last_ctrl_c: float | None = None
+    ctrl_c_draft: bool = False
+    """The input held text when ``last_ctrl_c`` armed the exit: that text does not hold the second press back."""
     prompts_session: str | None = None
     """The session whose prompts /rewind listed last: ``/rewind N`` means prompt N of that list."""
     input_restore: str | None = None
@@ -709,13 +711,17 @@ CtrlC = Literal["cancel", "clear", "exit", "arm"]
 def ctrl_c(state: UiState, now: float, input_empty: bool) -> tuple[UiState, CtrlC]:
     """Ctrl-C: cancel when busy, clear a non-empty input, exit on a second press within a second (after a cancel
     too, busy or idle again: Ctrl-C twice quits, as in Claude Code and Codex)."""
-    if state.last_ctrl_c is not None and now - state.last_ctrl_c <= DOUBLE_CTRL_C_S and (state.busy or input_empty):
+    # The text in the input when the exit was armed is no reason not to exit (the hint said the next press exits;
+    # a turn that stops at once, a rejected confirmation, is idle by then); text typed since is cleared first.
+    typed_since = not input_empty and not state.ctrl_c_draft
+    if state.last_ctrl_c is not None and now - state.last_ctrl_c <= DOUBLE_CTRL_C_S and (state.busy or not typed_since):
         return state, "exit"
     if state.busy:
-        return dataclasses.replace(state, last_ctrl_c=now, hint="press Ctrl-C again to exit"), "cancel"
+        armed = dataclasses.replace(state, last_ctrl_c=now, ctrl_c_draft=not input_empty)
+        return dataclasses.replace(armed, hint="press Ctrl-C again to exit"), "cancel"
     if not input_empty:
         return dataclasses.replace(state, last_ctrl_c=None, hint=None), "clear"
-    return dataclasses.replace(state, last_ctrl_c=now, hint="press Ctrl-C again to exit"), "arm"
+    return dataclasses.replace(state, last_ctrl_c=now, ctrl_c_draft=False, hint="press Ctrl-C again to exit"), "arm"
 
 
 def full_preview_lines(confirm: ConfirmRequested, width: int) -> list[str]:
