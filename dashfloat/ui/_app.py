@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Protocol
 
+import msgspec
+from msgspec.structs import replace
 from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.completion import CompleteEvent, merge_completers
@@ -129,24 +129,23 @@ class AgentLink(Protocol):
         ...
 
 
-@dataclass
-class UiOptions:
+class UiOptions(msgspec.Struct):
     """What the UI knows before the agent says AgentReady."""
 
     no_color: bool
     approval: ApprovalMode
     model: str
     cwd: str
-    home: str | None = field(default_factory=lambda: os.environ.get("HOME"))
+    home: str | None = msgspec.field(default_factory=lambda: os.environ.get("HOME"))
     """The home directory, to shorten the cwd to ``~/...`` ($HOME: the UI reads no files)."""
-    theme: Theme = field(default_factory=Theme)
+    theme: Theme = msgspec.field(default_factory=Theme)
     notify: bool = True
     """The bell (and OSC 9/777) when a confirmation waits or a long turn ends (--no-notify: off)."""
     first_prompt: str | None = None
     """Sent as if typed and entered once the agent is first ready (``dashfloat PROMPT``)."""
     idle_tick_s: float = IDLE_TICK_S
     """How long an idle tick waits without a change (tests set it long, to show that changes wake it)."""
-    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    env: Mapping[str, str] = msgspec.field(default_factory=lambda: dict(os.environ))
     """Which notification escapes the terminal understands is read from here, and whether to mark frames
     (``DASHFLOAT_FRAME_MARKS``, for benchmarks: ui/_frames.py)."""
 
@@ -304,7 +303,7 @@ class TuiShell:
         if self.state.input_restore is not None:
             # a rewind gave the prompt back: into the input, to edit and resend
             self._set_text(self.state.input_restore)
-            self.state = dataclasses.replace(self.state, input_restore=None)
+            self.state = replace(self.state, input_restore=None)
         if messages:
             self._watch(self.link.fileno())
         if any(isinstance(message, TurnEnded) for message in messages):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Final, get_args
 
+import msgspec
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
@@ -48,37 +48,31 @@ COMMANDS: dict[str, tuple[str, str]] = {
 APPROVAL_MODES: tuple[str, ...] = get_args(ApprovalMode)
 
 
-@dataclass(frozen=True)
-class Send:
+class Send(msgspec.Struct, frozen=True):
     """Send this message to the agent."""
 
     message: UiToAgent
 
 
-@dataclass(frozen=True)
-class ShowHelp:
+class ShowHelp(msgspec.Struct, frozen=True):
     """Show the command list."""
 
 
-@dataclass(frozen=True)
-class ShowDiff:
+class ShowDiff(msgspec.Struct, frozen=True):
     """Show what this session changed (the UI has every change record)."""
 
 
-@dataclass(frozen=True)
-class Exit:
+class Exit(msgspec.Struct, frozen=True):
     """Quit the UI."""
 
 
-@dataclass(frozen=True)
-class Prompt:
+class Prompt(msgspec.Struct, frozen=True):
     """Not a command: submit ``text`` as a prompt."""
 
     text: str
 
 
-@dataclass(frozen=True)
-class Invalid:
+class Invalid(msgspec.Struct, frozen=True):
     """A one-line error to show."""
 
     error: str

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+import msgspec
 from prompt_toolkit.utils import get_cwidth
 
 from dashfloat.textsafe import defuse
@@ -109,8 +109,7 @@ WRAP_RESUME_ENTRIES = 4
 """Recent long wraps kept to resume from (the open paragraph, plus slack for a second width or block)."""
 
 
-@dataclass(frozen=True)
-class _Mark:
+class _Mark(msgspec.Struct, frozen=True):
     """The wrap's whole state once everything before fragment ``index``, character ``offset`` is placed: ``rows``
     rows done, ``line`` (used columns ``used``) started. Noted where a row starts: after a line break (nothing on
     it yet) and after the word that opened it."""
@@ -122,8 +121,7 @@ class _Mark:
     used: int = 0
 
 
-@dataclass(frozen=True, eq=False)
-class WrapMemo:
+class WrapMemo(msgspec.Struct, frozen=True, eq=False):
     """One finished wrap and where its rows start, so a longer version of the same text resumes from there."""
 
     fragments: tuple[Fragment, ...]

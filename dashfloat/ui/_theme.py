@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
 
+import msgspec
 from prompt_toolkit.styles import BaseStyle, Style, merge_styles
 
 PYGMENTS_STYLE: Final = "gruvbox-dark"
@@ -50,8 +50,7 @@ class) is ~0.8 MB of the main process that the TUI never otherwise needs (issue 
 table equal to pygments' own."""
 
 
-@dataclass(frozen=True)
-class Theme:
+class Theme(msgspec.Struct, frozen=True):
     """Colours for the named roles; every other class derives from one of them."""
 
     accent: str = "#d7875f"

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from dataclasses import dataclass
 from itertools import chain
 from operator import itemgetter
 from typing import Any, Literal, assert_never
+
+import msgspec
+from msgspec.structs import replace
 
 from dashfloat.catalogue import mutates
 from dashfloat.protocol import (
@@ -71,43 +72,37 @@ than the gap between two keys of someone typing a sentence, short enough not to 
 # ---------------------------------------------------------------- transcript entries
 
 
-@dataclass(frozen=True)
-class UserPrompt:
+class UserPrompt(msgspec.Struct, frozen=True):
     """A prompt the user submitted (or a replayed one)."""
 
     text: str
 
 
-@dataclass(frozen=True)
-class Prose:
+class Prose(msgspec.Struct, frozen=True):
     """Finished Markdown blocks of an assistant answer."""
 
     source: str
 
 
-@dataclass(frozen=True)
-class Reasoning:
+class Reasoning(msgspec.Struct, frozen=True):
     """Reasoning text, shown dim."""
 
     text: str
 
 
-@dataclass(frozen=True)
-class ProseRows:
+class ProseRows(msgspec.Struct, frozen=True):
     """Rows of a still-open block that no longer fit on screen, committed as they were drawn."""
 
     rows: tuple[Row, ...]
 
 
-@dataclass(frozen=True)
-class ToolCall:
+class ToolCall(msgspec.Struct, frozen=True):
     """A ⚙ tool row."""
 
     args: ToolArgs | MalformedCall
 
 
-@dataclass(frozen=True)
-class ToolResult:
+class ToolResult(msgspec.Struct, frozen=True):
     """The → row under a tool call, with its verbatim excerpt."""
 
     name: str
@@ -115,38 +110,33 @@ class ToolResult:
     output: str
 
 
-@dataclass(frozen=True)
-class DecisionRecord:
+class DecisionRecord(msgspec.Struct, frozen=True):
     """What a confirmation collapsed to once answered."""
 
     subject: ConfirmSubject
     decision: Decision | Literal["cancelled"]
 
 
-@dataclass(frozen=True)
-class Notice:
+class Notice(msgspec.Struct, frozen=True):
     """A dim system line (from the agent, or local: /help, errors)."""
 
     text: str
     level: Level = "info"
 
 
-@dataclass(frozen=True)
-class SessionTable:
+class SessionTable(msgspec.Struct, frozen=True):
     """The /sessions listing."""
 
     sessions: tuple[SessionInfo, ...]
 
 
-@dataclass(frozen=True)
-class ChangeRecord:
+class ChangeRecord(msgspec.Struct, frozen=True):
     """What a landed mutation changed and who let it run; its diff when no key was pressed."""
 
     change: ChangeRecorded
 
 
-@dataclass(frozen=True)
-class ChangesTable:
+class ChangesTable(msgspec.Struct, frozen=True):
     """/diff: what this session changed so far, file by file."""
 
     changes: tuple[ChangeRecorded, ...]
@@ -169,8 +159,7 @@ Entry = (
 # ---------------------------------------------------------------- UI-internal events (never on the wire)
 
 
-@dataclass(frozen=True)
-class Tick:
+class Tick(msgspec.Struct, frozen=True):
     """The single timer fired: current time and terminal size."""
 
     now: float
@@ -178,37 +167,32 @@ class Tick:
     height: int
 
 
-@dataclass(frozen=True)
-class Submitted:
+class Submitted(msgspec.Struct, frozen=True):
     """The user submitted ``text`` as a prompt."""
 
     text: str
 
 
-@dataclass(frozen=True)
-class LocalNotice:
+class LocalNotice(msgspec.Struct, frozen=True):
     """A line the UI itself adds (command help, a parse error, a hint)."""
 
     text: str
     level: Level = "info"
 
 
-@dataclass(frozen=True)
-class Hint:
+class Hint(msgspec.Struct, frozen=True):
     """A transient line above the input (None clears it)."""
 
     text: str | None
 
 
-@dataclass(frozen=True)
-class InputChanged:
+class InputChanged(msgspec.Struct, frozen=True):
     """The input became empty or non-empty (decision keys act only on an empty input)."""
 
     empty: bool
 
 
-@dataclass(frozen=True)
-class ShowChanges:
+class ShowChanges(msgspec.Struct, frozen=True):
     """/diff: print what this session changed so far."""
 
 
@@ -216,8 +200,7 @@ UiEvent = Tick | Submitted | LocalNotice | Hint | InputChanged | ShowChanges
 Event = AgentToUi | UiEvent
 
 
-@dataclass(frozen=True)
-class LiveOutput:
+class LiveOutput(msgspec.Struct, frozen=True):
     """The newest lines of a running command, drawn in the live region until its result row arrives."""
 
     call_id: str
@@ -232,7 +215,7 @@ def _feed_live(live: LiveOutput, text: str) -> LiveOutput:
     pieces = (live.partial + text).split("\n")
     *complete, partial = pieces
     lines = (*live.lines, *(line[:LIVE_OUTPUT_MAX_LINE_CHARS] for line in complete[-LIVE_OUTPUT_MAX_LINES:]))
-    return dataclasses.replace(
+    return replace(
         live,
         lines=lines[-LIVE_OUTPUT_MAX_LINES:],
         partial=partial[-LIVE_OUTPUT_MAX_LINE_CHARS:],
@@ -243,8 +226,7 @@ def _feed_live(live: LiveOutput, text: str) -> LiveOutput:
 # ---------------------------------------------------------------- the state
 
 
-@dataclass(frozen=True)
-class UiState:
+class UiState(msgspec.Struct, frozen=True):
     """Everything the renderer needs; finished entries wait in ``outbox`` until printed once."""
 
     model: str = ""
@@ -316,7 +298,7 @@ def initial(now: float, width: int = 80, height: int = 24, **fields: Any) -> UiS
 def _commit(state: UiState, *entries: Entry) -> UiState:
     if state.held_call is not None:  # anything after a held call row means no confirmation replaced it
         entries = (state.held_call, *entries)
-    return dataclasses.replace(state, outbox=state.outbox + entries, held_call=None)
+    return replace(state, outbox=state.outbox + entries, held_call=None)
 
 
 def _flush_open(state: UiState) -> UiState:
@@ -331,7 +313,7 @@ def _flush_open(state: UiState) -> UiState:
                 entries.append(ProseRows(rows[state.open_skip :]))
         else:
             entries.append(Prose(state.open_prose.strip("\n")))
-    state = dataclasses.replace(state, open_prose="", open_skip=0, open_reasoning="")
+    state = replace(state, open_prose="", open_skip=0, open_reasoning="")
     return _commit(state, *entries)
 
 
@@ -349,12 +331,12 @@ def _drop_confirm(state: UiState) -> UiState:
 
 
 def _no_confirm(state: UiState) -> UiState:
-    return dataclasses.replace(state, confirm=None, confirm_since=None, confirm_armed=False, viewer=None)
+    return replace(state, confirm=None, confirm_since=None, confirm_armed=False, viewer=None)
 
 
 def take_outbox(state: UiState) -> tuple[UiState, tuple[Entry, ...]]:
     """The entries to print now, and the state without them."""
-    return dataclasses.replace(state, outbox=()), state.outbox
+    return replace(state, outbox=()), state.outbox
 
 
 def _ready_history(state: UiState, saved: list[str]) -> tuple[str, ...]:
@@ -369,7 +351,7 @@ def reduce(state: UiState, event: Event) -> UiState:
     """The state after ``event`` (an agent message or a UI-internal event)."""
     match event:
         case AgentReady():
-            return dataclasses.replace(
+            return replace(
                 state,
                 model=event.model,
                 provider=event.provider,
@@ -385,63 +367,61 @@ def reduce(state: UiState, event: Event) -> UiState:
             )
         case SessionStarted():
             changed = state.session_id is not None and state.session_id != event.session_id
-            state = dataclasses.replace(state, session_id=event.session_id)
+            state = replace(state, session_id=event.session_id)
             if event.resumed:
                 return _commit(_flush_open(state), Notice(f"resumed session {event.session_id}"))
             if changed:
-                state = dataclasses.replace(state, context_tokens=None, changes=())
+                state = replace(state, context_tokens=None, changes=())
                 return _commit(_flush_open(state), Notice(f"new session {event.session_id}"))
             return state
         case SessionCleared():
             if state.session_id:  # the agent's own entry says the conversation starts empty
-                state = dataclasses.replace(state, context_tokens=None, changes=())
-            return dataclasses.replace(state, session_id="")
+                state = replace(state, context_tokens=None, changes=())
+            return replace(state, session_id="")
         case UserPromptShown():
             return _commit(_flush_open(state), UserPrompt(event.text))
         case TokenReceived():
             return _stream(state, event.text)
         case ReasoningReceived():
-            state = dataclasses.replace(state, answered=True)
+            state = replace(state, answered=True)
             if state.open_prose:
                 state = _flush_open(state)
-            return dataclasses.replace(state, open_reasoning=state.open_reasoning + event.text)
+            return replace(state, open_reasoning=state.open_reasoning + event.text)
         case PhaseChanged():
             if event.phase != state.phase:
-                state = dataclasses.replace(state, phase=event.phase, phase_since=state.now, answered=False)
+                state = replace(state, phase=event.phase, phase_since=state.now, answered=False)
             if event.phase == "idle":
-                state = dataclasses.replace(_drop_confirm(_flush_open(state)), live_output=None)
+                state = replace(_drop_confirm(_flush_open(state)), live_output=None)
                 if state.last_ctrl_c is None:
-                    state = dataclasses.replace(state, hint=None)  # e.g. "busy": no longer true
+                    state = replace(state, hint=None)  # e.g. "busy": no longer true
             return state
         case ToolCallShown():
-            state = dataclasses.replace(_flush_open(state), last_call_id=event.id, answered=True)
+            state = replace(_flush_open(state), last_call_id=event.id, answered=True)
             if not isinstance(event.args, MalformedCall) and mutates(event.args):
-                return dataclasses.replace(state, held_call=ToolCall(event.args))
+                return replace(state, held_call=ToolCall(event.args))
             return _commit(state, ToolCall(event.args))
         case ToolOutputShown():
             live = state.live_output
             if live is None or live.call_id != event.id:
                 live = LiveOutput(call_id=event.id, since=state.now)
-            return dataclasses.replace(state, live_output=_feed_live(live, event.text))
+            return replace(state, live_output=_feed_live(live, event.text))
         case ToolResultShown():
-            state = dataclasses.replace(_flush_open(state), live_output=None)
+            state = replace(_flush_open(state), live_output=None)
             if state.confirm is not None and state.confirm.id == event.id:
                 state = _drop_confirm(state)  # answered elsewhere (a cancel): the record goes first
             return _commit(state, ToolResult(event.name, event.status, event.output))
         case ConfirmRequested():
             if event.id == state.last_call_id:
-                state = dataclasses.replace(state, held_call=None)  # the confirmation's header names the call
+                state = replace(state, held_call=None)  # the confirmation's header names the call
             # A new confirmation starts its own guard, even if it replaces one already armed.
-            return dataclasses.replace(
-                _flush_open(state), confirm=event, confirm_since=None, confirm_armed=False, viewer=None
-            )
+            return replace(_flush_open(state), confirm=event, confirm_since=None, confirm_armed=False, viewer=None)
         case ChangeRecorded():
-            state = dataclasses.replace(_flush_open(state), changes=(*state.changes, event)[-CHANGES_MAX:])
+            state = replace(_flush_open(state), changes=(*state.changes, event)[-CHANGES_MAX:])
             return _commit(state, ChangeRecord(event))
         case UsageShown():
-            return dataclasses.replace(state, context_tokens=event.usage.total_tokens)
+            return replace(state, context_tokens=event.usage.total_tokens)
         case ContextChanged():
-            return dataclasses.replace(state, context_tokens=event.tokens)
+            return replace(state, context_tokens=event.tokens)
         case SystemEntry():
             return _commit(_flush_open(state), Notice(event.text, event.level))
         case TurnEnded():
@@ -449,37 +429,37 @@ def reduce(state: UiState, event: Event) -> UiState:
         case SessionsListed():
             return _commit(_flush_open(state), SessionTable(tuple(event.sessions)))
         case PromptsListed():
-            state = dataclasses.replace(_flush_open(state), prompts_session=event.session_id)
+            state = replace(_flush_open(state), prompts_session=event.session_id)
             return _commit(state, Notice(prompt_list(event)))
         case PromptRestored():
-            return dataclasses.replace(state, input_restore=event.text)
+            return replace(state, input_restore=event.text)
         case RestoreEnded():
             return _flush_open(state)
         case PathsFound():
             return state  # @ completion's answer: the shell's completer keeps it (ui/_mentions.py)
         case Tick():
             skip = _reflowed_skip(state, event.width) if event.width != state.width else state.open_skip
-            state = dataclasses.replace(state, now=event.now, width=event.width, height=event.height, open_skip=skip)
+            state = replace(state, now=event.now, width=event.width, height=event.height, open_skip=skip)
             if state.last_ctrl_c is not None and event.now - state.last_ctrl_c > DOUBLE_CTRL_C_S:
-                state = dataclasses.replace(state, last_ctrl_c=None, hint=None)
+                state = replace(state, last_ctrl_c=None, hint=None)
             if state.confirm is not None:
                 since = state.confirm_since if state.confirm_since is not None else event.now
                 armed = event.now - since >= CONFIRM_GUARD_S
-                state = dataclasses.replace(state, confirm_since=since, confirm_armed=armed)
+                state = replace(state, confirm_since=since, confirm_armed=armed)
             return _overflow(state)
         case InputChanged():
-            return dataclasses.replace(state, input_empty=event.empty)
+            return replace(state, input_empty=event.empty)
         case ShowChanges():
             return _commit(_flush_open(state), ChangesTable(state.changes))
         case Submitted():
             history = state.history
             if event.text.strip() and (not history or history[-1] != event.text):
                 history = (*history, event.text)[-HISTORY_MAX_ENTRIES:]
-            return _commit(dataclasses.replace(_flush_open(state), history=history, hint=None), UserPrompt(event.text))
+            return _commit(replace(_flush_open(state), history=history, hint=None), UserPrompt(event.text))
         case LocalNotice():
             return _commit(_flush_open(state), Notice(event.text, event.level))
         case Hint():
-            return dataclasses.replace(state, hint=event.text)
+            return replace(state, hint=event.text)
         case _:
             assert_never(event)
 
@@ -523,9 +503,9 @@ def _stream(state: UiState, text: str) -> UiState:
         else:
             entries.append(Prose(finished.strip("\n")))
         skip = 0
-    # One replace a message (each re-runs the state's __init__ over all its fields, and the tokens of a paced
+    # One replace a message (each copies the state's every field, and the tokens of a paced
     # stream arrive every few milliseconds); committing nothing with no call held changes nothing.
-    state = dataclasses.replace(state, answered=True, open_prose=rest, open_skip=skip, open_reasoning="")
+    state = replace(state, answered=True, open_prose=rest, open_skip=skip, open_reasoning="")
     return _commit(state, *entries) if entries or state.held_call is not None else state
 
 
@@ -567,7 +547,7 @@ def strand_open(state: UiState, rows: int, cells: int) -> UiState:
     if cut is not None:
         return cut
     # The last row may still grow as text arrives, so it stays live: one row shown twice rather than text lost.
-    return dataclasses.replace(state, open_skip=max(state.open_skip, min(done, len(drawn) - 1)))
+    return replace(state, open_skip=max(state.open_skip, min(done, len(drawn) - 1)))
 
 
 def _plain(rows: tuple[Row, ...]) -> str:
@@ -589,7 +569,7 @@ def _cut_after(state: UiState, shown: str, whole: str) -> UiState | None:
     ink = "".join(whole.split())
     if "".join(_plain(render_markdown(rest.rstrip(), state.width)).split()) != ink[len("".join(shown.split())) :]:
         return None
-    return dataclasses.replace(state, open_prose=rest, open_skip=0)
+    return replace(state, open_prose=rest, open_skip=0)
 
 
 def _source_cut(source: str, shown: str) -> int | None:
@@ -630,7 +610,7 @@ def _overflow(state: UiState) -> UiState:
     keep_from = state.open_skip + excess
     committed = ProseRows(rows[keep_from - excess : keep_from])
     cut = _cut_after(state, _plain(rows[:keep_from]), _plain(rows))
-    return _commit(cut or dataclasses.replace(state, open_skip=keep_from), committed)
+    return _commit(cut or replace(state, open_skip=keep_from), committed)
 
 
 def _fence_marker(line: str) -> str | None:
@@ -717,11 +697,11 @@ def ctrl_c(state: UiState, now: float, input_empty: bool) -> tuple[UiState, Ctrl
     if state.last_ctrl_c is not None and now - state.last_ctrl_c <= DOUBLE_CTRL_C_S and (state.busy or not typed_since):
         return state, "exit"
     if state.busy:
-        armed = dataclasses.replace(state, last_ctrl_c=now, ctrl_c_draft=not input_empty)
-        return dataclasses.replace(armed, hint="press Ctrl-C again to exit"), "cancel"
+        armed = replace(state, last_ctrl_c=now, ctrl_c_draft=not input_empty)
+        return replace(armed, hint="press Ctrl-C again to exit"), "cancel"
     if not input_empty:
-        return dataclasses.replace(state, last_ctrl_c=None, hint=None), "clear"
-    return dataclasses.replace(state, last_ctrl_c=now, ctrl_c_draft=False, hint="press Ctrl-C again to exit"), "arm"
+        return replace(state, last_ctrl_c=None, hint=None), "clear"
+    return replace(state, last_ctrl_c=now, ctrl_c_draft=False, hint="press Ctrl-C again to exit"), "arm"
 
 
 def full_preview_lines(confirm: ConfirmRequested, width: int) -> list[str]:
@@ -739,11 +719,11 @@ def viewer_rows(state: UiState) -> int:
 
 def open_viewer(state: UiState) -> UiState:
     """Open the full preview at its top (only while a confirmation is pending)."""
-    return dataclasses.replace(state, viewer=0) if state.confirm is not None else state
+    return replace(state, viewer=0) if state.confirm is not None else state
 
 
 def close_viewer(state: UiState) -> UiState:
-    return dataclasses.replace(state, viewer=None)
+    return replace(state, viewer=None)
 
 
 def scroll_viewer(state: UiState, delta: int) -> UiState:
@@ -751,4 +731,4 @@ def scroll_viewer(state: UiState, delta: int) -> UiState:
     if state.viewer is None or state.confirm is None:
         return state
     last = max(0, len(full_preview_lines(state.confirm, state.width)) - viewer_rows(state))
-    return dataclasses.replace(state, viewer=min(last, max(0, state.viewer + delta)))
+    return replace(state, viewer=min(last, max(0, state.viewer + delta)))

@@ -1,7 +1,8 @@
-"""The real TUI leaves markdown-it-py and pygments' lexers unimported until an answer needs them, and pygments'
-styles, wcwidth's package, prompt_toolkit's shortcuts and minidom unimported (issue 19: idle memory; docs/decisions/
-0042, 0046, 0053). Python reports each import on stderr (PYTHONPROFILEIMPORTTIME), which in a pty is the screen's
-byte stream; the children send their stderr to the log once started, so what shows is the main process's."""
+"""The real TUI leaves markdown-it-py and pygments' lexers unimported until an answer needs them, dataclasses
+until then too, and pygments' styles, wcwidth's package, prompt_toolkit's shortcuts and minidom unimported (issue 19:
+idle memory; docs/decisions/0042, 0046, 0053, 0056). Python reports each import on stderr (PYTHONPROFILEIMPORTTIME),
+which in a pty is the screen's byte stream; the children send their stderr to the log once started, so what shows is
+the main process's."""
 
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ NEVER = (b"pygments.styles", b"wcwidth.grapheme", b"prompt_toolkit.shortcuts", b
 prompt_toolkit gets its one function without it; prompt_toolkit's shortcuts: its package ``__init__`` is not run
 (dashfloat/ui/_imports.py, ADR 0046); minidom: only prompt_toolkit's HTML() parses with it; difflib: only a misspelt
 command's suggestion needs it (ADR 0053)."""
+OUT_AT_IDLE = (b"dataclasses",)
+"""The UI's records are msgspec Structs (ADR 0056); markdown-it-py's tokens, imported with the first answer, are
+dataclasses, so it is held out at idle only."""
 
 
 def imported(raw: bytes, module: bytes) -> bool:
@@ -54,7 +58,7 @@ def test_markdown_and_lexers_are_imported_by_the_first_answer_not_at_idle(
         term.settle(quiet_s=0.5)
         raw = bytes(term.raw)
         assert imported(raw, b"prompt_toolkit.application")  # the report reaches us: its absence below means something
-        for module in (*LAZY, *NEVER):
+        for module in (*LAZY, *NEVER, *OUT_AT_IDLE):
             assert not imported(raw, module), module
 
         server.enqueue(text_reply("Some **bold** words.\n\n```python\nprint('lexed')\n```\n"))

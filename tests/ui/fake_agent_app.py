@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import multiprocessing
 import os
@@ -23,6 +22,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 import msgspec
+import msgspec.structs
 
 from dashfloat.channel import Channel, PeerDied
 from dashfloat.protocol import (
@@ -245,7 +245,7 @@ def main() -> int:
             no_color=args.no_color, approval="ask", model="fake-model", cwd=os.getcwd(), home=os.environ.get("HOME")
         )
         if args.idle_tick is not None:
-            options = dataclasses.replace(options, idle_tick_s=args.idle_tick)
+            options = msgspec.structs.replace(options, idle_tick_s=args.idle_tick)
         return run_tui(link, options)
     finally:
         link.stop()

@@ -482,7 +482,7 @@ def test_below_its_minimum_width_the_status_bar_is_clipped() -> None:
 def test_context_and_number_formats() -> None:
     state = initial(0.0)
     assert context_text(state) == "0 tokens"
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     assert context_text(replace(state, context_tokens=12_345, context_window=128_000)) == "12.3k / 128k"
     assert [format_count(n) for n in (999, 1000, 12_345, 1_200_000)] == ["999", "1k", "12.3k", "1.2M"]

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-
+import msgspec.structs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -463,7 +462,7 @@ def test_a_tall_paragraph_committed_at_changing_widths_shows_each_word_once(widt
 def test_rows_a_resize_pushed_into_the_history_are_cut_from_the_open_paragraph() -> None:
     from dashfloat.ui.state import strand_open
 
-    state = dataclasses.replace(initial(0.0, 20, 24), open_prose="alpha beta gamma delta epsilon zeta eta theta")
+    state = msgspec.structs.replace(initial(0.0, 20, 24), open_prose="alpha beta gamma delta epsilon zeta eta theta")
     # At 20 columns: "alpha beta gamma", "delta epsilon zeta", "eta theta". The first row and "delt" are gone.
     cut = strand_open(state, 1, 4)
     assert cut.open_prose == "a epsilon zeta eta theta" and cut.open_skip == 0
@@ -475,9 +474,9 @@ def test_rows_a_resize_pushed_into_the_history_are_cut_from_the_open_paragraph()
 def test_rows_in_the_history_with_markup_are_skipped_whole_and_the_last_row_stays_live() -> None:
     from dashfloat.ui.state import strand_open
 
-    state = dataclasses.replace(initial(0.0, 20, 24), open_prose="alpha **beta** gamma delta epsilon zeta eta")
+    state = msgspec.structs.replace(initial(0.0, 20, 24), open_prose="alpha **beta** gamma delta epsilon zeta eta")
     skipped = strand_open(state, 1, 3)  # the source has ** the rows do not show: whole rows only
     assert skipped.open_prose == state.open_prose and skipped.open_skip == 1
     assert strand_open(state, 9, 0).open_skip == 2  # never the last row: it may still grow
-    code = dataclasses.replace(initial(0.0, 20, 24), open_prose="```\nline 1\nline 2\nline 3\n")
+    code = msgspec.structs.replace(initial(0.0, 20, 24), open_prose="```\nline 1\nline 2\nline 3\n")
     assert strand_open(code, 2, 0).open_skip == 2 and strand_open(code, 2, 0).open_prose == code.open_prose
