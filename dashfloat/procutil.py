@@ -189,22 +189,36 @@ tokenize), ~7 ms before the agent's fork that nothing else on a start needs (ADR
 
 
 class _KeptOut:
-    """A meta path finder that says KEPT_OUT_OF_MSGSPEC is not installed (while msgspec is imported only)."""
+    """A meta path finder that says ``packages`` are not installed (while one import runs only)."""
+
+    def __init__(self, packages: frozenset[str]) -> None:
+        self.packages = packages
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if name.partition(".")[0] in KEPT_OUT_OF_MSGSPEC:
+        if name.partition(".")[0] in self.packages:
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 
 
-def import_msgspec() -> None:
-    """Import msgspec holding SIGINT back (``import_holding_sigint``) and without KEPT_OUT_OF_MSGSPEC; a later
-    ``import typing_extensions`` anywhere finds the real package. Where it is imported already, nothing changes."""
-    finder = _KeptOut()
+def import_without(name: str, kept_out: frozenset[str]) -> None:
+    """Import ``name`` holding SIGINT back (``import_holding_sigint``) while ``kept_out`` look uninstalled; a later
+    import of one of them anywhere finds the real package. Should ``name`` need one after all (a future version), it
+    is imported again as installed: a start never fails for this. Where it is imported already, nothing changes."""
+    finder = _KeptOut(kept_out)
     sys.meta_path.insert(0, finder)
     try:
-        import_holding_sigint("msgspec")
+        import_holding_sigint(name)
+        return
+    except ImportError as exc:
+        if (exc.name or "").partition(".")[0] not in kept_out:
+            raise
     finally:
         sys.meta_path.remove(finder)
+    import_holding_sigint(name)
+
+
+def import_msgspec() -> None:
+    """msgspec, as ``import_without`` imports it without KEPT_OUT_OF_MSGSPEC."""
+    import_without("msgspec", KEPT_OUT_OF_MSGSPEC)
 
 
 _PR_SET_PDEATHSIG = 1

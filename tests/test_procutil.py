@@ -495,3 +495,30 @@ def test_kill_strays_kills_and_reaps_what_came_up_to_a_subreaper_but_what_it_kee
         assert left != []
     else:
         assert left == []
+
+
+def test_a_package_kept_out_is_imported_after_all_when_the_import_needs_it(tmp_path: Path) -> None:
+    """``import_without`` keeps an optional package out; a module that needs it (a future msgspec) still imports,
+    as installed, rather than failing the start."""
+    (tmp_path / "optional_user.py").write_text(
+        "try:\n    import typing_extensions\nexcept ImportError:\n    typing_extensions = None\n"
+    )
+    (tmp_path / "needy_user.py").write_text("import typing_extensions\n")
+    script = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "from dashfloat.procutil import import_without\n"
+        "kept = frozenset({'typing_extensions'})\n"
+        "import_without('optional_user', kept)\n"
+        "import optional_user\n"
+        "print(optional_user.typing_extensions is None, 'typing_extensions' in sys.modules)\n"
+        "import_without('needy_user', kept)\n"
+        "import needy_user\n"
+        "print(needy_user.typing_extensions is sys.modules['typing_extensions'], len(sys.meta_path))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    plain = subprocess.run(
+        [sys.executable, "-c", "import sys; print(len(sys.meta_path))"], capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.split() == ["True", "False", "True", plain.stdout.strip()]  # and no finder left behind
