@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import select
 import signal
 import sys
 from collections.abc import Callable
 from types import FrameType
-from typing import Final, TextIO, assert_never
+from typing import Any, Final, TextIO, assert_never
 
 from dashfloat.catalogue import call_name, describe_change, summarize_call
 from dashfloat.protocol import (
@@ -130,8 +132,21 @@ class Printer:
         self.interrupts += 1
         self.link.send(Cancel())
 
+    def _on_sigterm(self, signum: int, frame: FrameType | None, then: Callable[[int, FrameType | None], Any]) -> None:
+        """SIGTERM / SIGHUP: the cut answer's line is ended (the shell's prompt would follow it on the same line),
+        then the run's own handler stops everything and exits without returning here."""
+        if self.prose_line_open and not self.json_mode:
+            with contextlib.suppress(OSError, ValueError, RuntimeError):  # RuntimeError: a write was under way
+                self.out.write("\n")
+                self.out.flush()
+        then(signum, frame)
+
     def run(self, prompt: str) -> int:
         previous = signal.signal(signal.SIGINT, self._on_sigint)
+        stops = {stop: signal.getsignal(stop) for stop in (signal.SIGTERM, signal.SIGHUP)}
+        for stop, handler in stops.items():
+            if callable(handler):
+                signal.signal(stop, functools.partial(self._on_sigterm, then=handler))
         try:
             return self._run(prompt)
         except BrokenPipeError:
@@ -146,6 +161,8 @@ class Printer:
             return EXIT_BROKEN_PIPE
         finally:
             signal.signal(signal.SIGINT, previous)
+            for stop, handler in stops.items():
+                signal.signal(stop, handler)
 
     def _run(self, prompt: str) -> int:
         self.link.send(SubmitPrompt(text=prompt))
@@ -218,6 +235,9 @@ class Printer:
                 if self.paragraph_break:  # prose of a later episode starts a new paragraph
                     self.out.write("\n" if self.shared_terminal else "\n\n")  # (a shared screen has one already)
                     self.paragraph_break = False
+                # Open before the write: an unbuffered stdout (PYTHONUNBUFFERED) has the text out before the next
+                # line runs, and a SIGTERM there must still end it (a newline too many at worst).
+                self.prose_line_open = self.prose_line_open or bool(text)
                 self.out.write(defused_prose(text) if self.prose_to_terminal else text)
                 self.wrote_prose = True
                 if text:

@@ -407,3 +407,28 @@ def test_headless_ends_with_exit_1_when_the_agent_dies_mid_turn(tree: Path, tmp_
         finally:
             main.kill()
             main.communicate()
+
+
+def test_a_sigterm_mid_answer_ends_the_cut_line(tree: Path, tmp_path: Path) -> None:
+    """ADR 0058, found headless: SIGTERM mid-answer left stdout without its last newline (the shell's prompt then
+    followed the cut prose on its line); SIGINT ended it. Under load it caught the signal between an unbuffered
+    write (PYTHONUNBUFFERED) and the note that the line was open."""
+    with ScriptedServer() as server:
+        half = sse_event({"choices": [{"index": 0, "delta": {"content": "half a line"}}]})
+        server.enqueue(Reply(body=[half, Pause(60.0)]))
+        main = launch_headless(server, tree, tmp_path, "-p", "hi")
+        try:
+            assert main.stdout is not None
+            out = b""
+            while b"half a line" not in out:
+                assert select.select([main.stdout], [], [], 30.0)[0], out
+                chunk = os.read(main.stdout.fileno(), 4096)
+                assert chunk, out
+                out += chunk
+            main.send_signal(signal.SIGTERM)
+            rest, err = main.communicate(timeout=30)
+            assert main.returncode == 128 + signal.SIGTERM
+            assert out + rest == b"half a line\n", err
+        finally:
+            main.kill()
+            main.communicate()
