@@ -6,6 +6,11 @@ discovery can begin at once; a stream waits for the import (ADR 0045).
 
 from __future__ import annotations
 
+# First, before anything imports http.client: its import without calendar (_http_client, ADR 0056).
+from dashfloat.llm import _http_client  # noqa: F401
+
+# isort: split
+
 import collections
 import contextlib
 import os

@@ -95,3 +95,32 @@ def test_nothing_is_done_once_requests_is_imported() -> None:
     import_requests()
     assert sys.meta_path == finders
     assert "charset_normalizer" in UNUSED_TOP_LEVEL
+
+
+def test_http_client_comes_without_calendar_and_calendar_comes_whole_when_asked_for() -> None:
+    """dashfloat/llm/_http_client.py (ADR 0056): http.client and email in, calendar not; email's one use of it still
+    works, and a later import gets the real module."""
+    out = _run(
+        """
+        import sys
+        from dashfloat.llm import _http_client
+        import http.client, email.utils
+        print("calendar" in sys.modules, "http.client" in sys.modules)
+        when = email.utils.mktime_tz(email.utils.parsedate_tz("Sat, 05 Dec 2026 09:00:00 +0000"))
+        import calendar
+        print(when == calendar.timegm((2026, 12, 5, 9, 0, 0)), calendar.__spec__ is not None, calendar.month_name[12])
+        """
+    )
+    assert out.split("\n")[:2] == ["False True", "True True December"]
+
+
+def test_a_calendar_imported_before_is_left_alone() -> None:
+    out = _run(
+        """
+        import calendar
+        from dashfloat.llm import _http_client
+        import sys
+        print(sys.modules["calendar"] is calendar)
+        """
+    )
+    assert out.strip() == "True"
