@@ -89,7 +89,7 @@ def help_text(prompt_files: Sequence[PromptFile] = ()) -> str:
         [
             *lines,
             "!COMMAND".ljust(width) + "  run a shell command yourself; its output goes with your next prompt",
-            "@PATH".ljust(width) + "  attach a file to your prompt (dir/: its listing); completed as you type",
+            "@PATH".ljust(width) + "  attach a file to your prompt (a directory: its listing); completed as you type",
             *(f"/{f.name} [args]".ljust(width) + f"  prompt file {f.source}" for f in prompt_files),
             "(start a prompt with // to send a literal leading /)",
         ]

@@ -221,7 +221,8 @@ def _states(pgid: int) -> set[str]:
     """The states of the processes in group ``pgid`` (psutil's: "stopped", "sleeping", …)."""
     found: set[str] = set()
     for proc in psutil.process_iter():
-        with contextlib.suppress(psutil.Error):
+        # Any process of the machine may exit between the listing and the look-up (os's error, not psutil's).
+        with contextlib.suppress(psutil.Error, ProcessLookupError):
             if os.getpgid(proc.pid) == pgid:
                 found.add(proc.status())
     return found
@@ -277,7 +278,7 @@ def _outside(executor: int, pgid: int) -> list[psutil.Process]:
     """The executor's descendants that are not in the command's group."""
     found = []
     for child in psutil.Process(executor).children(recursive=True):
-        with contextlib.suppress(psutil.Error):
+        with contextlib.suppress(psutil.Error, ProcessLookupError):
             if os.getpgid(child.pid) != pgid:
                 found.append(child)
     return found
