@@ -1,7 +1,8 @@
 """Markdown source -> screen rows (pure): markdown-it-py parses, pygments highlights code blocks.
 
 markdown-it-py and pygments' lexers are imported by the first document rendered, not with the UI: a TUI that has
-shown no answer yet never needs them (~1.5 MB of the main process's memory, issue 19; docs/decisions/0042).
+shown no answer yet never needs them (~1.5 MB of the main process's memory, issue 19; docs/decisions/0042). pygments'
+package itself comes with the first code block's lexer (ADR 0056).
 """
 
 from __future__ import annotations
@@ -10,8 +11,6 @@ import contextlib
 import functools
 import re
 from typing import TYPE_CHECKING
-
-from pygments.token import Token  # pygments' package and its token types only (the lexers come with the first code)
 
 from dashfloat.ui._text import Fragment, Row, clip, hard_break, indent, row_width, sanitize, width_of, wrap
 
@@ -213,6 +212,8 @@ def _code_chunk(chunk: str, language: str, width: int) -> tuple[Row, ...]:
 
 def _token_class(token: object) -> str:
     """``class:pygments.keyword.namespace`` for a pygments token type (the Theme styles them)."""
+    from pygments.token import Token  # imported with the lexer that made ``token`` already: a lookup
+
     parts: list[str] = []
     t = token
     while t is not Token and t is not None:

@@ -22,9 +22,10 @@ NEVER = (b"pygments.styles", b"wcwidth.grapheme", b"prompt_toolkit.shortcuts", b
 prompt_toolkit gets its one function without it; prompt_toolkit's shortcuts: its package ``__init__`` is not run
 (dashfloat/ui/_imports.py, ADR 0046); minidom: only prompt_toolkit's HTML() parses with it; difflib: only a misspelt
 command's suggestion needs it (ADR 0053)."""
-OUT_AT_IDLE = (b"dataclasses",)
+OUT_AT_IDLE = (b"dataclasses", b"pygments")
 """The UI's records are msgspec Structs (ADR 0056); markdown-it-py's tokens, imported with the first answer, are
-dataclasses, so it is held out at idle only."""
+dataclasses, so it is held out at idle only; pygments' package comes with the first code block's lexer (its token
+types only name a highlighted token's style class)."""
 
 
 def imported(raw: bytes, module: bytes) -> bool:
