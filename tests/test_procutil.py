@@ -522,3 +522,33 @@ def test_a_package_kept_out_is_imported_after_all_when_the_import_needs_it(tmp_p
         [sys.executable, "-c", "import sys; print(len(sys.meta_path))"], capture_output=True, text=True, timeout=60
     )
     assert done.stdout.split() == ["True", "False", "True", plain.stdout.strip()]  # and no finder left behind
+
+
+_CHILDLESS = r"""
+import json, subprocess
+from dashfloat.procutil import has_children, kill_descendants, kill_strays, _process_table
+reads = []
+def table():
+    reads.append(1)
+    return _process_table()
+counts = [has_children()]
+kill_descendants(table)
+kill_strays([], table=table)
+counts.append(len(reads))
+child = subprocess.Popen(["sleep", "3600"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+counts.append(has_children())
+kill_descendants(table)
+child.wait()
+counts += [len(reads), child.returncode]
+print(json.dumps(counts))
+"""
+
+
+def test_without_a_child_the_stop_kills_read_no_proc_and_with_one_they_do() -> None:
+    # An executor that ran no command and an agent whose workers are reaped stop without a walk of /proc (ADR 0059);
+    # a process with a child still has it killed. A fresh interpreter: the test process has children of its own.
+    done = subprocess.run([sys.executable, "-c", _CHILDLESS], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    had, reads_childless, has, reads_after, code = json.loads(done.stdout)
+    assert (had, reads_childless) == (False, 0)
+    assert has is True and reads_after == 2 and code == -signal.SIGKILL  # both passes of kill_descendants
