@@ -207,7 +207,10 @@ class _Loop:
         stream.join(_ABORT_JOIN_S)
 
     def _ending(self) -> bool:
-        """A stream's terminal message is queued: it goes at once (holding it to batch would only delay the turn)."""
+        """A stream's terminal message or a discovered window is queued: it goes at once (holding it to batch would
+        only delay the turn; the agent holds an answer that came before the window for it, ADR 0052 and 0059)."""
+        if self.found:
+            return True
         return any(stream.outbox and not isinstance(stream.outbox[-1], tuple) for stream in self.streams.values())
 
     def _drain(self, stream: Stream) -> bool:

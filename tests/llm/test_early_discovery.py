@@ -184,3 +184,26 @@ def test_a_discovery_that_needs_requests_waits_for_the_stack(
         assert replied.wait(30)
         [(found, stack_done)] = answers
         assert (found.window, found.detail) == (8192, "llama.cpp /props n_ctx") and stack_done
+
+
+def test_a_discovered_window_ends_the_serve_loops_hold_for_deltas() -> None:
+    """The window goes to the agent at once, like a stream's last message, not after DELTA_BATCH_S for deltas to join
+    it: an answer that came before it waits for it in the agent (ADR 0052), 7-10 ms measured (ADR 0059)."""
+    import multiprocessing
+
+    from dashfloat.channel import Channel
+    from dashfloat.llm._serve import _Loop
+    from dashfloat.protocol import AgentToLlm
+
+    ours, theirs = multiprocessing.Pipe()
+    loop = _Loop(Channel[AgentToLlm](ours, AgentToLlm, "agent->llm"), Preload(()))
+    try:
+        assert not loop._ending()  # nothing queued: a delta may be held for others to join it
+        ask = DiscoverWindow(request_id=1, provider=ProviderConfig(name="local", base_url=LOCAL, model="m"))
+        loop._discovered(ask, WindowFound(1, 8192, "server", "llama.cpp /props n_ctx", ""))
+        assert loop._ending()
+    finally:
+        os.close(loop._wake_r)
+        os.close(loop._wake_w)
+        ours.close()
+        theirs.close()
