@@ -20,6 +20,7 @@ from typing import Final
 
 from dashfloat import procutil
 from dashfloat.executor._capture import HeadTail, LiveTail
+from dashfloat.executor._confine import Bounds
 from dashfloat.executor._limits import EXEC_DRAIN_AFTER_EXIT_S, EXEC_READ_CHUNK_BYTES, REAP_TIMEOUT_S
 from dashfloat.executor._sandbox import Wrap, sandbox_started
 from dashfloat.protocol import CapturedOutput, CommandExited, CommandTimedOut, ToolCancelled, ToolFailed
@@ -41,11 +42,20 @@ class Command:
     """One running command line; ``pump`` advances it, ``result`` is set once it is over."""
 
     def __init__(
-        self, command: str, cwd: str, timeout_s: float, wrap: Wrap | None = None, *, held: bool = False
+        self,
+        command: str,
+        cwd: str,
+        timeout_s: float,
+        wrap: Wrap | None = None,
+        *,
+        held: bool = False,
+        bounds: Bounds | None = None,
     ) -> None:
         """``held``: the command waits at its gate until ``release`` (the caller reports its group first);
-        otherwise it runs at once."""
+        otherwise it runs at once. ``bounds``: its process and memory limits (default ``Bounds()``), set on the gate
+        before anything of it runs."""
         self.timeout_s = timeout_s
+        self._bounds = bounds if bounds is not None else Bounds()
         argv = ["/bin/sh", "-c", command]
         pass_fds: tuple[int, ...] = ()
         env = wrap.env() if wrap is not None else None
@@ -89,6 +99,8 @@ class Command:
             if status_w >= 0:
                 os.close(status_w)
         self.pgid = self._proc.pid
+        # At the gate nothing of the command runs yet: what is set on it now binds all it will start (ADR 0057 §1).
+        self._bounds.apply(self._proc.pid)
         self._drain_deadline = math.inf
         self._deadline = time.monotonic() + timeout_s
         assert self._proc.stdout is not None
@@ -261,8 +273,10 @@ class Command:
 
     def _output(self) -> CapturedOutput:
         captured = self._captured
+        text = captured.text()
+        failed = self._returncode != 0  # still running (a timeout, a cancel) counts: it did not succeed
         return CapturedOutput(
-            output=captured.text() + self._drained_note,
+            output=text + self._drained_note + self._bounds.note(text, failed),
             truncated=captured.truncated,
             total_bytes=captured.total,
             cut_bytes=captured.cut_bytes,
@@ -277,6 +291,7 @@ class Command:
 
     def _finish(self, result: CommandResult) -> None:
         self._close_gate()  # a command never released (cancelled first) never runs
+        self._bounds.close()
         self._close_out()
         if self._pidfd is not None:
             os.close(self._pidfd)

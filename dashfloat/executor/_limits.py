@@ -41,6 +41,14 @@ LOCATE_MAX_COUNT: Final = 1000
 # After the shell exits, a descendant still holding the output pipe gets this long, then is killed: the
 # result arrives promptly instead of at the timeout (in the sandbox the PID namespace has killed it already).
 EXEC_DRAIN_AFTER_EXIT_S: Final = 0.5
+# A command's bounds (ADR 0057 §1, _confine.py): processes and threads at once (a cgroup's pids.max, where this machine
+# lets us make one), memory of all its processes together (a memory cgroup, same condition), and each process's heap
+# and anonymous memory (RLIMIT_DATA, everywhere). Far above what builds, test suites and compilers use here
+# (`make -j`, `pytest -n`, rustc: hundreds of threads, a few GiB), far below what takes this machine down.
+COMMAND_MAX_PROCESSES: Final = 4096
+COMMAND_MAX_MEMORY_BYTES: Final = 16 * 1024**3
+COMMAND_MAX_MEMORY_SHARE: Final = 0.75  # of the machine's memory, where that is less than COMMAND_MAX_MEMORY_BYTES
+COMMAND_MAX_DATA_BYTES: Final = 8 * 1024**3
 # How long a killed command's shell may take to be reaped; SIGKILL makes this effectively instant.
 REAP_TIMEOUT_S: Final = 1.0
 # One os.read of command output; large reads keep a gigabyte flood cheap to drain.

@@ -19,6 +19,7 @@ from dashfloat.channel import Channel, PeerDied, ProtocolError
 from dashfloat.executor import _changes
 from dashfloat.executor._capture import LiveTail
 from dashfloat.executor._checkpoints import run_checkpointed
+from dashfloat.executor._confine import remove_left_behind
 from dashfloat.executor._errors import error_result
 from dashfloat.executor._exec import Command
 from dashfloat.executor._limits import PATH_CANDIDATES_MAX, PATH_QUERY_MAX_CHARS
@@ -118,6 +119,7 @@ class _Server:
             if self.running is not None:
                 procutil.kill_group(self.running[1].pgid)
             procutil.kill_descendants()  # as on SIGTERM: nothing our commands started outlives us
+            remove_left_behind()  # their cgroups, now empty (or about to be: best effort)
 
     def receive(self) -> AgentToExecutor | None:
         try:

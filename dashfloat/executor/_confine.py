@@ -1,0 +1,200 @@
+"""A command's process-count and memory bounds (ADR 0057 §1): set on its held gate process, before it runs anything.
+
+What bounds what, where this machine offers it:
+- **Processes**: a cgroup of the ``pids`` controller (v1 hierarchy, or v2 where our cgroup may have children with it)
+  whose ``pids.max`` is ``COMMAND_MAX_PROCESSES``: every process and thread the command starts, sandboxed or not, root
+  or not; ``pids.events`` counts the forks refused, so the result can say so exactly. RLIMIT_NPROC is no substitute:
+  it counts the user's processes (every one, on the whole machine) and is not enforced for root at all.
+- **Memory, all of the command's processes together**: a ``memory`` cgroup (v1 ``memory.limit_in_bytes``, v2
+  ``memory.max``) of ``COMMAND_MAX_MEMORY_BYTES``; over it the kernel reclaims, then OOM-kills inside that cgroup only.
+- **Memory, each process**: RLIMIT_DATA of ``COMMAND_MAX_DATA_BYTES`` (private writable mappings: the heap, anonymous
+  memory), everywhere. Not RLIMIT_AS: V8, Go, the JVM and sanitizers reserve far more address space than they use.
+The gate is the command's first process (ADR 0050): a prlimit and a write to ``cgroup.procs`` on it, before it is
+released, bind everything that follows (bwrap, the shell, what they start), with no code between fork and exec.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import itertools
+import os
+import resource
+from dataclasses import dataclass, field
+from typing import Final
+
+from dashfloat.executor._limits import (
+    COMMAND_MAX_DATA_BYTES,
+    COMMAND_MAX_MEMORY_BYTES,
+    COMMAND_MAX_MEMORY_SHARE,
+    COMMAND_MAX_PROCESSES,
+)
+
+CGROUP_ROOT: Final = "/sys/fs/cgroup"
+# Words in a command's output that say a process's allocation failed (RLIMIT_DATA has no counter of its own).
+_OUT_OF_MEMORY_WORDS: Final = ("Cannot allocate memory", "MemoryError", "std::bad_alloc", "out of memory")
+_OUT_OF_MEMORY_TAIL_CHARS: Final = 2048
+"""Only the output's end is searched for those words: where a program's last error goes."""
+_counter = itertools.count()
+_left_behind: list[str] = []
+"""Cgroups whose processes were still exiting when their command ended: removed at a later command's end."""
+
+
+def memory_bound(cap: int) -> int:
+    """``cap``, or ``COMMAND_MAX_MEMORY_SHARE`` of this machine's memory where that is less."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError):
+        return cap
+    return min(cap, int(total * COMMAND_MAX_MEMORY_SHARE)) if total > 0 else cap
+
+
+def _own_cgroup(controller: str) -> str | None:
+    """The directory of our cgroup in ``controller``'s hierarchy, if this process may create cgroups below it."""
+    try:
+        with open("/proc/self/cgroup") as lines:
+            entries = [line.rstrip("\n").split(":", 2) for line in lines]
+    except OSError:
+        return None
+    for _, controllers, path in entries:
+        if controller in controllers.split(","):  # a v1 hierarchy of its own
+            base = os.path.join(CGROUP_ROOT, controller) + path
+            break
+    else:
+        unified = [path for _, controllers, path in entries if controllers == ""]
+        if not unified:
+            return None
+        mount = os.path.join(CGROUP_ROOT, "unified")
+        base = (mount if os.path.isdir(mount) else CGROUP_ROOT) + unified[0]
+        try:
+            with open(os.path.join(base, "cgroup.subtree_control")) as enabled:
+                if controller not in enabled.read().split():
+                    return None
+        except OSError:
+            return None
+    return base if os.access(base, os.W_OK) else None
+
+
+@dataclass
+class Bounds:
+    """The bounds one command runs under; ``note`` says which it hit, for the model."""
+
+    max_processes: int = COMMAND_MAX_PROCESSES
+    max_memory_bytes: int = field(default_factory=lambda: memory_bound(COMMAND_MAX_MEMORY_BYTES))
+    max_data_bytes: int = COMMAND_MAX_DATA_BYTES
+    cgroups: dict[str, str] = field(default_factory=dict)
+    """controller → the command's cgroup directory (only those this machine let us make)."""
+
+    def apply(self, pid: int) -> None:
+        """Bind the held gate ``pid`` (and so all it will start): rlimit first, then each cgroup we can make."""
+        data = (self.max_data_bytes, self.max_data_bytes)
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # a hard limit below ours stays; no prlimit
+            resource.prlimit(pid, resource.RLIMIT_DATA, data)
+        name = f"dashfloat-{os.getpid()}-{next(_counter)}"
+        for controller, files in (
+            ("pids", (("pids.max", self.max_processes),)),
+            ("memory", (("memory.limit_in_bytes", self.max_memory_bytes), ("memory.max", self.max_memory_bytes))),
+        ):
+            base = _own_cgroup(controller)
+            if base is None:
+                continue
+            path = os.path.join(base, name)
+            try:
+                os.mkdir(path, 0o755)
+            except OSError:
+                continue
+            written = False
+            for file, value in files:
+                with contextlib.suppress(OSError):
+                    _write(os.path.join(path, file), str(value))
+                    written = True
+            try:
+                if not written:
+                    raise OSError("no limit file")
+                _write(os.path.join(path, "cgroup.procs"), str(pid))
+            except OSError:
+                _remove(path)
+                continue
+            self.cgroups[controller] = path
+
+    def note(self, output: str, failed: bool) -> str:
+        """What the model reads after the output when the command met a bound (empty when it met none). ``failed``:
+        it exited non-zero or was killed; only then do words in its output's end count as a failed allocation (a
+        ``grep 'out of memory' log`` that finds some succeeds, and is told nothing)."""
+        notes = []
+        refused = _event(self.cgroups.get("pids"), "pids.events", "max")
+        if refused:
+            notes.append(
+                f"[DashFloat's process limit: {refused} fork(s) of this command were refused (EAGAIN, 'Cannot fork', "
+                f"'Resource temporarily unavailable'): a command may run at most {self.max_processes} processes and "
+                "threads at once (COMMAND_MAX_PROCESSES)]"
+            )
+        killed = _event(self.cgroups.get("memory"), "memory.oom_control", "oom_kill") or _event(
+            self.cgroups.get("memory"), "memory.events", "oom_kill"
+        )
+        if killed:
+            notes.append(
+                f"[DashFloat's memory limit: {killed} process(es) of this command were killed (SIGKILL) for using more "
+                f"than {_mib(self.max_memory_bytes)} together (COMMAND_MAX_MEMORY_BYTES)]"
+            )
+        elif failed and (said := [w for w in _OUT_OF_MEMORY_WORDS if w in output[-_OUT_OF_MEMORY_TAIL_CHARS:]]):
+            notes.append(
+                f"[the command failed saying '{said[0]}': each process of a command may use at most "
+                f"{_mib(self.max_data_bytes)} of heap and anonymous memory (COMMAND_MAX_DATA_BYTES, RLIMIT_DATA), "
+                f"and all of them together {_mib(self.max_memory_bytes)}]"
+            )
+        return "".join(f"\n{n}" for n in notes)
+
+    def close(self) -> None:
+        """Remove the command's cgroups (its processes are killed by now); one still emptying is tried again later."""
+        pending = [*_left_behind, *self.cgroups.values()]
+        _left_behind.clear()
+        self.cgroups = {}
+        for path in pending:
+            if not _remove(path):
+                _left_behind.append(path)
+
+
+def _write(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def _remove(path: str) -> bool:
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def _event(path: str | None, file: str, key: str) -> int:
+    """A counter from a cgroup's events file (``max 3``, ``oom_kill 1``); 0 when absent."""
+    if path is None:
+        return 0
+    try:
+        with open(os.path.join(path, file)) as events:
+            for line in events:
+                name, _, value = line.partition(" ")
+                if name == key:
+                    return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**30:g} GiB" if n >= 2**30 else f"{n / 2**20:g} MiB"
+
+
+def remove_left_behind() -> None:
+    """At the executor's exit, after it killed everything below it: the cgroups still waiting to be removed."""
+    Bounds().close()
+
+
+atexit.register(remove_left_behind)  # a process that ran commands in-process (tests, the standalone executor)
