@@ -20,6 +20,7 @@ import contextlib
 import itertools
 import os
 import resource
+import time
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -36,6 +37,9 @@ _OUT_OF_MEMORY_WORDS: Final = ("Cannot allocate memory", "MemoryError", "std::ba
 _OUT_OF_MEMORY_TAIL_CHARS: Final = 2048
 """Only the output's end is searched for those words: where a program's last error goes."""
 _counter = itertools.count()
+_swept: set[str] = set()
+CGROUP_REMOVE_WAIT_S: Final = 1.0
+"""At exit, how long the killed processes of a command's cgroup get to leave it before it is left to a later sweep."""
 _left_behind: list[str] = []
 """Cgroups whose processes were still exiting when their command ended: removed at a later command's end."""
 
@@ -98,6 +102,8 @@ class Bounds:
             base = _own_cgroup(controller)
             if base is None:
                 continue
+            if base not in _swept:
+                _sweep(base)
             path = os.path.join(base, name)
             try:
                 os.mkdir(path, 0o755)
@@ -193,8 +199,32 @@ def _mib(n: int) -> str:
 
 
 def remove_left_behind() -> None:
-    """At the executor's exit, after it killed everything below it: the cgroups still waiting to be removed."""
+    """At the executor's exit, after it killed everything below it: the cgroups still waiting to be removed (their
+    killed processes get up to ``CGROUP_REMOVE_WAIT_S`` to exit; what is left then, the next executor sweeps)."""
+    deadline = time.monotonic() + CGROUP_REMOVE_WAIT_S
     Bounds().close()
+    while _left_behind and time.monotonic() < deadline:
+        time.sleep(0.01)
+        Bounds().close()
+
+
+def _sweep(base: str) -> None:
+    """Remove the empty cgroups of DashFloat processes that are gone (one SIGKILLed before it could), once per
+    hierarchy: ``dashfloat-PID-N`` whose PID no longer runs (a cgroup still holding processes is refused, and kept)."""
+    _swept.add(base)
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    for name in names:
+        parts = name.split("-")
+        if (
+            len(parts) == 3
+            and parts[0] == "dashfloat"
+            and parts[1].isdigit()
+            and not os.path.exists(f"/proc/{parts[1]}")
+        ):
+            _remove(os.path.join(base, name))
 
 
 atexit.register(remove_left_behind)  # a process that ran commands in-process (tests, the standalone executor)

@@ -125,3 +125,29 @@ def test_words_about_memory_in_a_successful_commands_output_are_no_failure(root:
     result = run("grep 'out of memory' log", Bounds(max_data_bytes=100 * MIB), root)
     assert isinstance(result, CommandExited) and result.exit_code == 0
     assert result.output.output == "kernel: out of memory: killed process 12\n"
+
+
+@needs_pids
+def test_a_gone_executors_empty_cgroups_are_swept_and_a_busy_one_is_kept(root: Path) -> None:
+    import subprocess
+
+    from dashfloat.executor import _confine
+
+    base = _own_cgroup("pids")
+    assert base is not None
+    dead = os.path.join(base, f"dashfloat-{2**22 + 1}-0")  # above pid_max: no such process runs
+    busy = os.path.join(base, f"dashfloat-{2**22 + 2}-0")
+    os.mkdir(dead)
+    os.mkdir(busy)
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        (Path(busy) / "cgroup.procs").write_text(str(sleeper.pid))
+        _confine._swept.discard(base)
+        run("true", Bounds(), root)
+        assert not os.path.exists(dead) and os.path.exists(busy)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        _confine._left_behind.append(busy)
+        _confine.remove_left_behind()
+        assert not os.path.exists(busy)
