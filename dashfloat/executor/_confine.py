@@ -21,7 +21,6 @@ import itertools
 import os
 import resource
 import time
-from dataclasses import dataclass, field
 from typing import Final
 
 from dashfloat.executor._limits import (
@@ -79,15 +78,21 @@ def _own_cgroup(controller: str) -> str | None:
     return base if os.access(base, os.W_OK) else None
 
 
-@dataclass
 class Bounds:
-    """The bounds one command runs under; ``note`` says which it hit, for the model."""
+    """The bounds one command runs under; ``note`` says which it hit, for the model. (A plain class: a dataclass
+    would import dataclasses and inspect on a start's path, ADR 0055.)"""
 
-    max_processes: int = COMMAND_MAX_PROCESSES
-    max_memory_bytes: int = field(default_factory=lambda: memory_bound(COMMAND_MAX_MEMORY_BYTES))
-    max_data_bytes: int = COMMAND_MAX_DATA_BYTES
-    cgroups: dict[str, str] = field(default_factory=dict)
-    """controller → the command's cgroup directory (only those this machine let us make)."""
+    def __init__(
+        self,
+        max_processes: int = COMMAND_MAX_PROCESSES,
+        max_memory_bytes: int | None = None,
+        max_data_bytes: int = COMMAND_MAX_DATA_BYTES,
+    ) -> None:
+        self.max_processes = max_processes
+        self.max_memory_bytes = memory_bound(COMMAND_MAX_MEMORY_BYTES) if max_memory_bytes is None else max_memory_bytes
+        self.max_data_bytes = max_data_bytes
+        self.cgroups: dict[str, str] = {}
+        """controller → the command's cgroup directory (only those this machine let us make)."""
 
     def apply(self, pid: int) -> None:
         """Bind the held gate ``pid`` (and so all it will start): rlimit first, then each cgroup we can make."""
