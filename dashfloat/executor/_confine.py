@@ -11,6 +11,11 @@ What bounds what, where this machine offers it:
   memory), everywhere. Not RLIMIT_AS: V8, Go, the JVM and sanitizers reserve far more address space than they use.
 The gate is the command's first process (ADR 0050): a prlimit and a write to ``cgroup.procs`` on it, before it is
 released, bind everything that follows (bwrap, the shell, what they start), with no code between fork and exec.
+
+A command's cgroups are named for the process that made them (``dashfloat-PIDNS-PID-START-N``: its PID namespace,
+pid and start time, which together name one process for good), so that whichever DashFloat starts next can tell the
+cgroups of a DashFloat that is gone (SIGKILLed with its agent, its commands still running) and kill what is left in
+them (``sweep``, ADR 0062), and never touches those of one that still runs.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import contextlib
 import itertools
 import os
 import resource
+import signal
 import time
 from typing import Final
 
@@ -41,6 +47,13 @@ CGROUP_REMOVE_WAIT_S: Final = 1.0
 """At exit, how long the killed processes of a command's cgroup get to leave it before it is left to a later sweep."""
 _left_behind: list[str] = []
 """Cgroups whose processes were still exiting when their command ended: removed at a later command's end."""
+CGROUP_KILL_MAX_PASSES: Final = 100
+"""Where a cgroup has no ``cgroup.kill`` (v1): reads of its ``cgroup.procs`` and SIGKILLs of the pids not yet killed,
+until a read finds none new (a fork in flight as the first read was made shows up in the next; a killed process cannot
+fork, nor can any once ``pids.max`` is 0)."""
+CONTROLLERS: Final = ("pids", "memory")
+_owner: dict[int, str] = {}
+"""This process's ``PIDNS-PID-START`` (by pid: the executor is forked after this module is imported)."""
 
 
 def memory_bound(cap: int) -> int:
@@ -99,7 +112,7 @@ class Bounds:
         data = (self.max_data_bytes, self.max_data_bytes)
         with contextlib.suppress(OSError, ValueError, AttributeError):  # a hard limit below ours stays; no prlimit
             resource.prlimit(pid, resource.RLIMIT_DATA, data)
-        name = f"dashfloat-{os.getpid()}-{next(_counter)}"
+        name = f"dashfloat-{_own_name()}-{next(_counter)}"
         for controller, files in (
             ("pids", (("pids.max", self.max_processes),)),
             ("memory", (("memory.limit_in_bytes", self.max_memory_bytes), ("memory.max", self.max_memory_bytes))),
@@ -108,7 +121,7 @@ class Bounds:
             if base is None:
                 continue
             if base not in _swept:
-                _sweep(base)
+                _sweep(base)  # once per hierarchy, for a process that ran no ``sweep`` at its start (tests, standalone)
             path = os.path.join(base, name)
             try:
                 os.mkdir(path, 0o755)
@@ -213,23 +226,97 @@ def remove_left_behind() -> None:
         Bounds().close()
 
 
+def _start_time(pid: int | str) -> str | None:
+    """A process's start time in clock ticks since boot (``/proc/PID/stat`` field 22); None when it does not run: no
+    such process, or one that has exited and waits to be reaped (a zombie: where PID 1 reaps nothing, for good)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rpartition(b")")[2].split()  # after the name, which may hold spaces and ")"
+    except OSError:
+        return None
+    if len(fields) < 20 or fields[0] in (b"Z", b"X"):
+        return None
+    return fields[19].decode()
+
+
+def _pid_namespace() -> str:
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "0"
+
+
+def _own_name() -> str:
+    """``PIDNS-PID-START`` of this process: what its cgroups are named for."""
+    pid = os.getpid()
+    if pid not in _owner:
+        _owner[pid] = f"{_pid_namespace()}-{pid}-{_start_time(pid) or 0}"
+    return _owner[pid]
+
+
+def owner_gone(name: str) -> bool:
+    """Whether ``name`` is a command's cgroup (``dashfloat-PIDNS-PID-START-N``) whose DashFloat process is gone: it
+    was in our PID namespace, and its pid runs no more or runs another process (a later start time). A cgroup of a
+    DashFloat in another PID namespace (another container sharing the hierarchy) is never judged gone: its pids are not
+    ours to look up."""
+    parts = name.split("-")
+    if len(parts) != 5 or parts[0] != "dashfloat" or not all(p.isdigit() for p in parts[1:]):
+        return False
+    pid_namespace, pid, start = parts[1:4]
+    return pid_namespace == _pid_namespace() and _start_time(pid) != start
+
+
+def sweep() -> None:
+    """Kill what is left in the cgroups of gone DashFloat processes and remove them, once per hierarchy: at an
+    executor's start, so that commands left running by a DashFloat SIGKILLed whole end when the next one starts."""
+    for controller in CONTROLLERS:
+        base = _own_cgroup(controller)
+        if base is not None and base not in _swept:
+            _sweep(base)
+
+
 def _sweep(base: str) -> None:
-    """Remove the empty cgroups of DashFloat processes that are gone (one SIGKILLed before it could), once per
-    hierarchy: ``dashfloat-PID-N`` whose PID no longer runs (a cgroup still holding processes is refused, and kept)."""
     _swept.add(base)
     try:
         names = os.listdir(base)
     except OSError:
         return
     for name in names:
-        parts = name.split("-")
-        if (
-            len(parts) == 3
-            and parts[0] == "dashfloat"
-            and parts[1].isdigit()
-            and not os.path.exists(f"/proc/{parts[1]}")
-        ):
-            _remove(os.path.join(base, name))
+        if owner_gone(name):
+            path = os.path.join(base, name)
+            kill_cgroup(path)
+            if not _remove(path):
+                _left_behind.append(path)  # its killed processes are still exiting: removed later
+
+
+def kill_cgroup(path: str) -> int:
+    """SIGKILL every process in the cgroup at ``path``; how many were signalled (-1: all, by ``cgroup.kill``).
+
+    cgroup v2 (Linux 5.14) does it whole: ``cgroup.kill``. v1 has none, so, as systemd does there: no fork from now on
+    where the cgroup is a ``pids`` one (``pids.max`` 0), then read ``cgroup.procs`` and kill, until a read finds no
+    pid not yet killed (``CGROUP_KILL_MAX_PASSES``)."""
+    try:
+        _write(os.path.join(path, "cgroup.kill"), "1")
+    except OSError:
+        pass
+    else:
+        return -1
+    with contextlib.suppress(OSError):
+        _write(os.path.join(path, "pids.max"), "0")
+    killed: set[int] = set()
+    for _ in range(CGROUP_KILL_MAX_PASSES):
+        try:
+            with open(os.path.join(path, "cgroup.procs")) as procs:
+                fresh = {int(line) for line in procs if line.strip()} - killed
+        except (OSError, ValueError):
+            break
+        if not fresh:
+            break
+        for pid in fresh:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        killed |= fresh
+    return len(killed)
 
 
 atexit.register(remove_left_behind)  # a process that ran commands in-process (tests, the standalone executor)

@@ -19,7 +19,7 @@ from dashfloat.channel import Channel, PeerDied, ProtocolError
 from dashfloat.executor import _changes
 from dashfloat.executor._capture import LiveTail
 from dashfloat.executor._checkpoints import run_checkpointed
-from dashfloat.executor._confine import remove_left_behind
+from dashfloat.executor._confine import remove_left_behind, sweep
 from dashfloat.executor._errors import error_result
 from dashfloat.executor._exec import Command
 from dashfloat.executor._limits import PATH_CANDIDATES_MAX, PATH_QUERY_MAX_CHARS
@@ -251,4 +251,6 @@ def serve(conn: Connection, root: str, exec_timeout_s: float, sandbox: SandboxSt
     server = _Server(channel, fixed, exec_timeout_s, Sandbox.for_session(state, os.environ))
     signal.signal(signal.SIGTERM, server.on_sigterm)
     signal.signal(signal.SIGTSTP, server.on_sigtstp)
+    # What a DashFloat SIGKILLed whole left running in its commands' cgroups ends now (ADR 0062).
+    sweep()
     server.run()

@@ -13,6 +13,7 @@ from typing import Any, BinaryIO, Final
 
 import msgspec
 
+from dashfloat.executor._confine import sweep
 from dashfloat.executor._errors import error_result
 from dashfloat.executor._limits import EXEC_TIMEOUT_S, STANDALONE_LINE_MAX_BYTES
 from dashfloat.executor._tools import run_tool
@@ -127,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--cwd is not a directory: {ns.cwd}")
     if ns.exec_timeout <= 0:
         parser.error("--exec-timeout must be positive")
+    sweep()  # as the served executor does at its start (ADR 0062)
     interrupts = Interrupts()
     signal.signal(signal.SIGINT, interrupts.on_sigint)
     try:

@@ -3,12 +3,18 @@ low for the test (so the test itself cannot hurt the machine), unsandboxed and i
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
+from dashfloat.executor import _confine
 from dashfloat.executor._confine import Bounds, _own_cgroup
 from dashfloat.executor._exec import Command, CommandResult
 from dashfloat.executor._limits import (
@@ -19,6 +25,7 @@ from dashfloat.executor._limits import (
 from dashfloat.executor._sandbox import Sandbox, detect
 from dashfloat.executor.path_policy import Root
 from dashfloat.protocol import CommandExited, CommandTimedOut, SandboxPolicy
+from tests.executor.conftest import EXIT_WAIT_S, within
 
 PYTHON = os.path.realpath(sys.executable)
 MIB = 2**20
@@ -127,27 +134,89 @@ def test_words_about_memory_in_a_successful_commands_output_are_no_failure(root:
     assert result.output.output == "kernel: out of memory: killed process 12\n"
 
 
+def _cgroup_with_a_sleeper(base: str, name: str) -> tuple[str, subprocess.Popen[bytes]]:
+    path = os.path.join(base, name)
+    os.mkdir(path)
+    sleeper = subprocess.Popen(["sleep", "300"])
+    (Path(path) / "cgroup.procs").write_text(str(sleeper.pid))
+    return path, sleeper
+
+
 @needs_pids
-def test_a_gone_executors_empty_cgroups_are_swept_and_a_busy_one_is_kept(root: Path) -> None:
-    import subprocess
-
-    from dashfloat.executor import _confine
-
+def test_the_sweep_kills_what_a_gone_dashfloat_left_in_its_cgroups_and_never_a_live_ones() -> None:
+    # ADR 0062: a DashFloat SIGKILLed whole leaves its commands running in their cgroups; the next one's sweep kills
+    # them. Its cgroups are named for the owner's PID namespace, pid and start time; only an owner in our namespace
+    # whose pid runs no more, or runs a later process, is gone.
     base = _own_cgroup("pids")
     assert base is not None
-    dead = os.path.join(base, f"dashfloat-{2**22 + 1}-0")  # above pid_max: no such process runs
-    busy = os.path.join(base, f"dashfloat-{2**22 + 2}-0")
-    os.mkdir(dead)
-    os.mkdir(busy)
-    sleeper = subprocess.Popen(["sleep", "30"])
+    namespace = str(os.stat("/proc/self/ns/pid").st_ino)
+    owner = subprocess.Popen(["sleep", "300"])  # another DashFloat, running: its command must live on
+    started = _confine._start_time(owner.pid)
+    exited = subprocess.Popen(["sleep", "300"])  # one SIGKILLed and never reaped (PID 1 may reap nothing)
+    exited_start = _confine._start_time(exited.pid)
+    os.kill(exited.pid, signal.SIGKILL)
+    assert started is not None and exited_start is not None
+    assert within(lambda: psutil.Process(exited.pid).status() == psutil.STATUS_ZOMBIE, EXIT_WAIT_S)
+    names = {
+        "gone": f"dashfloat-{namespace}-{2**22 + 1}-5-0",  # above any pid_max: no such process runs
+        "reused": f"dashfloat-{namespace}-{owner.pid}-{int(started) - 1}-0",  # its pid, an earlier process
+        "zombie": f"dashfloat-{namespace}-{exited.pid}-{exited_start}-0",
+        "live": f"dashfloat-{namespace}-{owner.pid}-{started}-0",
+        "elsewhere": f"dashfloat-1-{2**22 + 1}-5-0",  # another PID namespace's: its pids are not ours to judge
+    }
+    made = {key: _cgroup_with_a_sleeper(base, name) for key, name in names.items()}
     try:
-        (Path(busy) / "cgroup.procs").write_text(str(sleeper.pid))
         _confine._swept.discard(base)
-        run("true", Bounds(), root)
-        assert not os.path.exists(dead) and os.path.exists(busy)
+        _confine.sweep()
+        for key in ("gone", "reused", "zombie"):
+            path, sleeper = made[key]
+            assert sleeper.wait(EXIT_WAIT_S) == -signal.SIGKILL, key
+            assert within(functools.partial(_confine._remove, path), EXIT_WAIT_S) and not os.path.exists(path), key
+        for key in ("live", "elsewhere"):
+            path, sleeper = made[key]
+            assert sleeper.poll() is None and os.path.exists(path), key
     finally:
-        sleeper.kill()
-        sleeper.wait()
-        _confine._left_behind.append(busy)
-        _confine.remove_left_behind()
-        assert not os.path.exists(busy)
+        for path, sleeper in made.values():
+            sleeper.kill()
+            sleeper.wait()
+            within(functools.partial(_confine._remove, path), EXIT_WAIT_S)
+        for process in (owner, exited):
+            process.kill()
+            process.wait()
+
+
+@needs_pids
+def test_a_cgroup_without_cgroup_kill_is_emptied_even_of_a_fork_bomb() -> None:
+    # cgroup v1 has no cgroup.kill: pids.max goes to 0 (no fork from then on), then the kill passes.
+    base = _own_cgroup("pids")
+    assert base is not None
+    path = os.path.join(base, f"dashfloat-test-{os.getpid()}")
+    os.mkdir(path)
+    (Path(path) / "pids.max").write_text(str(TEST_MAX_PROCESSES))
+    bomb = subprocess.Popen(
+        ["/bin/sh", "-c", f"echo $$ > {path}/cgroup.procs && exec {PYTHON} -c '{FORKING_FOREVER}'"],
+        start_new_session=True,
+    )
+    try:
+        assert within(lambda: len((Path(path) / "cgroup.procs").read_text().split()) == TEST_MAX_PROCESSES, 10.0)
+        assert _confine.kill_cgroup(path) != 0
+        assert within(lambda: (Path(path) / "cgroup.procs").read_text() == "", EXIT_WAIT_S)
+        assert bomb.wait(EXIT_WAIT_S) == -signal.SIGKILL
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(bomb.pid, signal.SIGKILL)
+        bomb.wait()
+        assert within(lambda: _confine._remove(path), EXIT_WAIT_S)
+
+
+FORKING_FOREVER = "import os, time\nwhile True:\n  try:\n    os.fork()\n  except OSError:\n    time.sleep(0.01)"
+"""Every process forks again and again, and tries again when a fork is refused: the cgroup stays full."""
+
+
+def test_a_cgroup_name_is_gone_only_when_it_is_ours_and_its_owner_ran_no_more() -> None:
+    namespace = str(os.stat("/proc/self/ns/pid").st_ino)
+    me = f"{os.getpid()}-{_confine._start_time(os.getpid())}"
+    assert not _confine.owner_gone(f"dashfloat-{namespace}-{me}-3")
+    assert _confine.owner_gone(f"dashfloat-{namespace}-{2**22 + 1}-1-3")
+    for other in ("dashfloat-1188-0", f"dashfloat-1-{2**22 + 1}-1-3", "user.slice", f"dashfloat-{namespace}-x-1-3"):
+        assert not _confine.owner_gone(other), other

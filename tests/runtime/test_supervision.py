@@ -19,6 +19,7 @@ import pytest
 
 from dashfloat.agent import EXECUTOR_PROCESS_NAME, LLM_PROCESS_NAME
 from dashfloat.executor import _serve
+from dashfloat.executor._confine import _own_cgroup
 from dashfloat.executor._exec import Command
 from dashfloat.executor._sandbox import detect as detect_sandbox
 from dashfloat.protocol import (
@@ -124,6 +125,67 @@ def test_an_executor_sigkilled_itself_leaves_no_escaped_child_of_an_unsandboxed_
         finally:
             with contextlib.suppress(psutil.Error):
                 escaped.kill()
+
+
+NO_CGROUP = _own_cgroup("pids") is None and _own_cgroup("memory") is None
+
+
+@pytest.mark.parametrize("sandbox", ["off", "workspace-write"])
+def test_what_a_dashfloat_killed_whole_left_running_is_killed_when_the_next_one_starts(sandbox: SandboxMode) -> None:
+    # ADR 0062: the agent and the executor SIGKILLed together (the main process can be too: it is not involved). In
+    # the sandbox the command dies with its executor (bwrap's --die-with-parent ends its PID namespace). Unsandboxed,
+    # its `setsid` child runs on, re-parented upward; it is still in the command's cgroups, named for the dead
+    # executor, and the next DashFloat's executor kills it as it starts.
+    if sandbox == "off" and NO_CGROUP:
+        pytest.skip("no cgroup this process may create")
+    base = Path(tempfile.mkdtemp(dir="/var/tmp"))  # sandboxed commands' trees live outside /tmp (TEAM.md)
+    tree = base / "work"
+    tree.mkdir()
+    state = detect_sandbox(sandbox, False, [], os.environ)
+    assert state.mode == sandbox, state.unavailable
+    escaped: psutil.Process | None = None
+    try:
+        with ScriptedServer() as server, agent_tree(server, tree, approval="all", sandbox=state) as link:
+            command = "setsid sleep 3133 >/dev/null 2>&1 & echo started; sleep 302"
+            server.enqueue(tool_calls_reply([("c", "execute_command", {"command": command})]), text_reply("ok"))
+            link.send(SubmitPrompt(text="run"))
+            collect(link, lambda m: isinstance(m, ToolOutputShown) and "started" in m.text)
+            agent = psutil.Process(link.pid or 0)
+            executor = one_named(agent.pid, EXECUTOR_PROCESS_NAME)
+
+            def escapes() -> list[psutil.Process]:
+                found = []
+                for process in executor.children(recursive=True):
+                    with contextlib.suppress(psutil.Error):
+                        if process.cmdline() == ["sleep", "3133"]:
+                            found.append(process)
+                return found
+
+            assert wait_for(lambda: len(escapes()) == 1)
+            [escaped] = escapes()
+            agent.suspend()  # so that it cannot kill the executor's orphans (ADR 0057 §2) before it dies too
+            executor.kill()
+            agent.kill()
+            assert within(lambda: not live(agent), EXIT_WAIT_S)
+            if sandbox != "off":
+                assert within(lambda: not live(escaped), EXIT_WAIT_S), "it outlived its sandbox"
+                return
+            assert live(escaped)  # what was left open: nothing of DashFloat runs to kill it
+            with ScriptedServer() as next_server, agent_tree(next_server, tree) as next_link:
+                collect(next_link, lambda m: isinstance(m, AgentReady))
+                assert within(lambda: not live(escaped), EXIT_WAIT_S), "it outlived its DashFloat's next start"
+    finally:
+        if escaped is not None:
+            with contextlib.suppress(psutil.Error):
+                escaped.kill()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def live(process: psutil.Process) -> bool:
+    try:
+        return process.status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except psutil.NoSuchProcess:
+        return False
 
 
 @pytest.mark.parametrize("sandbox", ["off", "workspace-write"])
