@@ -9,6 +9,8 @@ What bounds what, where this machine offers it:
   ``memory.max``) of ``COMMAND_MAX_MEMORY_BYTES``; over it the kernel reclaims, then OOM-kills inside that cgroup only.
 - **Memory, each process**: RLIMIT_DATA of ``COMMAND_MAX_DATA_BYTES`` (private writable mappings: the heap, anonymous
   memory), everywhere. Not RLIMIT_AS: V8, Go, the JVM and sanitizers reserve far more address space than they use.
+- **The largest file**: RLIMIT_FSIZE of ``COMMAND_MAX_FILE_BYTES``, everywhere: a write past it fails (EFBIG) and the
+  writer gets SIGXFSZ, which kills it unless it ignores that signal (Python does, and raises "File too large").
 The gate is the command's first process (ADR 0050): a prlimit and a write to ``cgroup.procs`` on it, before it is
 released, bind everything that follows (bwrap, the shell, what they start), with no code between fork and exec.
 
@@ -31,6 +33,7 @@ from typing import Final
 
 from dashfloat.executor._limits import (
     COMMAND_MAX_DATA_BYTES,
+    COMMAND_MAX_FILE_BYTES,
     COMMAND_MAX_MEMORY_BYTES,
     COMMAND_MAX_MEMORY_SHARE,
     COMMAND_MAX_PROCESSES,
@@ -39,6 +42,10 @@ from dashfloat.executor._limits import (
 CGROUP_ROOT: Final = "/sys/fs/cgroup"
 # Words in a command's output that say a process's allocation failed (RLIMIT_DATA has no counter of its own).
 _OUT_OF_MEMORY_WORDS: Final = ("Cannot allocate memory", "MemoryError", "std::bad_alloc", "out of memory")
+_TOO_LARGE_WORDS: Final = ("File too large", "File size limit exceeded")
+"""What a writer stopped by RLIMIT_FSIZE says (EFBIG's strerror; bash's words for a child killed by SIGXFSZ)."""
+_SHELL_EXIT_SIGXFSZ: Final = 128 + signal.SIGXFSZ
+"""The shell's exit status when its last command was killed by SIGXFSZ (``yes > f``)."""
 _OUT_OF_MEMORY_TAIL_CHARS: Final = 2048
 """Only the output's end is searched for those words: where a program's last error goes."""
 _counter = itertools.count()
@@ -100,18 +107,20 @@ class Bounds:
         max_processes: int = COMMAND_MAX_PROCESSES,
         max_memory_bytes: int | None = None,
         max_data_bytes: int = COMMAND_MAX_DATA_BYTES,
+        max_file_bytes: int = COMMAND_MAX_FILE_BYTES,
     ) -> None:
         self.max_processes = max_processes
         self.max_memory_bytes = memory_bound(COMMAND_MAX_MEMORY_BYTES) if max_memory_bytes is None else max_memory_bytes
         self.max_data_bytes = max_data_bytes
+        self.max_file_bytes = max_file_bytes
         self.cgroups: dict[str, str] = {}
         """controller → the command's cgroup directory (only those this machine let us make)."""
 
     def apply(self, pid: int) -> None:
         """Bind the held gate ``pid`` (and so all it will start): rlimit first, then each cgroup we can make."""
-        data = (self.max_data_bytes, self.max_data_bytes)
-        with contextlib.suppress(OSError, ValueError, AttributeError):  # a hard limit below ours stays; no prlimit
-            resource.prlimit(pid, resource.RLIMIT_DATA, data)
+        for limit, value in ((resource.RLIMIT_DATA, self.max_data_bytes), (resource.RLIMIT_FSIZE, self.max_file_bytes)):
+            with contextlib.suppress(OSError, ValueError, AttributeError):  # a hard limit below ours stays; no prlimit
+                resource.prlimit(pid, limit, (value, value))
         name = f"dashfloat-{_own_name()}-{next(_counter)}"
         for controller, files in (
             ("pids", (("pids.max", self.max_processes),)),
@@ -141,11 +150,24 @@ class Bounds:
                 continue
             self.cgroups[controller] = path
 
-    def note(self, output: str, failed: bool) -> str:
+    def note(self, output: str, failed: bool, exit_code: int | None = None) -> str:
         """What the model reads after the output when the command met a bound (empty when it met none). ``failed``:
-        it exited non-zero or was killed; only then do words in its output's end count as a failed allocation (a
-        ``grep 'out of memory' log`` that finds some succeeds, and is told nothing)."""
+        it exited non-zero or was killed; only then do words in its output's end count as a failed allocation or write
+        (a ``grep 'out of memory' log`` that finds some succeeds, and is told nothing). ``exit_code``: the shell's
+        (``128 + N`` for a signal), None while it runs."""
         notes = []
+        tail = output[-_OUT_OF_MEMORY_TAIL_CHARS:]
+        too_large = [w for w in _TOO_LARGE_WORDS if w in tail]
+        if failed and (too_large or exit_code == _SHELL_EXIT_SIGXFSZ):
+            how = (
+                f"with status {exit_code} (killed by SIGXFSZ)"
+                if exit_code == _SHELL_EXIT_SIGXFSZ
+                else f"saying '{too_large[0]}'"
+            )
+            notes.append(
+                f"[DashFloat's file size limit: the command failed {how}: a process of a command may write no file "
+                f"larger than {_mib(self.max_file_bytes)} (COMMAND_MAX_FILE_BYTES, RLIMIT_FSIZE; EFBIG)]"
+            )
         refused = _event(self.cgroups.get("pids"), "pids.events", "max")
         if refused:
             notes.append(
@@ -153,21 +175,24 @@ class Bounds:
                 f"'Resource temporarily unavailable'): a command may run at most {self.max_processes} processes and "
                 "threads at once (COMMAND_MAX_PROCESSES)]"
             )
-        killed = _event(self.cgroups.get("memory"), "memory.oom_control", "oom_kill") or _event(
-            self.cgroups.get("memory"), "memory.events", "oom_kill"
-        )
+        killed = self.oom_kills()
         if killed:
             notes.append(
                 f"[DashFloat's memory limit: {killed} process(es) of this command were killed (SIGKILL) for using more "
                 f"than {_mib(self.max_memory_bytes)} together (COMMAND_MAX_MEMORY_BYTES)]"
             )
-        elif failed and (said := [w for w in _OUT_OF_MEMORY_WORDS if w in output[-_OUT_OF_MEMORY_TAIL_CHARS:]]):
+        elif failed and (said := [w for w in _OUT_OF_MEMORY_WORDS if w in tail]):
             notes.append(
                 f"[the command failed saying '{said[0]}': each process of a command may use at most "
                 f"{_mib(self.max_data_bytes)} of heap and anonymous memory (COMMAND_MAX_DATA_BYTES, RLIMIT_DATA), "
                 f"and all of them together {_mib(self.max_memory_bytes)}]"
             )
         return "".join(f"\n{n}" for n in notes)
+
+    def oom_kills(self) -> int:
+        """How many of the command's processes its memory cgroup's OOM killer killed (0 without one)."""
+        memory = self.cgroups.get("memory")
+        return _event(memory, "memory.oom_control", "oom_kill") or _event(memory, "memory.events", "oom_kill")
 
     def close(self) -> None:
         """Remove the command's cgroups (its processes are killed by now); one still emptying is tried again later."""

@@ -243,8 +243,8 @@ class Command:
             status = os.read(self._status, EXEC_READ_CHUNK_BYTES)
         os.close(self._status)
         self._status = None
-        if self._returncode == 0 or sandbox_started(status):
-            return None
+        if self._returncode == 0 or sandbox_started(status) or self._bounds.oom_kills():
+            return None  # bwrap killed by the command's memory limit (its tmpfs is charged there too) did start
         why = self._captured.text().strip() or f"bwrap exited with status {self._returncode}"
         return ToolFailed(error=f"the sandbox did not start, so the command did not run: {why}")
 
@@ -261,6 +261,9 @@ class Command:
         # exited: the shell had exited; a descendant that left the group kept the output pipe open.
         self._finish(CommandTimedOut(self.timeout_s, self._output(), self._exit_code() if exited else None))
 
+    def _shell_status(self) -> int | None:
+        return None if self._returncode is None else self._exit_code()
+
     def _exit_code(self) -> int:
         rc = self._returncode
         assert rc is not None
@@ -276,7 +279,7 @@ class Command:
         text = captured.text()
         failed = self._returncode != 0  # still running (a timeout, a cancel) counts: it did not succeed
         return CapturedOutput(
-            output=text + self._drained_note + self._bounds.note(text, failed),
+            output=text + self._drained_note + self._bounds.note(text, failed, self._shell_status()),
             truncated=captured.truncated,
             total_bytes=captured.total,
             cut_bytes=captured.cut_bytes,

@@ -49,6 +49,9 @@ COMMAND_MAX_PROCESSES: Final = 4096
 COMMAND_MAX_MEMORY_BYTES: Final = 16 * 1024**3
 COMMAND_MAX_MEMORY_SHARE: Final = 0.75  # of the machine's memory, where that is less than COMMAND_MAX_MEMORY_BYTES
 COMMAND_MAX_DATA_BYTES: Final = 8 * 1024**3
+# The largest file one process of a command may write (RLIMIT_FSIZE, everywhere): a runaway `yes > f` stops there
+# instead of filling the disk; far above a build's artefacts (a debug binary, a packfile, a tarball: a few GiB).
+COMMAND_MAX_FILE_BYTES: Final = 16 * 1024**3
 # How long a killed command's shell may take to be reaped; SIGKILL makes this effectively instant.
 REAP_TIMEOUT_S: Final = 1.0
 # One os.read of command output; large reads keep a gigabyte flood cheap to drain.

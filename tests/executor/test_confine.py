@@ -113,6 +113,44 @@ def test_processes_over_the_memory_limit_together_are_killed_and_the_model_is_to
     assert isinstance(alone, CommandExited) and alone.output.output == "fine\n"
 
 
+@pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
+@pytest.mark.parametrize("where", ["f", "/tmp/f"])
+def test_a_runaway_write_stops_at_the_file_size_limit_and_the_model_is_told(
+    root: Path, sandboxed: bool, where: str
+) -> None:
+    if where.startswith("/tmp") and not sandboxed:
+        pytest.skip("the machine's own /tmp: only the sandbox's is private")
+    result = run(f"yes > {where}", Bounds(max_file_bytes=10 * MIB), root, sandboxed)
+    assert isinstance(result, CommandExited) and result.exit_code == 128 + signal.SIGXFSZ, result
+    assert "[DashFloat's file size limit: the command failed with status 153 (killed by SIGXFSZ): a process of a " in (
+        result.output.output
+    )
+    assert "no file larger than 10 MiB (COMMAND_MAX_FILE_BYTES, RLIMIT_FSIZE; EFBIG)]" in result.output.output
+    if where == "f":
+        assert (root / "f").stat().st_size == 10 * MIB
+
+
+def test_a_writer_that_ignores_sigxfsz_is_told_file_too_large_and_so_is_the_model(root: Path) -> None:
+    # Python ignores SIGXFSZ: its write fails with EFBIG ("File too large"), and the command exits 1.
+    write = f'{PYTHON} -c \'open("f", "wb").write(bytes(%d))\''
+    over = run(write % (20 * MIB), Bounds(max_file_bytes=10 * MIB), root)
+    assert isinstance(over, CommandExited) and over.exit_code == 1
+    assert "[DashFloat's file size limit: the command failed saying 'File too large'" in over.output.output
+    under = run(write % (5 * MIB) + " && echo fine", Bounds(max_file_bytes=10 * MIB), root)
+    assert isinstance(under, CommandExited) and under.output.output == "fine\n"
+
+
+@needs_memory
+@pytest.mark.parametrize("where", ["/tmp/f", "/dev/shm/f"])
+def test_the_sandboxs_private_tmpfs_counts_against_the_memory_limit(root: Path, where: str) -> None:
+    # What a command writes to the sandbox's /tmp or /dev/shm is memory (tmpfs), charged to its memory cgroup: over
+    # the limit the command is killed, and the files go with its mount namespace.
+    bounds = Bounds(max_memory_bytes=100 * MIB)
+    result = run(f"head -c {300 * MIB} /dev/zero > {where}", bounds, root, sandboxed=True)
+    text = output(result)
+    assert "DashFloat's memory limit:" in text and "more than 100 MiB together" in text, text
+
+
 def test_everyday_tools_run_under_the_default_bounds(root: Path) -> None:
     # git, a compiler where there is one, the interpreter with threads, in the sandbox: nothing near a bound.
     script = (
