@@ -382,13 +382,26 @@ process forks no more, so each pass can only find what the one before missed; a 
 left to the next Ctrl-Z."""
 
 
-def stop_descendants(below: Callable[[], list[int]] | None = None) -> list[int]:
-    """SIGSTOP every process below this one (a subreaper's commands and what left their groups with ``setsid``);
-    the ones stopped, for ``continue_processes``. Pass after pass until one finds nothing new. ``below`` lists
-    the processes (tests: a tree that keeps growing)."""
+STOPPED_STATES: Final = (b"T", b"t")
+"""/proc's state letters of a stopped process (by a signal, or by a tracer)."""
+
+
+def stopped_descendants() -> set[int]:
+    """The processes below this one that are stopped already: a command that stopped itself (``kill -STOP $$``),
+    or one its own job control stopped. Read before Ctrl-Z stops anything, so that ``fg`` leaves them to whoever
+    stopped them (ADR 0063)."""
+    children, states = _process_table()
+    return {pid for pid in _below(children, os.getpid(), ()) if states.get(pid) in STOPPED_STATES}
+
+
+def stop_descendants(below: Callable[[], list[int]] | None = None, leave: Collection[int] = ()) -> list[int]:
+    """SIGSTOP every process below this one (a subreaper's commands and what left their groups with ``setsid``)
+    but ``leave`` (stopped already); the ones stopped, for ``continue_processes``. Pass after pass until one finds
+    nothing new. ``below`` lists the processes (tests: a tree that keeps growing)."""
     stopped: list[int] = []
     for _ in range(STOP_PASSES_MAX):
-        new = [pid for pid in (below() if below else descendants(os.getpid())) if pid not in stopped]
+        listed = below() if below else descendants(os.getpid())
+        new = [pid for pid in listed if pid not in stopped and pid not in leave]
         if not new:
             break
         for pid in new:
@@ -403,6 +416,46 @@ def continue_processes(pids: list[int]) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGCONT)
+
+
+class StopGuard:
+    """A process that SIGKILLs what we stopped should we die before continuing it (ADR 0063).
+
+    A suspended DashFloat killed whole (``kill -9 %1``) dies stopped: the processes it stopped — in a session of
+    their own, so neither the job's signal nor the kernel's SIGHUP and SIGCONT to an orphaned group reach them —
+    would stay stopped for ever, re-parented to init. The guard is forked with them stopped, in a session of its
+    own (out of the job), holds a pidfd of each (no pid reuse can misdirect its kill) and waits on a pipe: a byte
+    (``release``, on ``fg``) lets it exit; end of file without one (we died) makes it kill them, as our own exit
+    would have (``kill_descendants``).
+    """
+
+    def __init__(self, pids: list[int]) -> None:
+        read_end, self._write_end = os.pipe()
+        self._pid = os.fork()
+        if self._pid == 0:  # pragma: no cover - the guard's own process (its work is tested from outside)
+            try:
+                os.setsid()
+                os.closerange(3, read_end)  # another process's pipe must not be held open (become_child)
+                os.closerange(read_end + 1, os.sysconf("SC_OPEN_MAX"))
+                pidfds = []
+                for pid in pids:
+                    with contextlib.suppress(OSError):
+                        pidfds.append(os.pidfd_open(pid))
+                if not os.read(read_end, 1):
+                    for pidfd in pidfds:
+                        with contextlib.suppress(OSError):
+                            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.close(read_end)
+
+    def release(self) -> None:
+        """We were continued: the guard exits without a kill, and is reaped."""
+        with contextlib.suppress(OSError):
+            os.write(self._write_end, b"c")
+        os.close(self._write_end)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self._pid, 0)
 
 
 def kill_group(pgid: int) -> None:

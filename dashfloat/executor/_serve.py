@@ -91,17 +91,23 @@ class _Server:
         (for the group kill), and what it started may have made a session of its own (``setsid``, a daemon): the
         terminal's and the TUI's SIGTSTP reach neither, so we stop every process below us (ADR 0054, ADR 0058)."""
         command = self.running[1] if self.running is not None else None
+        # What is stopped already (a command that stopped itself) is left to whoever stopped it: fg does not
+        # continue it (ADR 0063). Read first: the group's SIGSTOP below would hide it.
+        stopped_before = procutil.stopped_descendants() if procutil.has_children() else set()
         if command is not None:
             with contextlib.suppress(OSError):
                 os.killpg(command.pgid, signal.SIGSTOP)  # the group at once, before the walk of /proc
-        stopped_pids = procutil.stop_descendants()
+        stopped_pids = procutil.stop_descendants(leave=stopped_before)
+        # Killed while stopped (`kill -9 %1`), we could continue nothing: the guard kills it then (ADR 0063).
+        guard = procutil.StopGuard(stopped_pids) if stopped_pids else None
         stopped = time.monotonic()
         os.kill(os.getpid(), signal.SIGSTOP)  # returns on SIGCONT (`fg`)
         if command is not None:
             command.postpone(time.monotonic() - stopped)
-            with contextlib.suppress(OSError):
-                os.killpg(command.pgid, signal.SIGCONT)
+        # Exactly what we stopped: the command's group is among it (each member is below us).
         procutil.continue_processes(stopped_pids)
+        if guard is not None:
+            guard.release()
 
     def run(self) -> None:
         try:

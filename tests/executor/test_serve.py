@@ -274,6 +274,57 @@ def test_ctrl_z_stops_what_left_the_commands_group_too_and_fg_continues_it(agent
     assert isinstance(finished, ToolFinished) and isinstance(finished.result, ToolCancelled)
 
 
+def test_fg_leaves_stopped_what_stopped_itself_before_the_ctrl_z(agent: Agent, root: Path) -> None:
+    """ADR 0063: fg continued every process below the executor, a command that had stopped itself (SIGSTOP to
+    itself, not our Ctrl-Z) too. It is left to whoever stopped it; what Ctrl-Z stopped continues."""
+    channel, proc = agent
+    executor = proc.pid
+    assert executor is not None
+    command = "sh -c 'kill -STOP $$; sleep 300' & echo $! > self.pid; sleep 300"
+    channel.send(RunTool("c1", ExecuteCommandArgs(command=command)))
+    started = reply(channel)
+    assert isinstance(started, CommandStarted)
+    pid_file = root / "self.pid"
+    assert wait_for(lambda: pid_file.exists() and pid_file.read_text().endswith("\n"))
+    self_stopped = psutil.Process(int(pid_file.read_text()))
+    assert wait_for(lambda: self_stopped.status() == psutil.STATUS_STOPPED)
+    others = [p for p in psutil.Process(executor).children(recursive=True) if p.pid != self_stopped.pid]
+    assert others
+    os.kill(executor, signal.SIGTSTP)
+    assert wait_for(lambda: psutil.Process(executor).status() == psutil.STATUS_STOPPED)
+    assert wait_for(lambda: all(p.status() in STOPPED_STATES for p in others)), [p.status() for p in others]
+    os.kill(executor, signal.SIGCONT)  # `fg`
+    assert wait_for(lambda: all(p.status() not in STOPPED_STATES for p in others)), [p.status() for p in others]
+    # the guard has been released and reaped: nothing but the command's own processes is below the executor
+    assert wait_for(lambda: len(psutil.Process(executor).children(recursive=True)) == len(others) + 1)
+    assert self_stopped.status() == psutil.STATUS_STOPPED
+    channel.send(CancelTool("c1"))
+    finished = reply(channel)
+    assert isinstance(finished, ToolFinished) and isinstance(finished.result, ToolCancelled)
+
+
+def test_what_ctrl_z_stopped_is_killed_when_the_stopped_executor_is_killed(agent: Agent, root: Path) -> None:
+    """ADR 0063: ``kill -9 %1`` of a suspended DashFloat left its stopped command (``--sandbox off``; a session of
+    its own, re-parented to init) stopped for ever. The guard forked at the Ctrl-Z kills what it stopped."""
+    channel, proc = agent
+    executor = proc.pid
+    assert executor is not None
+    command = "setsid sleep 300 & echo $! > daemon.pid; sleep 300"
+    channel.send(RunTool("c1", ExecuteCommandArgs(command=command)))
+    started = reply(channel)
+    assert isinstance(started, CommandStarted)
+    pid_file = root / "daemon.pid"
+    assert wait_for(lambda: pid_file.exists() and pid_file.read_text().endswith("\n"))
+    daemon = int(pid_file.read_text())
+    os.kill(executor, signal.SIGTSTP)
+    assert wait_for(lambda: psutil.Process(executor).status() == psutil.STATUS_STOPPED)
+    assert wait_for(lambda: psutil.Process(daemon).status() in STOPPED_STATES)
+    os.kill(executor, signal.SIGKILL)
+    proc.join(REPLY_TIMEOUT_S)
+    assert gone(daemon), psutil.Process(daemon).status()
+    assert group_gone(started.pgid)
+
+
 def _outside(executor: int, pgid: int) -> list[psutil.Process]:
     """The executor's descendants that are not in the command's group."""
     found = []
