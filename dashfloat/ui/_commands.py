@@ -128,7 +128,12 @@ def parse(text: str, prompt_files: Sequence[PromptFile] = ()) -> Parsed:
     if stripped.startswith("//"):
         return Prompt(stripped[1:])
     name, _, rest = stripped.partition(" ")
-    if "/" in name[1:].split("\n", 1)[0]:
+    first_line_name = name.split("\n", 1)[0]
+    if "/" in first_line_name[1:]:
+        # A command's text kept after its usage error, with the next command typed on (ADR 0063): it would go to
+        # the model as a prompt (a path's rule, below) though the user meant two commands.
+        if (merged := "/" + first_line_name[1:].split("/", 1)[0]) in COMMANDS:
+            return Invalid(f"{first_line_name} starts with the command {merged}: edit it (a prompt: start with //)")
         return Prompt(text)  # a path (a pasted "/home/me/app.py:3: error"), never a command: no name holds a "/"
     arg = rest.strip()
     match name:

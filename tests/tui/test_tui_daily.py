@@ -404,3 +404,21 @@ def test_an_answer_stopped_at_its_call_bound_is_one_row_for_the_calls_not_run(
         assert "→ error: not run" not in term.text() and "⚙ read_file" not in term.text()
     finally:
         term.close()
+
+
+def test_a_command_typed_on_after_a_usage_error_is_refused_not_sent_to_the_model(
+    tree: Path, isolated_env: dict[str, str], server: ScriptedServer
+) -> None:
+    """ADR 0063, found as a user twice: ``/model`` (usage error, its text kept to be fixed), then ``/approve bogus``
+    typed on without clearing made ``/model/approve bogus``, which went to the model as a prompt."""
+    server.enqueue(text_reply("should not be asked"))
+    term = launch(server, tree, isolated_env)
+    try:
+        term.send("/model\r")
+        assert term.wait_for("usage: /model NAME", visible_only=True), term.text()
+        term.send("/approve bogus\r")
+        assert term.wait_for("starts with the command /model", visible_only=True), term.text()
+        assert "/model/approve bogus" in term.visible()  # still in the input, to be edited
+        assert server.requests == []
+    finally:
+        term.close()

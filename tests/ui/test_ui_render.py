@@ -518,6 +518,18 @@ def test_slash_commands_parse_to_messages() -> None:
     assert commands.parse("/model gpt/4o") == commands.Send(SetModel(model="gpt/4o"))  # a "/" in an argument
 
 
+def test_a_command_typed_on_after_a_usage_error_is_not_a_prompt() -> None:
+    """ADR 0063: a usage error keeps the command's text (to fix it); typed on, ``/model`` + ``/approve bogus`` was
+    ``/model/approve bogus``, a first word with a second "/", so a path: sent to the model as a prompt."""
+    assert commands.parse("/model/approve bogus") == commands.Invalid(
+        "/model/approve starts with the command /model: edit it (a prompt: start with //)"
+    )
+    assert isinstance(commands.parse("/resume/resume 20261205-1400"), commands.Invalid)
+    assert commands.parse("//model/approve bogus") == commands.Prompt("/model/approve bogus")
+    assert commands.parse("/modelx/y z") == commands.Prompt("/modelx/y z")  # no command's name: a path still
+    assert commands.parse("/usr/bin/env is missing") == commands.Prompt("/usr/bin/env is missing")
+
+
 def test_bad_slash_commands_name_the_closest() -> None:
     assert commands.parse("/modle x") == commands.Invalid(
         "unknown command /modle — did you mean /model? (/help lists them)"
