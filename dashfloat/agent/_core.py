@@ -810,7 +810,7 @@ class AgentCore:
         return (
             f"context window: {_compact(self.window)} tokens ({why}); "
             f"fill: ~{_compact(tokens)} ({fill_percent(tokens, self.window)}%); "
-            f"compacts at {self.compact_at_percent}%; {self.compactions} compactions this session"
+            f"compacts at {self.compact_at_percent}%; {_count(self.compactions, 'compaction')} this session"
         )
 
     def usage_report(self) -> str:
@@ -821,7 +821,7 @@ class AgentCore:
         for turn, usage in enumerate(self.turn_usage, 1):
             rows.append(f"{turn:<4}  {usage.prompt_tokens:>6}  {usage.completion_tokens:>10}  {usage.total_tokens:>5}")
         total = sum(u.total_tokens for u in self.turn_usage)
-        rows.append(f"all   {_compact(total)} tokens in {len(self.turn_usage)} turns")
+        rows.append(f"all   {_compact(total)} tokens in {_count(len(self.turn_usage), 'turn')}")
         return "\n".join(rows)
 
     # ------------------------------------------------------------ permissions
@@ -1861,3 +1861,8 @@ class AgentCore:
         self._ui(TurnEnded(outcome=outcome))
         self._reset_turn()
         self._ui(PhaseChanged(phase="idle"))
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 turn``, ``2 turns``: /usage said ``in 1 turns`` (found in tmux, ADR 0063)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -669,7 +669,20 @@ def test_usage_report_by_turn() -> None:
     take(core)
     core.on_ui(ShowUsage())
     [entry] = take(core)
-    assert isinstance(entry, SystemEntry) and "2 turns" in entry.text
+    assert isinstance(entry, SystemEntry) and "2 turns" in entry.text and "0 compactions this session" in entry.text
+
+
+def test_usage_report_of_one_turn_says_turn() -> None:
+    """Found in tmux (ADR 0063): ``all 2.0k tokens in 1 turns``."""
+    core = make_core()
+    core.on_ui(SubmitPrompt(text="x"))
+    done(core, "ok", usage=Usage(10, 1, 11))
+    core.compactions = 1
+    take(core)
+    core.on_ui(ShowUsage())
+    [entry] = take(core)
+    assert isinstance(entry, SystemEntry)
+    assert entry.text.endswith("tokens in 1 turn") and "1 compaction this session" in entry.text
 
 
 def test_internal_error_leaves_a_valid_conversation() -> None:
