@@ -418,7 +418,8 @@ def test_a_command_typed_on_after_a_usage_error_is_refused_not_sent_to_the_model
         assert term.wait_for("usage: /model NAME", visible_only=True), term.text()
         term.send("/approve bogus\r")
         assert term.wait_for("starts with the command /model", visible_only=True), term.text()
-        assert "/model/approve bogus" in term.visible()  # still in the input, to be edited
+        # still in the input, to be edited (the input's row is drawn after the notice: waited for, not looked at)
+        assert term.wait_for("❯ /model/approve bogus", visible_only=True), term.text()
         assert server.requests == []
     finally:
         term.close()

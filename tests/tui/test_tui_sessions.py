@@ -44,7 +44,7 @@ def test_slash_commands_in_the_real_tui(tmp_path: Path, env: dict[str, str], ser
         assert term.wait_for("first answer"), term.text()
         assert term.wait_for("Idle", visible_only=True)
         submit(term, "/usage")
-        assert term.wait_for("1 turns"), term.text()
+        assert term.wait_for("tokens in 1 turn"), term.text()
         submit(term, "/model other-model")
         assert term.wait_for("other-model", visible_only=True), term.text()
         submit(term, "/approve all")
