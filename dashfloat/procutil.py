@@ -148,6 +148,24 @@ def single_malloc_arena() -> bool:
     return int(mallopt(_M_ARENA_MAX, 1)) == 1
 
 
+INTERNED_NAMES_HEADROOM: Final = 2048
+"""Names interned (and dropped at once) before each fork, so that the interpreter's table of interned names grows
+before the fork, once, in the parent, when it is this close to full: ``make_room_for_interned_names``."""
+
+
+def make_room_for_interned_names() -> None:
+    """Grow CPython's table of interned names now if it is within INTERNED_NAMES_HEADROOM names of full.
+
+    Every name a module defines or uses is interned in one dict per interpreter. Our forks came when it was nearly
+    full (16384 slots, ~140 free, at both the agent's and the LLM worker's fork): the first imports after a fork then
+    grew it in each process on its own, and each holds a table of its own (~0.4 MB, all private) where they could
+    share one. Interning short-lived names fills the free slots (they die at once and leave dummies, which a growth
+    drops): near full, the table grows here; otherwise it loses that many free slots (issue 19, ADR 0060).
+    """
+    for number in range(INTERNED_NAMES_HEADROOM):
+        sys.intern(f"\0dashfloat headroom {number}")
+
+
 def start_sharing(process: BaseProcess) -> None:
     """Start a forked child with our objects frozen for its garbage collector (``gc.freeze``).
 
@@ -157,6 +175,7 @@ def start_sharing(process: BaseProcess) -> None:
     """
     single_malloc_arena()  # before the child's threads, and before ours: the first fork comes before any thread
     release_free_heap()  # what we freed is not worth sharing: the child would inherit it resident
+    make_room_for_interned_names()  # the child's own first names go into the table it shares with us
     gc.freeze()
     try:
         process.start()

@@ -22,6 +22,7 @@ import pytest
 import dashfloat
 from dashfloat.procutil import (
     FORK,
+    INTERNED_NAMES_HEADROOM,
     STOP_PASSES_MAX,
     become_child,
     continue_processes,
@@ -272,6 +273,59 @@ def test_threads_allocate_from_the_main_arena_once_asked(how: str, arenas_after:
         [sys.executable, "-c", script, how], capture_output=True, text=True, timeout=60, check=True, env=env
     )
     assert result.stdout.split() == ["0", str(arenas_after)]
+
+
+_INTERNED_NAMES = """
+import os, sys, tracemalloc
+from dashfloat.procutil import FORK, start_sharing
+
+GROWTH_BYTES = 64 * 1024  # the table grows by a whole new one (~0.2 MB at 16384 slots); a name is ~60 bytes
+
+def names_until_growth(prefix: str, limit: int) -> int:
+    # new names interned (each dropped at once) before the table of interned names grew; limit if it did not
+    tracemalloc.start()
+    for number in range(limit):
+        before = tracemalloc.get_traced_memory()[0]
+        sys.intern(f"{{prefix}} {{number}}")
+        if tracemalloc.get_traced_memory()[0] - before > GROWTH_BYTES:
+            return number
+    return limit
+
+def report(out: int) -> None:
+    os.write(out, str(names_until_growth("child", {child_names})).encode())
+
+# How many names fit now (a probe forked from this state), then fill all but a few of those slots.
+read, write = os.pipe()
+if os.fork() == 0:
+    os.write(write, str(names_until_growth("probe", 100_000)).encode())
+    os._exit(0)
+free = int(os.read(read, 100))
+for number in range(free - 8):
+    sys.intern(f"fill {{number}}")
+child = FORK.Process(target=report, args=(write,))
+if sys.argv[1] == "start_sharing":
+    start_sharing(child)
+else:
+    child.start()
+child.join()
+print(free, int(os.read(read, 100)))
+"""
+CHILD_NAMES = 200
+"""New names a child interns in the test below: fewer than INTERNED_NAMES_HEADROOM, more than the slots left."""
+
+
+@pytest.mark.parametrize(("how", "grows_in_child"), [("start_sharing", False), ("plain start", True)])
+def test_a_child_started_through_start_sharing_interns_its_first_names_into_the_shared_table(
+    how: str, grows_in_child: bool
+) -> None:
+    # A parent whose table of interned names is 8 slots from full: a plain fork leaves the growth to the child (a
+    # table of its own), start_sharing grows it before the fork (ADR 0060).
+    assert CHILD_NAMES < INTERNED_NAMES_HEADROOM
+    script = _INTERNED_NAMES.format(child_names=CHILD_NAMES)
+    result = subprocess.run([sys.executable, "-c", script, how], capture_output=True, text=True, timeout=60, check=True)
+    free, child_fit = (int(word) for word in result.stdout.split())
+    assert free > 8
+    assert (child_fit < CHILD_NAMES) is grows_in_child
 
 
 # ------------------------------------------------------------------ the lean fork (ADR 0053)
