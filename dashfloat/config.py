@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from dashfloat.protocol import ProviderConfig, SandboxMode, ToolCallMode
+from dashfloat.protocol import CommandLimits, ProviderConfig, SandboxMode, ToolCallMode
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENAI_DEFAULT_MODEL = "gpt-4o-mini"
@@ -33,6 +33,15 @@ DEFAULT_COMPACT_AT_PERCENT = 80
 """Automatic compaction when a request would fill this percentage of the window (decision 0031)."""
 COMPACT_AT_PERCENT_RANGE = (10, 95)
 KEY_ENV = "OPENAI_API_KEY"
+LIMITS_RANGES: dict[str, tuple[int, int]] = {
+    "max_processes": (16, 2**22),
+    "max_memory_mib": (64, 2**40),
+    "max_process_memory_mib": (64, 2**40),
+    "max_file_mib": (1, 2**40),
+}
+"""What ``[limits]`` accepts (the defaults are the executor's constants, ADR 0062): below, no command could run (bwrap
+and the shell alone take processes and memory); above, the kernel refuses the value (``pids.max`` stops at 2^22, and
+a cgroup whose limit cannot be written is not made: the command would run unbounded)."""
 
 
 class ConfigError(Exception):
@@ -85,6 +94,15 @@ class SandboxSettings(msgspec.Struct, forbid_unknown_fields=True):
     """Paths hidden from sandboxed commands, on top of the built-in credential stores (``~`` is $HOME)."""
 
 
+class LimitsSettings(msgspec.Struct, forbid_unknown_fields=True):
+    """The ``[limits]`` table: a command's bounds (README "What a command may use"); absent: the defaults."""
+
+    max_processes: int | None = None
+    max_memory_mib: int | None = None
+    max_process_memory_mib: int | None = None
+    max_file_mib: int | None = None
+
+
 class ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
     """The whole config.toml."""
 
@@ -92,6 +110,7 @@ class ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
     providers: dict[str, ProviderEntry] = {}
     settings: Settings = msgspec.field(default_factory=Settings)
     sandbox: SandboxSettings = msgspec.field(default_factory=SandboxSettings)
+    limits: LimitsSettings = msgspec.field(default_factory=LimitsSettings)
 
 
 def config_path(env: Mapping[str, str]) -> Path:
@@ -107,7 +126,12 @@ def _fields_at(prefix: str, where: str) -> list[str]:
     """The field names the table at ``prefix`` + ``where`` takes (for a suggestion when one is misspelt)."""
     if prefix:
         return [f.name for f in msgspec.structs.fields(ProviderEntry)]
-    tables: dict[str, type[msgspec.Struct]] = {"": ConfigFile, ".settings": Settings, ".sandbox": SandboxSettings}
+    tables: dict[str, type[msgspec.Struct]] = {
+        "": ConfigFile,
+        ".settings": Settings,
+        ".sandbox": SandboxSettings,
+        ".limits": LimitsSettings,
+    }
     table = tables.get(where)
     return [] if table is None else [f.name for f in msgspec.structs.fields(table)]
 
@@ -219,6 +243,10 @@ def load_config(env: Mapping[str, str]) -> ConfigFile | None:
     low, high = COMPACT_AT_PERCENT_RANGE
     if not low <= config.settings.compact_at_percent <= high:
         raise ConfigError(f"{path}: settings.compact_at_percent: must be between {low} and {high}")
+    for field, (low, high) in LIMITS_RANGES.items():
+        value = getattr(config.limits, field)
+        if value is not None and not low <= value <= high:
+            raise ConfigError(f"{path}: limits.{field}: must be between {low} and {high}")
     if config.default_provider is not None and config.default_provider not in entries:
         raise ConfigError(
             f"{path}: default_provider: no provider named {config.default_provider!r} "
@@ -325,6 +353,12 @@ def sandbox_settings(env: Mapping[str, str]) -> SandboxSettings:
     """The ``[sandbox]`` table, or its defaults when there is no config file."""
     config = load_config(env)
     return config.sandbox if config else SandboxSettings()
+
+
+def command_limits(env: Mapping[str, str]) -> CommandLimits:
+    """The ``[limits]`` table, or the defaults when there is no config file."""
+    config = load_config(env)
+    return msgspec.convert(msgspec.to_builtins(config.limits), CommandLimits) if config else CommandLimits()
 
 
 def idle_timeout_from(env: Mapping[str, str]) -> str:

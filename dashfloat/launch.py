@@ -15,6 +15,7 @@ from dashfloat.config import (
     KEY_ENV,
     ConfigError,
     ProviderFlags,
+    command_limits,
     compact_at_percent,
     first_byte_timeout_s,
     idle_timeout_from,
@@ -61,6 +62,7 @@ def prepare(
         rules = load_rules(env, cwd)
         read_only = read_only_commands(env)
         sandbox_config = sandbox_settings(env)
+        limits = command_limits(env)
         idle_from = idle_timeout_from(env)
         compact_at = compact_at_percent(env)
     except ConfigError as exc:
@@ -96,6 +98,7 @@ def prepare(
         hide_env=[KEY_ENV, provider.api_key_env or ""],
         probe=sandbox_probe,
     )
+    sandbox = msgspec.structs.replace(sandbox, limits=limits)
     if args.sandbox and args.sandbox != "off" and sandbox.unavailable:
         # asked for by name (a script's --sandbox read-only): running unconfined instead would betray it
         stop()

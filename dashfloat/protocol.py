@@ -95,6 +95,15 @@ class SandboxPolicy(msgspec.Struct, frozen=True, omit_defaults=True):
     tree that its checked arguments cannot show, so what it reads stays out of the user's files."""
 
 
+class CommandLimits(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Config ``[limits]``: a command's bounds as the user set them (None: the executor's constant, ADR 0062)."""
+
+    max_processes: int | None = None
+    max_memory_mib: int | None = None
+    max_process_memory_mib: int | None = None
+    max_file_mib: int | None = None
+
+
 class SandboxState(msgspec.Struct, frozen=True, omit_defaults=True):
     """The session's command sandbox as detected at start: what the status bar and confirmations say."""
 
@@ -111,6 +120,8 @@ class SandboxState(msgspec.Struct, frozen=True, omit_defaults=True):
     """The user's home directories, emptied for a call with ``SandboxPolicy.private_home``."""
     home_keep: list[str] = []
     """``PATH`` directories inside ``home``, kept readable in an emptied home (a ``~/.cargo/bin/rg``)."""
+    limits: CommandLimits = msgspec.field(default_factory=CommandLimits)
+    """Every command's bounds (config ``[limits]``), sandboxed or not: confinement the executor applies."""
 
 
 class FunctionCall(msgspec.Struct, frozen=True):

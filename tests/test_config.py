@@ -7,14 +7,17 @@ from pathlib import Path
 import pytest
 
 from dashfloat.config import (
+    LIMITS_RANGES,
     OPENAI_BASE_URL,
     OPENAI_DEFAULT_MODEL,
     ConfigError,
     ProviderFlags,
+    command_limits,
     idle_timeout_from,
     idle_timeout_s,
     resolve_provider,
 )
+from dashfloat.protocol import CommandLimits
 
 GOOD = """
 default_provider = "local"
@@ -222,3 +225,44 @@ def test_a_bad_url_from_a_flag_or_the_environment_is_named_once(
     with pytest.raises(ConfigError) as caught:
         resolve_provider(flags, env_with(tmp_path, None, **extra))
     assert str(caught.value) == f"{origin}: 'ftp://x' is not an http:// or https:// URL"
+
+
+LIMITS = """
+[providers.local]
+base_url = "http://localhost:11434/v1"
+model = "m"
+
+[limits]
+max_processes = 20000
+max_file_mib = 65536
+"""
+
+
+def test_limits_from_the_file_reach_the_executors_options_and_absent_ones_stay_the_defaults(tmp_path: Path) -> None:
+    from dashfloat.cli import parse_args
+    from dashfloat.launch import prepare
+
+    assert command_limits(env_with(tmp_path, None)) == CommandLimits()
+    env = env_with(tmp_path, LIMITS, XDG_STATE_HOME=str(tmp_path / "state"))
+    assert command_limits(env) == CommandLimits(max_processes=20000, max_file_mib=65536)
+    launch = prepare(parse_args(["--sandbox", "off", "-p", "hi"]), str(tmp_path), env)
+    assert launch.options.sandbox.limits == CommandLimits(max_processes=20000, max_file_mib=65536)
+
+
+@pytest.mark.parametrize("field", sorted(LIMITS_RANGES))
+def test_a_limit_out_of_its_range_names_the_file_and_the_field(tmp_path: Path, field: str) -> None:
+    low, high = LIMITS_RANGES[field]
+    for value in (low - 1, high + 1):
+        message = error_of(tmp_path, f"[limits]\n{field} = {value}\n")
+        assert message == f"{tmp_path / 'dashfloat' / 'config.toml'}: limits.{field}: must be between {low} and {high}"
+    for value in (low, high):
+        assert getattr(command_limits(env_with(tmp_path, f"[limits]\n{field} = {value}\n")), field) == value
+
+
+def test_a_limit_of_the_wrong_type_or_name_is_named(tmp_path: Path) -> None:
+    assert error_of(tmp_path, '[limits]\nmax_processes = "lots"\n').endswith(
+        "limits.max_processes: expected int | null, got str"
+    )
+    assert error_of(tmp_path, "[limits]\nmax_file_mb = 5\n").endswith(
+        "limits.max_file_mb: unknown field (did you mean max_file_mib or max_memory_mib?)"
+    )

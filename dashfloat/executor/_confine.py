@@ -38,6 +38,7 @@ from dashfloat.executor._limits import (
     COMMAND_MAX_MEMORY_SHARE,
     COMMAND_MAX_PROCESSES,
 )
+from dashfloat.protocol import CommandLimits
 
 CGROUP_ROOT: Final = "/sys/fs/cgroup"
 # Words in a command's output that say a process's allocation failed (RLIMIT_DATA has no counter of its own).
@@ -202,6 +203,17 @@ class Bounds:
         for path in pending:
             if not _remove(path):
                 _left_behind.append(path)
+
+
+def bounds_for(limits: CommandLimits) -> Bounds:
+    """The bounds a command runs under: the user's ``[limits]`` where set (MiB), else the constants."""
+    mib = 2**20
+    return Bounds(
+        max_processes=limits.max_processes or COMMAND_MAX_PROCESSES,
+        max_memory_bytes=limits.max_memory_mib * mib if limits.max_memory_mib else None,
+        max_data_bytes=limits.max_process_memory_mib * mib if limits.max_process_memory_mib else COMMAND_MAX_DATA_BYTES,
+        max_file_bytes=limits.max_file_mib * mib if limits.max_file_mib else COMMAND_MAX_FILE_BYTES,
+    )
 
 
 def _write(path: str, text: str) -> None:

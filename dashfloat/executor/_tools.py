@@ -13,12 +13,14 @@ import msgspec
 
 from dashfloat.catalogue import call_name
 from dashfloat.executor import _files
+from dashfloat.executor._confine import bounds_for
 from dashfloat.executor._errors import ToolError, error_result, os_message
 from dashfloat.executor._exec import Command
 from dashfloat.executor._limits import EDIT_MAX_FILE_BYTES, EXEC_TIMEOUT_S, PREVIEW_FULL_MAX_BYTES, PREVIEW_MAX_LINES
 from dashfloat.executor._sandbox import Sandbox, describe
 from dashfloat.executor.path_policy import PathError, Root, protected_reason
 from dashfloat.protocol import (
+    CommandLimits,
     EditFileArgs,
     ExecuteCommandArgs,
     ListDirectoryArgs,
@@ -110,7 +112,8 @@ def start_command(
     wrap = None if sandbox is None else sandbox.wrap(policy or SandboxPolicy(), root.fd, root.path)
     timeout_s = args.timeout or exec_timeout_s  # the call's own (bounded by its parse), else the default
     try:
-        return Command(args.command, cwd, timeout_s, wrap, held=held)
+        limits = sandbox.state.limits if sandbox is not None else CommandLimits()
+        return Command(args.command, cwd, timeout_s, wrap, held=held, bounds=bounds_for(limits))
     except OSError as exc:
         if wrap is None:
             raise

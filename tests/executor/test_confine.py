@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+import msgspec
 import psutil
 import pytest
 
@@ -19,12 +23,15 @@ from dashfloat.executor._confine import Bounds, _own_cgroup
 from dashfloat.executor._exec import Command, CommandResult
 from dashfloat.executor._limits import (
     COMMAND_MAX_DATA_BYTES,
+    COMMAND_MAX_FILE_BYTES,
     COMMAND_MAX_MEMORY_BYTES,
     COMMAND_MAX_PROCESSES,
 )
 from dashfloat.executor._sandbox import Sandbox, detect
 from dashfloat.executor.path_policy import Root
-from dashfloat.protocol import CommandExited, CommandTimedOut, SandboxPolicy
+from dashfloat.protocol import CommandExited, CommandLimits, CommandTimedOut, SandboxMode, SandboxPolicy, SubmitPrompt
+from dashfloat.testing.sse_server import ScriptedServer, text_reply, tool_calls_reply
+from tests.e2e import agent_tree, collect, turn_over
 from tests.executor.conftest import EXIT_WAIT_S, within
 
 PYTHON = os.path.realpath(sys.executable)
@@ -258,3 +265,35 @@ def test_a_cgroup_name_is_gone_only_when_it_is_ours_and_its_owner_ran_no_more() 
     assert _confine.owner_gone(f"dashfloat-{namespace}-{2**22 + 1}-1-3")
     for other in ("dashfloat-1188-0", f"dashfloat-1-{2**22 + 1}-1-3", "user.slice", f"dashfloat-{namespace}-x-1-3"):
         assert not _confine.owner_gone(other), other
+
+
+def test_the_defaults_are_the_constants_and_a_configured_limit_replaces_only_its_own() -> None:
+    default = _confine.bounds_for(CommandLimits())
+    assert (default.max_processes, default.max_data_bytes, default.max_file_bytes) == (
+        COMMAND_MAX_PROCESSES,
+        COMMAND_MAX_DATA_BYTES,
+        COMMAND_MAX_FILE_BYTES,
+    )
+    assert default.max_memory_bytes == Bounds().max_memory_bytes
+    set_ = _confine.bounds_for(CommandLimits(max_memory_mib=100, max_process_memory_mib=50, max_file_mib=1))
+    assert (set_.max_memory_bytes, set_.max_data_bytes, set_.max_file_bytes) == (100 * MIB, 50 * MIB, MIB)
+    assert set_.max_processes == COMMAND_MAX_PROCESSES
+
+
+@pytest.mark.parametrize("sandbox", ["off", "workspace-write"])
+def test_a_configured_file_limit_binds_a_command_the_model_asked_for(sandbox: SandboxMode) -> None:
+    # [limits] max_file_mib = 1 (launch puts it in the session's SandboxState): through a real agent and executor.
+    base = Path(tempfile.mkdtemp(dir="/var/tmp"))  # sandboxed commands' trees live outside /tmp (TEAM.md)
+    tree = base / "work"
+    tree.mkdir()
+    state = msgspec.structs.replace(detect(sandbox, False, [], os.environ), limits=CommandLimits(max_file_mib=1))
+    try:
+        with ScriptedServer() as server, agent_tree(server, tree, approval="all", sandbox=state) as link:
+            server.enqueue(tool_calls_reply([("c", "execute_command", {"command": "yes > f"})]), text_reply("ok"))
+            link.send(SubmitPrompt(text="run"))
+            collect(link, turn_over)
+            sent = json.dumps(server.requests[1]["messages"])
+        assert "no file larger than 1 MiB (COMMAND_MAX_FILE_BYTES, RLIMIT_FSIZE; EFBIG)" in sent
+        assert (tree / "f").stat().st_size == MIB
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
