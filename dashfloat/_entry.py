@@ -104,10 +104,12 @@ def entry() -> NoReturn:
     open_closed_streams()
     try:
         # First: msgspec, whose import a Ctrl-C must not interrupt (see import_holding_sigint), without what it
-        # does not need (KEPT_OUT_OF_MSGSPEC).
-        from dashfloat.procutil import import_msgspec
+        # does not need (KEPT_OUT_OF_MSGSPEC); shutil, which the agent's pipes import, without the compressors it
+        # only names as archive formats (KEPT_OUT_OF_SHUTIL).
+        from dashfloat.procutil import import_msgspec, import_shutil
 
         import_msgspec()
+        import_shutil()
         agent = early_agent(sys.argv[1:])
         probe = early_sandbox_probe(sys.argv[1:]) if agent is not None else None
         from dashfloat.cli import entry as run

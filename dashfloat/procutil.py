@@ -240,6 +240,18 @@ def import_msgspec() -> None:
     import_without("msgspec", KEPT_OUT_OF_MSGSPEC)
 
 
+KEPT_OUT_OF_SHUTIL: Final = frozenset({"bz2", "lzma"})
+"""Modules shutil imports only to say whether ``make_archive`` and ``unpack_archive`` may offer the bztar and xztar
+formats, which nothing of ours uses. multiprocessing's pipes import tempfile, and tempfile shutil, before the agent's
+fork: with them, ~1-2 ms of a start's serial phase (ADR 0061). Without them shutil offers zip, tar and gztar only;
+a later ``import bz2`` or ``import lzma`` anywhere gets the real module."""
+
+
+def import_shutil() -> None:
+    """shutil, as ``import_without`` imports it without KEPT_OUT_OF_SHUTIL."""
+    import_without("shutil", KEPT_OUT_OF_SHUTIL)
+
+
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NAME = 15
 _PR_SET_CHILD_SUBREAPER = 36

@@ -469,6 +469,45 @@ def test_msgspec_is_imported_without_typing_extensions_and_a_start_never_loads_i
     assert done.stdout.split() == ["none", "True"]
 
 
+_START_WITHOUT_COMPRESSORS = """
+import sys
+# The entry's first imports (ADR 0061), then what a headless start imports, in every process.
+from dashfloat.procutil import KEPT_OUT_OF_SHUTIL, import_msgspec, import_shutil
+import_msgspec()
+import_shutil()
+import dashfloat.cli, dashfloat.launch, dashfloat.runtime, dashfloat.runtime.printer, dashfloat.runtime._agent_link
+import dashfloat.agent._main, dashfloat.agent._process
+from dashfloat.executor import serve
+import dashfloat.llm, dashfloat.llm._plain, dashfloat.llm._stream
+print(*sorted(name for name in KEPT_OUT_OF_SHUTIL if name in sys.modules) or ['none'])
+import shutil, tempfile
+from pathlib import Path
+with tempfile.TemporaryDirectory() as tmp:  # what we use of shutil and tempfile still works
+    Path(tmp, 'a').write_text('x')
+    shutil.copyfile(Path(tmp, 'a'), Path(tmp, 'b'))
+    print(Path(tmp, 'b').read_text())
+import bz2, lzma  # the real modules, for whoever asks later
+print(bz2.decompress(bz2.compress(b'y')).decode(), lzma.decompress(lzma.compress(b'z')).decode())
+"""
+
+
+def test_a_start_imports_shutil_without_bz2_and_lzma() -> None:
+    """ADR 0061: multiprocessing's pipes import tempfile and so shutil before the agent's fork, and shutil imports bz2
+    and lzma only to list archive formats nothing of ours uses; kept out, shutil and tempfile still work and both
+    modules are importable afterwards. The entry imports shutil this way before anything else can."""
+    source = Path(dashfloat.__file__).parent.joinpath("_entry.py").read_text()
+    assert "import_shutil()" in source
+    done = subprocess.run(
+        [sys.executable, "-c", _START_WITHOUT_COMPRESSORS],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["none", "x", "y", "z"]
+
+
 def test_nothing_of_ours_imports_typing_extensions() -> None:
     """The package's types come from ``typing`` only: msgspec, imported without typing_extensions, reads them with
     ``typing.get_type_hints`` (KEPT_OUT_OF_MSGSPEC)."""
