@@ -12,7 +12,7 @@ import re
 import stat
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Final, get_args
 from urllib.parse import urlsplit
 
 import msgspec
@@ -136,10 +136,32 @@ def _fields_at(prefix: str, where: str) -> list[str]:
     return [] if table is None else [f.name for f in msgspec.structs.fields(table)]
 
 
+_TOML_TYPES: Final = {
+    "str": "a string",
+    "int": "an integer",
+    "float": "a number",
+    "bool": "true or false",
+    "object": "a table",
+    "array": "an array",
+}
+"""msgspec's JSON names for a config value's type, as a TOML file's reader knows them (null has none: absent)."""
+
+
+def in_toml_words(what: str) -> str:
+    """msgspec's ``Expected `int | null`, got `str``` as ``Expected an integer, got a string``; else unchanged."""
+    types = re.fullmatch(r"Expected `([^`]*)`, got `([^`]*)`", what)
+    if types is None:
+        return what
+    expected = [_TOML_TYPES.get(name, name) for name in types.group(1).split(" | ") if name != "null"]
+    got = _TOML_TYPES.get(types.group(2), types.group(2))
+    return f"Expected {' or '.join(expected) or 'nothing'}, got {got}"
+
+
 def _field_error(path: Path, prefix: str, exc: msgspec.ValidationError) -> ConfigError:
-    """``Expected `str`, got `int` - at `$.model``` as ``file: providers.x.model: expected str, got int``."""
+    """msgspec's ``Expected `str`, got `int` - at `$.model``` as ``file: providers.x.model: expected a string, got an
+    integer`` (the field's dotted name, the types in TOML's words)."""
     match = _AT.match(str(exc))
-    what = match.group("what") if match else str(exc)
+    what = in_toml_words(match.group("what") if match else str(exc))
     where = (match.group("path") or "") if match else ""
     unknown = re.match(r"Object contains unknown field `([^`]*)`", what)
     if unknown:

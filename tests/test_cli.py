@@ -49,7 +49,7 @@ def test_a_bad_config_file_names_the_file_and_the_field(isolated_env: dict[str, 
     config.write_text("[providers.local]\nbase_url = 5\n")
     result = dashfloat("-p", "hi", env=isolated_env)
     assert result.returncode == 2
-    assert result.stderr.strip() == f"dashfloat: {config}: providers.local.base_url: expected str, got int"
+    assert result.stderr.strip() == f"dashfloat: {config}: providers.local.base_url: expected a string, got an integer"
     assert "Traceback" not in result.stderr
 
 

@@ -15,6 +15,7 @@ from dashfloat.config import (
     command_limits,
     idle_timeout_from,
     idle_timeout_s,
+    in_toml_words,
     resolve_provider,
 )
 from dashfloat.protocol import CommandLimits
@@ -119,9 +120,13 @@ def test_bad_toml(tmp_path: Path) -> None:
 
 def test_wrong_types_name_the_field(tmp_path: Path) -> None:
     message = error_of(tmp_path, '[providers.local]\nbase_url = "http://x/v1"\nmodel = 3\n')
-    assert message.endswith("providers.local.model: expected str | null, got int")
+    assert message.endswith("providers.local.model: expected a string, got an integer")
     message = error_of(tmp_path, '[settings]\nidle_timeout_s = "soon"\n')
-    assert "settings.idle_timeout_s: expected float, got str" in message
+    assert "settings.idle_timeout_s: expected a number, got a string" in message
+    message = error_of(tmp_path, "[providers]\nlocal = 1\n")
+    assert message.endswith("providers.local: expected a table, got an integer")
+    message = error_of(tmp_path, "limits = [1]\n")
+    assert message.endswith("limits: expected a table, got an array")
 
 
 def test_missing_field_and_unknown_field(tmp_path: Path) -> None:
@@ -261,8 +266,23 @@ def test_a_limit_out_of_its_range_names_the_file_and_the_field(tmp_path: Path, f
 
 def test_a_limit_of_the_wrong_type_or_name_is_named(tmp_path: Path) -> None:
     assert error_of(tmp_path, '[limits]\nmax_processes = "lots"\n').endswith(
-        "limits.max_processes: expected int | null, got str"
+        "limits.max_processes: expected an integer, got a string"
     )
     assert error_of(tmp_path, "[limits]\nmax_file_mb = 5\n").endswith(
         "limits.max_file_mb: unknown field (did you mean max_file_mib or max_memory_mib?)"
     )
+
+
+@pytest.mark.parametrize(
+    ("msgspec_says", "a_reader_reads"),
+    [
+        ("Expected `int | null`, got `str`", "Expected an integer, got a string"),
+        ("Expected `bool`, got `float`", "Expected true or false, got a number"),
+        ("Expected `int | float`, got `datetime`", "Expected an integer or a number, got datetime"),
+        ("Expected `null`, got `int`", "Expected nothing, got an integer"),
+        ("Expected `int` >= 1", "Expected `int` >= 1"),
+        ("Object missing required field `model`", "Object missing required field `model`"),
+    ],
+)
+def test_type_errors_use_tomls_names_and_other_messages_pass_unchanged(msgspec_says: str, a_reader_reads: str) -> None:
+    assert in_toml_words(msgspec_says) == a_reader_reads

@@ -118,7 +118,8 @@ def test_a_bad_config_stops_the_agent_forked_for_it(
         monkeypatch.delenv(name, raising=False)
     before = {p.pid for p in _children()}
     assert cli.main(["--cwd", str(tmp_path), "-p", "hi"]) == cli.EXIT_USAGE
-    assert capsys.readouterr().err.strip() == f"dashfloat: {config}: providers.local.base_url: expected str, got int"
+    expected = f"dashfloat: {config}: providers.local.base_url: expected a string, got an integer"
+    assert capsys.readouterr().err.strip() == expected
     # the agent and its LLM worker were stopped (a zombie is left only if this process is some child's subreaper)
     assert wait_for(
         lambda: not [p for p in psutil.Process().children(recursive=True) if p.pid not in before and _alive(p)]
