@@ -455,18 +455,17 @@ print(typing_extensions.__file__ is not None)
 """
 
 
+def _words_printed_by(source: str) -> list[str]:
+    """What a fresh interpreter running ``source`` printed, split into words; it must exit 0 (else its stderr)."""
+    done = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
 def test_msgspec_is_imported_without_typing_extensions_and_a_start_never_loads_inspect() -> None:
     """ADR 0055: typing_extensions (installed here for mypy) and inspect cost ~7 ms before the agent's fork; msgspec
     takes typing's functions instead, and the protocol still round-trips; the package is still importable after."""
-    done = subprocess.run(
-        [sys.executable, "-c", _MSGSPEC_WITHOUT_WHAT_IT_DOES_NOT_NEED],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["none", "True"]
+    assert _words_printed_by(_MSGSPEC_WITHOUT_WHAT_IT_DOES_NOT_NEED) == ["none", "True"]
 
 
 _START_WITHOUT_COMPRESSORS = """
@@ -497,15 +496,7 @@ def test_a_start_imports_shutil_without_bz2_and_lzma() -> None:
     modules are importable afterwards. The entry imports shutil this way before anything else can."""
     source = Path(dashfloat.__file__).parent.joinpath("_entry.py").read_text()
     assert "import_shutil()" in source
-    done = subprocess.run(
-        [sys.executable, "-c", _START_WITHOUT_COMPRESSORS],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["none", "x", "y", "z"]
+    assert _words_printed_by(_START_WITHOUT_COMPRESSORS) == ["none", "x", "y", "z"]
 
 
 def test_nothing_of_ours_imports_typing_extensions() -> None:
@@ -609,12 +600,8 @@ def test_a_package_kept_out_is_imported_after_all_when_the_import_needs_it(tmp_p
         "import needy_user\n"
         "print(needy_user.typing_extensions is sys.modules['typing_extensions'], len(sys.meta_path))\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
-    plain = subprocess.run(
-        [sys.executable, "-c", "import sys; print(len(sys.meta_path))"], capture_output=True, text=True, timeout=60
-    )
-    assert done.stdout.split() == ["True", "False", "True", plain.stdout.strip()]  # and no finder left behind
+    plain = _words_printed_by("import sys; print(len(sys.meta_path))")
+    assert _words_printed_by(script) == ["True", "False", "True", *plain]  # and no finder left behind
 
 
 _CHILDLESS = r"""
@@ -640,8 +627,6 @@ print(json.dumps(counts))
 def test_without_a_child_the_stop_kills_read_no_proc_and_with_one_they_do() -> None:
     # An executor that ran no command and an agent whose workers are reaped stop without a walk of /proc (ADR 0059);
     # a process with a child still has it killed. A fresh interpreter: the test process has children of its own.
-    done = subprocess.run([sys.executable, "-c", _CHILDLESS], capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
-    had, reads_childless, has, reads_after, code = json.loads(done.stdout)
+    had, reads_childless, has, reads_after, code = json.loads(" ".join(_words_printed_by(_CHILDLESS)))
     assert (had, reads_childless) == (False, 0)
     assert has is True and reads_after == 2 and code == -signal.SIGKILL  # both passes of kill_descendants
