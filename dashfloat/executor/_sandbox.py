@@ -2,8 +2,8 @@
 
 What a sandboxed command gets (docs/tools.md, ADR 0016): the whole file system read-only, the working
 directory writable (``workspace-write``) or not (``read-only``), a private empty ``/tmp``, the configured
-credential stores hidden, its own PID namespace (every process dies with the shell), and a network
-namespace with only a loopback device unless the call may use the network.
+credential stores and the user's bus and agent sockets hidden, its own PID namespace (every process dies with the
+shell), and a network namespace with only a loopback device unless the call may use the network.
 """
 
 from __future__ import annotations
@@ -57,7 +57,44 @@ DEFAULT_DENY_READ: Final = (
     "/run/docker.sock",
     "/run/podman/podman.sock",
     "/run/containerd/containerd.sock",
+    # The system bus and systemd's own socket: through them `systemd-run` (for root, or whom polkit lets) starts a
+    # unit outside the sandbox, which outlives it (ADR 0064).
+    "/run/dbus/system_bus_socket",
+    "/var/run/dbus/system_bus_socket",
+    "/run/systemd/private",
 )
+
+RUNTIME_DIR_SOCKETS: Final = ("bus", "systemd/private", "gnupg")
+"""In the user's runtime directory (``$XDG_RUNTIME_DIR``, ``/run/user/UID``), hidden from every sandboxed command: the
+session bus and the user's systemd manager (``systemd-run --user`` runs anything outside the sandbox, and it outlives
+the command) and gpg-agent's sockets (it signs and decrypts as you). The rest of the directory stays (ADR 0064)."""
+
+SOCKET_ENV: Final = ("DBUS_SESSION_BUS_ADDRESS", "SSH_AUTH_SOCK")
+"""Variables naming such a socket elsewhere: the session bus's address (its ``unix:path=`` entries) and ssh-agent's
+socket (it authenticates as you; ``~/.ssh`` is hidden already). Only a path that is a socket is taken from them."""
+
+
+def session_sockets(env: Mapping[str, str]) -> list[str]:
+    """The per-user sockets through which a command could act as the user outside its sandbox: RUNTIME_DIR_SOCKETS
+    in the runtime directories, and the sockets SOCKET_ENV's variables name (a value that is not a socket, such as a
+    directory or ``/``, is never taken: an odd environment must not hide the workspace). Missing ones are kept:
+    ``expand_denies`` drops them."""
+    runtime_dirs = [env.get("XDG_RUNTIME_DIR", ""), f"/run/user/{os.getuid()}"]
+    found = [os.path.join(d, name) for d in runtime_dirs if d.startswith("/") for name in RUNTIME_DIR_SOCKETS]
+    named = [env.get("SSH_AUTH_SOCK", "")]
+    for address in env.get("DBUS_SESSION_BUS_ADDRESS", "").split(";"):
+        transport, _, keys = address.partition(":")
+        if transport == "unix":
+            for key, _, value in (pair.partition("=") for pair in keys.split(",")):
+                if key == "path":
+                    from urllib.parse import unquote  # D-Bus escapes bytes as %XX; only read when a bus is named
+
+                    named.append(unquote(value))
+    for path in named:
+        with contextlib.suppress(OSError, ValueError):
+            if path.startswith("/") and stat.S_ISSOCK(os.stat(path).st_mode):
+                found.append(path)
+    return found
 
 
 def bwrap_binary(env: Mapping[str, str]) -> str:
@@ -203,7 +240,7 @@ def detect(
     """The session's sandbox: ``mode`` if this machine can run it, else ``off`` with the reason. ``probe``: one
     started earlier (``Probe(env)``), else the probe runs now."""
     home = env.get("HOME") or os.path.expanduser("~")
-    denies = expand_denies([*DEFAULT_DENY_READ, *deny_read], home)
+    denies = expand_denies([*DEFAULT_DENY_READ, *session_sockets(env), *deny_read], home)
     hidden = sorted({name for name in hide_env if name})
     if mode == "off":
         if probe is not None:

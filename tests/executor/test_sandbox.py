@@ -23,7 +23,15 @@ from dashfloat.agent import ForkWorkers
 from dashfloat.channel import Channel
 from dashfloat.executor import SandboxProbe, detect_sandbox, preview
 from dashfloat.executor import _sandbox as sandbox_module
-from dashfloat.executor._sandbox import BWRAP_ENV, DEFAULT_DENY_READ, Sandbox, describe, effective, sandbox_started
+from dashfloat.executor._sandbox import (
+    BWRAP_ENV,
+    DEFAULT_DENY_READ,
+    Sandbox,
+    describe,
+    effective,
+    sandbox_started,
+    session_sockets,
+)
 from dashfloat.executor.path_policy import Root
 from dashfloat.procutil import FORK, become_subreaper
 from dashfloat.protocol import (
@@ -142,24 +150,101 @@ def test_default_denies_name_the_common_credential_stores() -> None:
     assert {"/var/run/docker.sock", "/run/docker.sock"} <= set(DEFAULT_DENY_READ)
 
 
+def listening(path: Path) -> socket.socket:
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen(1)
+    server.setblocking(False)
+    return server
+
+
+def connects(r: Root, address: Path | bytes, sandbox: Sandbox, network: bool = False) -> bool:
+    """Whether a sandboxed command connects to the unix socket at ``address`` (bytes: an abstract one)."""
+    target = str(address) if isinstance(address, Path) else address
+    code = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({target!r}); print('connected')"
+    return "connected" in run(r, f'{PYTHON} -c "{code}"', sandbox, network=network)["output"]
+
+
 def test_a_denied_unix_socket_cannot_be_connected_to(root: Path, fixed: Root) -> None:
     # A unix socket on the read-only / still accepts connect(): a denied one is covered by /dev/null.
     base = Path(tempfile.mkdtemp(dir="/var/tmp"))
     path = base / "engine.sock"
-    server = socket.socket(socket.AF_UNIX)
+    server = listening(path)
     try:
-        server.bind(str(path))
-        server.listen(1)
-        server.setblocking(False)
-        code = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({str(path)!r}); print('connected')"
-        command = f'{PYTHON} -c "{code}"'
-        assert "connected" in run(fixed, command, session())["output"]  # the gap the deny closes
+        assert connects(fixed, path, session())  # the gap the deny closes
         assert accepted(server)
-        result = run(fixed, command, session(deny=[str(path)]))
-        assert "connected" not in result["output"] and not accepted(server)
+        assert not connects(fixed, path, session(deny=[str(path)])) and not accepted(server)
     finally:
         server.close()
         shutil.rmtree(base)
+
+
+@pytest.mark.parametrize("network", [False, True])
+def test_the_users_bus_systemd_gpg_and_ssh_agent_sockets_cannot_be_connected_to(
+    root: Path, fixed: Root, network: bool
+) -> None:
+    """ADR 0064: through the session bus or the user's systemd manager ``systemd-run --user`` starts anything outside
+    the sandbox (and it outlives the command); gpg-agent and ssh-agent sign as the user. A unix socket on the
+    read-only / still accepts connect(): each is covered, network or not."""
+    base = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    runtime, elsewhere = base / "runtime", base / "elsewhere"
+    (runtime / "systemd").mkdir(parents=True)
+    (runtime / "gnupg").mkdir()
+    elsewhere.mkdir()
+    paths = [
+        runtime / "bus",
+        runtime / "systemd" / "private",
+        runtime / "gnupg" / "S.gpg-agent",
+        elsewhere / "session bus",
+        elsewhere / "agent.sock",
+    ]
+    servers = [listening(path) for path in paths]
+    env = {
+        "XDG_RUNTIME_DIR": str(runtime),
+        "DBUS_SESSION_BUS_ADDRESS": f"unix:path={elsewhere}/session%20bus,guid=0123;unix:abstract=/tmp/x",
+        "SSH_AUTH_SOCK": str(elsewhere / "agent.sock"),
+    }
+    try:
+        plain = session(env={"XDG_RUNTIME_DIR": "", "DBUS_SESSION_BUS_ADDRESS": "", "SSH_AUTH_SOCK": ""})
+        assert connects(fixed, paths[0], plain, network)  # the gap: without the variables nothing names them
+        assert accepted(servers[0])
+        hidden = session(env=env)
+        for path, server in zip(paths, servers, strict=True):
+            assert not connects(fixed, path, hidden, network), path
+            assert not accepted(server), path
+        # an abstract socket (``unix:abstract=``, no path to cover) belongs to the network namespace: out of reach
+        # only when the call has no network (README, ADR 0064)
+        abstract = socket.socket(socket.AF_UNIX)
+        abstract.bind(b"\0dashfloat-test-" + secrets.token_hex(6).encode())
+        abstract.listen(1)
+        abstract.setblocking(False)
+        servers.append(abstract)
+        reached = connects(fixed, abstract.getsockname(), hidden, network)
+        assert (reached, accepted(abstract)) == (network, network)
+        # the rest of the runtime directory stays as it was
+        (runtime / "note.txt").write_text("kept\n")
+        assert "kept" in run(fixed, f"cat {runtime}/note.txt", session(env=env))["output"]
+    finally:
+        for server in servers:
+            server.close()
+        shutil.rmtree(base)
+
+
+def test_only_sockets_are_taken_from_the_environment(tmp_path: Path) -> None:
+    """A variable naming a directory, a file, ``/`` or nothing is not hidden: an odd environment must not take the
+    workspace away. The system bus and systemd's socket are always on the list."""
+    sock = tmp_path / "s"
+    server = listening(sock)
+    (tmp_path / "file").write_text("x")
+    try:
+        for value in [str(tmp_path), "/", str(tmp_path / "file"), "relative/s", "", str(tmp_path / "missing")]:
+            env = {"SSH_AUTH_SOCK": value, "DBUS_SESSION_BUS_ADDRESS": f"unix:path={value}", "XDG_RUNTIME_DIR": ""}
+            assert [p for p in session_sockets(env) if not p.startswith("/run/user/")] == [], value
+        env = {"DBUS_SESSION_BUS_ADDRESS": f"tcp:host=x;unix:path={sock}", "XDG_RUNTIME_DIR": "relative"}
+        assert [p for p in session_sockets(env) if not p.startswith("/run/user/")] == [str(sock)]
+    finally:
+        server.close()
+    assert {"/run/dbus/system_bus_socket", "/run/systemd/private"} <= set(DEFAULT_DENY_READ)
 
 
 def test_home_credential_stores_are_denied_by_default(root: Path, fixed: Root, tmp_path: Path) -> None:
