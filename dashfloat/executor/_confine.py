@@ -109,7 +109,10 @@ class Bounds:
         max_memory_bytes: int | None = None,
         max_data_bytes: int = COMMAND_MAX_DATA_BYTES,
         max_file_bytes: int = COMMAND_MAX_FILE_BYTES,
+        configured: frozenset[str] = frozenset(),
     ) -> None:
+        self.configured = configured
+        """The config file's ``[limits]`` fields the bounds come from (the others are the constants)."""
         self.max_processes = max_processes
         self.max_memory_bytes = memory_bound(COMMAND_MAX_MEMORY_BYTES) if max_memory_bytes is None else max_memory_bytes
         self.max_data_bytes = max_data_bytes
@@ -151,6 +154,10 @@ class Bounds:
                 continue
             self.cgroups[controller] = path
 
+    def _set_by(self, field: str, constant: str) -> str:
+        """What set a bound, for the model's note: the config field where the user set it, else the constant."""
+        return f"[limits] {field} in config.toml" if field in self.configured else constant
+
     def note(self, output: str, failed: bool, exit_code: int | None = None) -> str:
         """What the model reads after the output when the command met a bound (empty when it met none). ``failed``:
         it exited non-zero or was killed; only then do words in its output's end count as a failed allocation or write
@@ -167,25 +174,28 @@ class Bounds:
             )
             notes.append(
                 f"[DashFloat's file size limit: the command failed {how}: a process of a command may write no file "
-                f"larger than {_mib(self.max_file_bytes)} (COMMAND_MAX_FILE_BYTES, RLIMIT_FSIZE; EFBIG)]"
+                f"larger than {_mib(self.max_file_bytes)} ({self._set_by('max_file_mib', 'COMMAND_MAX_FILE_BYTES')}, "
+                "RLIMIT_FSIZE; EFBIG)]"
             )
         refused = _event(self.cgroups.get("pids"), "pids.events", "max")
         if refused:
             notes.append(
                 f"[DashFloat's process limit: {refused} fork(s) of this command were refused (EAGAIN, 'Cannot fork', "
                 f"'Resource temporarily unavailable'): a command may run at most {self.max_processes} processes and "
-                "threads at once (COMMAND_MAX_PROCESSES)]"
+                f"threads at once ({self._set_by('max_processes', 'COMMAND_MAX_PROCESSES')})]"
             )
         killed = self.oom_kills()
         if killed:
+            set_by = self._set_by("max_memory_mib", "COMMAND_MAX_MEMORY_BYTES")
             notes.append(
                 f"[DashFloat's memory limit: {killed} process(es) of this command were killed (SIGKILL) for using more "
-                f"than {_mib(self.max_memory_bytes)} together (COMMAND_MAX_MEMORY_BYTES)]"
+                f"than {_mib(self.max_memory_bytes)} together ({set_by})]"
             )
         elif failed and (said := [w for w in _OUT_OF_MEMORY_WORDS if w in tail]):
             notes.append(
                 f"[the command failed saying '{said[0]}': each process of a command may use at most "
-                f"{_mib(self.max_data_bytes)} of heap and anonymous memory (COMMAND_MAX_DATA_BYTES, RLIMIT_DATA), "
+                f"{_mib(self.max_data_bytes)} of heap and anonymous memory "
+                f"({self._set_by('max_process_memory_mib', 'COMMAND_MAX_DATA_BYTES')}, RLIMIT_DATA), "
                 f"and all of them together {_mib(self.max_memory_bytes)}]"
             )
         return "".join(f"\n{n}" for n in notes)
@@ -213,6 +223,7 @@ def bounds_for(limits: CommandLimits) -> Bounds:
         max_memory_bytes=limits.max_memory_mib * mib if limits.max_memory_mib else None,
         max_data_bytes=limits.max_process_memory_mib * mib if limits.max_process_memory_mib else COMMAND_MAX_DATA_BYTES,
         max_file_bytes=limits.max_file_mib * mib if limits.max_file_mib else COMMAND_MAX_FILE_BYTES,
+        configured=frozenset(name for name in limits.__struct_fields__ if getattr(limits, name) is not None),
     )
 
 

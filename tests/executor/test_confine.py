@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from dashfloat.executor import _confine
-from dashfloat.executor._confine import Bounds, _own_cgroup
+from dashfloat.executor._confine import Bounds, _own_cgroup, bounds_for
 from dashfloat.executor._exec import Command, CommandResult
 from dashfloat.executor._limits import (
     COMMAND_MAX_DATA_BYTES,
@@ -293,7 +293,34 @@ def test_a_configured_file_limit_binds_a_command_the_model_asked_for(sandbox: Sa
             link.send(SubmitPrompt(text="run"))
             collect(link, turn_over)
             sent = json.dumps(server.requests[1]["messages"])
-        assert "no file larger than 1 MiB (COMMAND_MAX_FILE_BYTES, RLIMIT_FSIZE; EFBIG)" in sent
+        assert "no file larger than 1 MiB ([limits] max_file_mib in config.toml, RLIMIT_FSIZE; EFBIG)" in sent
         assert (tree / "f").stat().st_size == MIB
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_note_names_the_config_field_that_set_its_bound_and_the_constant_otherwise(tmp_path: Path) -> None:
+    """The model is told what to change: a bound the user set in ``[limits]`` is named by its field, not by the
+    executor's constant it replaced (the counters are read from the cgroups' events files, stood in for here)."""
+    (tmp_path / "pids.events").write_text("max 3\n")
+    (tmp_path / "memory.events").write_text("low 0\noom_kill 1\n")
+    everything = CommandLimits(max_processes=64, max_memory_mib=100, max_process_memory_mib=50, max_file_mib=1)
+    for limits, names in [
+        (everything, ["max_processes", "max_memory_mib", "max_process_memory_mib", "max_file_mib"]),
+        (CommandLimits(max_file_mib=1), ["max_file_mib"]),
+        (CommandLimits(), []),
+    ]:
+        bounds = bounds_for(limits)
+        bounds.cgroups = {"pids": str(tmp_path), "memory": str(tmp_path)}
+        told = bounds.note("yes: File too large\nMemoryError", failed=True, exit_code=1)
+        bounds.cgroups = {}  # not ours to remove
+        told += bounds.note("MemoryError", failed=True, exit_code=1)  # the per-process note (no OOM kill counted)
+        for field, constant in [
+            ("max_processes", "COMMAND_MAX_PROCESSES"),
+            ("max_memory_mib", "COMMAND_MAX_MEMORY_BYTES"),
+            ("max_process_memory_mib", "COMMAND_MAX_DATA_BYTES"),
+            ("max_file_mib", "COMMAND_MAX_FILE_BYTES"),
+        ]:
+            configured = field in names
+            assert (f"[limits] {field} in config.toml" in told) == configured, (field, told)
+            assert (constant in told) != configured, (constant, told)
