@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -41,3 +42,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
             item.add_marker(pytest.mark.no_cover)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Close the connections the in-process plain route kept for its next request (the process's own pool, ``PLAIN``,
+    keeps them for the process's life): the test servers are gone, and the collector would close each at exit with a
+    ResourceWarning."""
+    plain = sys.modules.get("dashfloat.llm._plain")
+    if plain is not None:
+        plain.PLAIN.close_idle()

@@ -30,6 +30,10 @@ USER_AGENT: Final = f"dashfloat/{__version__}"
 """Sent on the plain route (probes and chat) unless the provider's headers name one."""
 IDLE_CONNECTIONS_MAX: Final = 4
 """Kept-alive connections kept per server (streams at once: the main one and a summary); more are closed."""
+IDLE_SERVERS_MAX: Final = 4
+"""Servers whose connections are kept (the provider, its window probes' host, a provider switched to with /model and
+back); giving one back to another server closes those of the server least recently used. Without it, a long
+session switching among many servers kept a socket open to each for the process's life."""
 
 
 def _create_connection(
@@ -151,22 +155,31 @@ class PlainTransport:
     def _take(self, key: tuple[str, int]) -> _Connection | None:
         with self._lock:
             self._forked()
-            kept = self._idle.get(key)
-            while kept:
+            kept = self._idle.get(key, [])
+            found = None
+            while kept and found is None:
                 connection = kept.pop()
-                if not _dropped(connection):
-                    return connection
-                connection.close()
-        return None
+                if _dropped(connection):
+                    connection.close()
+                else:
+                    found = connection
+            if not kept:
+                self._idle.pop(key, None)  # a server with nothing kept does not count against IDLE_SERVERS_MAX
+        return found
 
     def give_back(self, key: tuple[str, int], connection: _Connection) -> None:
+        closing = [connection]
         with self._lock:
             self._forked()
-            kept = self._idle.setdefault(key, [])
+            kept = self._idle.pop(key, [])
+            self._idle[key] = kept  # the most recently used server last
             if len(kept) < IDLE_CONNECTIONS_MAX:
                 kept.append(connection)
-                return
-        connection.close()
+                closing = []
+            while len(self._idle) > IDLE_SERVERS_MAX:
+                closing += self._idle.pop(next(iter(self._idle)))
+        for each in closing:
+            each.close()
 
     def close_idle(self) -> None:
         """Close the connections kept for the next request."""

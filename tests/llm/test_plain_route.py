@@ -3,6 +3,7 @@ write per request, its failures, and which route a process takes. Real sockets a
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -20,7 +21,7 @@ import pytest
 
 from dashfloat.llm import _plain as plain_module
 from dashfloat.llm._errors import classify_request_error
-from dashfloat.llm._plain import IDLE_CONNECTIONS_MAX, USER_AGENT, PlainTransport, _Connection
+from dashfloat.llm._plain import IDLE_CONNECTIONS_MAX, IDLE_SERVERS_MAX, USER_AGENT, PlainTransport, _Connection
 from dashfloat.llm._transport import FORCE_REQUESTS_ENV, expects_plain_route, plain_route
 from dashfloat.testing.sse_server import ScriptedServer, text_reply
 from tests.llm.conftest import TLS_DIR, Llm
@@ -259,6 +260,32 @@ def test_at_most_idle_connections_max_are_kept_per_server(transport: PlainTransp
         response.close()
     assert server.connections == IDLE_CONNECTIONS_MAX + 1
     assert transport.idle_connections() == IDLE_CONNECTIONS_MAX
+
+
+def test_connections_are_kept_for_at_most_idle_servers_max_servers(transport: PlainTransport) -> None:
+    """IDLE_SERVERS_MAX crossed: a session that has talked to one more server than that keeps no socket open to the
+    one it used least recently (before, one per server for the process's life); the others are still reused."""
+    with contextlib.ExitStack() as stack:
+        servers = [stack.enter_context(ScriptedServer()) for _ in range(IDLE_SERVERS_MAX + 1)]
+        sockets: list[list[socket.socket]] = []
+        for server in servers:
+            server.routes[("GET", "/x")] = (200, {"ok": True})
+            used: list[socket.socket] = []
+            response = transport.request("GET", server.base_url.removesuffix("/v1") + "/x", {}, None, 5, 5, used.append)
+            assert b"".join(response.reads()) == b'{"ok": true}'
+            response.close()
+            sockets.append(used)
+        assert transport.idle_connections() == IDLE_SERVERS_MAX
+        assert sockets[0][0].fileno() == -1  # closed, not left to the collector
+        assert all(used[0].fileno() != -1 for used in sockets[1:])
+        second = servers[1]
+        response = transport.request(
+            "GET", second.base_url.removesuffix("/v1") + "/x", {}, None, 5, 5, lambda sock: None
+        )
+        assert b"".join(response.reads()) == b'{"ok": true}'
+        response.close()
+        assert second.connections == 1  # reused: its connection was kept
+        assert transport.idle_connections() == IDLE_SERVERS_MAX
 
 
 # ------------------------------------------------------------------ one write, headers
