@@ -8,7 +8,7 @@ from collections.abc import Callable
 from types import FrameType
 
 from dashfloat.agent import AgentOptions
-from dashfloat.procutil import become_subreaper, reap_orphans, release_free_heap
+from dashfloat.procutil import become_subreaper, kill_strays, reap_orphans, release_free_heap
 from dashfloat.runtime._agent_link import AgentProcess
 
 
@@ -48,12 +48,19 @@ def run(
         link.configure(options)
     agent = link
 
-    def terminate(signum: int, frame: FrameType | None) -> None:
-        # SIGTERM / SIGHUP: every child and every command's process group goes, then we do.
+    def stop_everything() -> None:
         agent.shutdown()
         on_stop()
+        # The agent is reaped, so what is still below us is what an agent and executor killed together left to us (a
+        # subreaper): an unsandboxed command's setsid children, which no cgroup may hold here (ADR 0065). Without a
+        # child no /proc walk (ADR 0059).
+        kill_strays(())
         reap_orphans()
         restore()
+
+    def terminate(signum: int, frame: FrameType | None) -> None:
+        # SIGTERM / SIGHUP: every child and every command's process group goes, then we do.
+        stop_everything()
         os._exit(128 + signum)
 
     signal.signal(signal.SIGTERM, terminate)
@@ -84,7 +91,4 @@ def run(
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
-        link.shutdown()
-        on_stop()
-        reap_orphans()
-        restore()
+        stop_everything()

@@ -471,6 +471,34 @@ def test_headless_ends_with_exit_1_when_the_agent_dies_mid_turn(tree: Path, tmp_
             main.communicate()
 
 
+def test_what_a_killed_agent_and_executor_left_running_dies_with_the_main_process(tree: Path, tmp_path: Path) -> None:
+    """The agent and the executor SIGKILLed together, the main process alive: an unsandboxed command's ``setsid``
+    child is re-parented to the main process (a subreaper) and, cgroups or not, the main process kills it as it
+    exits; it ran on for good before."""
+    with ScriptedServer() as server:
+        command = "setsid sleep 3144 >/dev/null 2>&1 & echo started; sleep 304"
+        server.enqueue(tool_calls_reply([("c", "execute_command", {"command": command})]), text_reply("x"))
+        main = launch_headless(server, tree, tmp_path, "--sandbox", "off", "--yes", "-p", "run it")
+        escaped: list[psutil.Process] = []
+        try:
+            assert wait_for(lambda: len(sleepers_under(main.pid)) == 2, timeout_s=30)  # start-up on a loaded box
+            escaped = [p for p in sleepers_under(main.pid) if p.cmdline() == ["sleep", "3144"]]
+            [agent] = [p for p in psutil.Process(main.pid).children() if p.name() == "dashfloat-agent"]
+            executor = one_named(agent.pid, EXECUTOR_PROCESS_NAME)
+            agent.suspend()  # so that it cannot kill the executor's orphans before it dies too
+            executor.kill()
+            agent.kill()
+            _, err = main.communicate(timeout=20)
+            assert main.returncode == 1 and b"agent process stopped" in err, err
+            assert escaped and wait_for(lambda: gone(escaped), timeout_s=EXIT_WAIT_S), "it outlived DashFloat"
+        finally:
+            main.kill()
+            main.communicate()
+            for process in escaped:
+                with contextlib.suppress(psutil.Error):
+                    process.kill()
+
+
 def test_a_sigterm_mid_answer_ends_the_cut_line(tree: Path, tmp_path: Path) -> None:
     """ADR 0058, found headless: SIGTERM mid-answer left stdout without its last newline (the shell's prompt then
     followed the cut prose on its line); SIGINT ended it. Under load it caught the signal between an unbuffered
