@@ -62,38 +62,68 @@ DEFAULT_DENY_READ: Final = (
     "/run/dbus/system_bus_socket",
     "/var/run/dbus/system_bus_socket",
     "/run/systemd/private",
+    # GNU screen's sessions: `screen -X stuff` types into your own terminal, outside the sandbox (ADR 0065).
+    "/run/screen",
+    "/var/run/screen",
 )
 
-RUNTIME_DIR_SOCKETS: Final = ("bus", "systemd/private", "gnupg")
+RUNTIME_DIR_SOCKETS: Final = ("bus", "systemd/private", "gnupg", "docker.sock", "podman", "containers")
 """In the user's runtime directory (``$XDG_RUNTIME_DIR``, ``/run/user/UID``), hidden from every sandboxed command: the
 session bus and the user's systemd manager (``systemd-run --user`` runs anything outside the sandbox, and it outlives
-the command) and gpg-agent's sockets (it signs and decrypts as you). The rest of the directory stays (ADR 0064)."""
+the command), gpg-agent's sockets (it signs and decrypts as you), a rootless Docker's or Podman's socket (a container
+with your home mounted writable) and Podman's registry logins (``containers/auth.json``). The rest of the directory
+stays (ADR 0064, 0065)."""
 
-SOCKET_ENV: Final = ("DBUS_SESSION_BUS_ADDRESS", "SSH_AUTH_SOCK")
-"""Variables naming such a socket elsewhere: the session bus's address (its ``unix:path=`` entries) and ssh-agent's
-socket (it authenticates as you; ``~/.ssh`` is hidden already). Only a path that is a socket is taken from them."""
+SOCKET_ENV: Final = ("DBUS_SESSION_BUS_ADDRESS", "SSH_AUTH_SOCK", "DOCKER_HOST", "CONTAINER_HOST", "TMUX")
+"""Variables naming such a socket elsewhere: the session bus's address (its ``unix:path=`` entries), ssh-agent's
+socket (it authenticates as you; ``~/.ssh`` is hidden already), a container engine's (``unix:///path``) and the tmux
+server's DashFloat runs under (``send-keys`` types into your terminal; its default is in ``/tmp``, private in the
+sandbox anyway, but ``TMUX_TMPDIR`` may move it). Only a path that is a socket is taken from them."""
+
+
+def _named_paths(name: str, value: str) -> list[str]:
+    """The socket paths one of SOCKET_ENV's variables names."""
+    if name == "SSH_AUTH_SOCK":
+        return [value]
+    if name == "TMUX":
+        return [value.split(",")[0]]  # socket,server pid,session
+    if name in ("DOCKER_HOST", "CONTAINER_HOST"):
+        return [value.removeprefix("unix://")] if value.startswith("unix://") else []
+    paths = []
+    for address in value.split(";"):
+        transport, _, keys = address.partition(":")
+        if transport == "unix":
+            for key, _, found in (pair.partition("=") for pair in keys.split(",")):
+                if key == "path":
+                    from urllib.parse import unquote  # D-Bus escapes bytes as %XX; only read when a bus is named
+
+                    paths.append(unquote(found))
+    return paths
 
 
 def session_sockets(env: Mapping[str, str]) -> list[str]:
     """The per-user sockets through which a command could act as the user outside its sandbox: RUNTIME_DIR_SOCKETS
     in the runtime directories, and the sockets SOCKET_ENV's variables name (a value that is not a socket, such as a
     directory or ``/``, is never taken: an odd environment must not hide the workspace). Missing ones are kept:
-    ``expand_denies`` drops them."""
+    ``expand_denies`` and ``covered`` drop them."""
     runtime_dirs = [env.get("XDG_RUNTIME_DIR", ""), f"/run/user/{os.getuid()}"]
     found = [os.path.join(d, name) for d in runtime_dirs if d.startswith("/") for name in RUNTIME_DIR_SOCKETS]
-    named = [env.get("SSH_AUTH_SOCK", "")]
-    for address in env.get("DBUS_SESSION_BUS_ADDRESS", "").split(";"):
-        transport, _, keys = address.partition(":")
-        if transport == "unix":
-            for key, _, value in (pair.partition("=") for pair in keys.split(",")):
-                if key == "path":
-                    from urllib.parse import unquote  # D-Bus escapes bytes as %XX; only read when a bus is named
-
-                    named.append(unquote(value))
-    for path in named:
+    for path in (path for name in SOCKET_ENV for path in _named_paths(name, env.get(name, ""))):
         with contextlib.suppress(OSError, ValueError):
             if path.startswith("/") and stat.S_ISSOCK(os.stat(path).st_mode):
                 found.append(path)
+    return found
+
+
+def covered(deny_read: Sequence[str], env: Mapping[str, str]) -> list[tuple[str, bool]]:
+    """What one command's sandbox covers, each path with whether it is a directory, as things stand as it starts:
+    the session's deny list less what was removed since (bwrap would not start: every later command failed until a
+    restart, ADR 0065), and the user's sockets as the environment names them now (gpg-agent makes its directory at
+    gpg's first run, after the session began)."""
+    found: list[tuple[str, bool]] = []
+    for path in dict.fromkeys([*deny_read, *expand_denies(session_sockets(env), "")]):
+        with contextlib.suppress(OSError):
+            found.append((path, stat.S_ISDIR(os.stat(path).st_mode)))
     return found
 
 
@@ -284,8 +314,8 @@ def bwrap_argv(
             argv += ["--tmpfs", path]
         for path in state.home_keep:
             argv += ["--ro-bind", path, path]
-    for path in state.deny_read:
-        if stat.S_ISDIR(os.stat(path).st_mode):
+    for path, is_dir in covered(state.deny_read, os.environ):
+        if is_dir:
             argv += ["--tmpfs", path, "--remount-ro", path]
         else:
             argv += ["--ro-bind", "/dev/null", path]

@@ -26,6 +26,7 @@ from dashfloat.executor import _sandbox as sandbox_module
 from dashfloat.executor._sandbox import (
     BWRAP_ENV,
     DEFAULT_DENY_READ,
+    SOCKET_ENV,
     Sandbox,
     describe,
     effective,
@@ -180,16 +181,16 @@ def test_a_denied_unix_socket_cannot_be_connected_to(root: Path, fixed: Root) ->
 
 
 @pytest.mark.parametrize("network", [False, True])
-def test_the_users_bus_systemd_gpg_and_ssh_agent_sockets_cannot_be_connected_to(
-    root: Path, fixed: Root, network: bool
-) -> None:
-    """ADR 0064: through the session bus or the user's systemd manager ``systemd-run --user`` starts anything outside
-    the sandbox (and it outlives the command); gpg-agent and ssh-agent sign as the user. A unix socket on the
-    read-only / still accepts connect(): each is covered, network or not."""
+def test_the_sockets_that_act_as_the_user_cannot_be_connected_to(root: Path, fixed: Root, network: bool) -> None:
+    """ADR 0064, 0065: through the session bus or the user's systemd manager ``systemd-run --user`` starts anything
+    outside the sandbox (and it outlives the command); a rootless container engine runs a container with the home
+    mounted; tmux types into the terminal; gpg-agent and ssh-agent sign as the user. A unix socket on the read-only /
+    still accepts connect(): each is covered, network or not."""
     base = Path(tempfile.mkdtemp(dir="/var/tmp"))
     runtime, elsewhere = base / "runtime", base / "elsewhere"
     (runtime / "systemd").mkdir(parents=True)
     (runtime / "gnupg").mkdir()
+    (runtime / "podman").mkdir()
     elsewhere.mkdir()
     paths = [
         runtime / "bus",
@@ -197,15 +198,23 @@ def test_the_users_bus_systemd_gpg_and_ssh_agent_sockets_cannot_be_connected_to(
         runtime / "gnupg" / "S.gpg-agent",
         elsewhere / "session bus",
         elsewhere / "agent.sock",
+        runtime / "docker.sock",
+        runtime / "podman" / "podman.sock",
+        elsewhere / "docker.sock",
+        elsewhere / "podman.sock",
+        elsewhere / "tmux-0",
     ]
     servers = [listening(path) for path in paths]
     env = {
         "XDG_RUNTIME_DIR": str(runtime),
         "DBUS_SESSION_BUS_ADDRESS": f"unix:path={elsewhere}/session%20bus,guid=0123;unix:abstract=/tmp/x",
         "SSH_AUTH_SOCK": str(elsewhere / "agent.sock"),
+        "DOCKER_HOST": f"unix://{elsewhere}/docker.sock",
+        "CONTAINER_HOST": f"unix://{elsewhere}/podman.sock",
+        "TMUX": f"{elsewhere}/tmux-0,1234,0",
     }
     try:
-        plain = session(env={"XDG_RUNTIME_DIR": "", "DBUS_SESSION_BUS_ADDRESS": "", "SSH_AUTH_SOCK": ""})
+        plain = session(env=dict.fromkeys(["XDG_RUNTIME_DIR", *SOCKET_ENV], ""))
         assert connects(fixed, paths[0], plain, network)  # the gap: without the variables nothing names them
         assert accepted(servers[0])
         hidden = session(env=env)
@@ -244,7 +253,7 @@ def test_only_sockets_are_taken_from_the_environment(tmp_path: Path) -> None:
         assert [p for p in session_sockets(env) if not p.startswith("/run/user/")] == [str(sock)]
     finally:
         server.close()
-    assert {"/run/dbus/system_bus_socket", "/run/systemd/private"} <= set(DEFAULT_DENY_READ)
+    assert {"/run/dbus/system_bus_socket", "/run/systemd/private", "/run/screen"} <= set(DEFAULT_DENY_READ)
 
 
 def test_home_credential_stores_are_denied_by_default(root: Path, fixed: Root, tmp_path: Path) -> None:
@@ -390,14 +399,54 @@ def test_a_sandbox_that_fails_to_start_is_an_error_not_an_unconfined_run(root: P
 
 def test_bwraps_own_failure_is_named(root: Path, fixed: Root) -> None:
     base = Path(tempfile.mkdtemp(dir="/var/tmp"))
-    (base / "creds").mkdir()
-    sandbox = session(deny=[str(base / "creds")])
-    (base / "creds").rmdir()  # vanished between start and the call
+    (base / "home").mkdir()
+    sandbox = session(env={"HOME": str(base / "home")})
+    (base / "home").rmdir()  # vanished between start and the call: bwrap cannot make the empty home over it
     base.rmdir()
-    result = run(fixed, "echo ran > ran.txt", sandbox)
-    assert result["ok"] is False and "creds" in result["error"]
+    result = run(fixed, "echo ran > ran.txt", sandbox, private_home=True)
+    assert result["ok"] is False and "home" in result["error"]
     assert result["error"].startswith("the sandbox did not start, so the command did not run")
     assert not (root / "ran.txt").exists()
+
+
+def test_a_denied_path_removed_since_the_start_does_not_stop_later_commands(root: Path, fixed: Root) -> None:
+    """ADR 0065: bwrap cannot cover a path that is gone (it would make it on the read-only /), and every later command
+    failed 'the sandbox did not start' until a restart (a runtime directory removed at logout under a tmux session
+    kept running). Nothing is left to hide there: it is skipped; a path still there is still covered."""
+    base = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    try:
+        (base / "gone").mkdir()
+        (base / "kept").mkdir()
+        (base / "kept" / "key").write_text("secret\n")
+        sandbox = session(deny=[str(base / "gone"), str(base / "kept")])
+        (base / "gone").rmdir()
+        result = run(fixed, f"echo ran > ran.txt; cat {base}/kept/key; true", sandbox)
+        assert result["ok"] is True and (root / "ran.txt").read_text() == "ran\n"
+        assert "secret" not in result["output"]
+    finally:
+        shutil.rmtree(base)
+
+
+def test_an_agent_socket_made_after_the_start_is_hidden_too(
+    root: Path, fixed: Root, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ADR 0065: gpg-agent makes its directory in the runtime directory at gpg's first run, after the session began;
+    each command's sandbox looks again (here the executor's environment is this process's)."""
+    base = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    try:
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
+        sandbox = session()
+        (base / "gnupg").mkdir()
+        server = listening(base / "gnupg" / "S.gpg-agent")
+        later = listening(base / "docker.sock")
+        try:
+            assert not connects(fixed, base / "gnupg" / "S.gpg-agent", sandbox) and not accepted(server)
+            assert not connects(fixed, base / "docker.sock", sandbox) and not accepted(later)
+        finally:
+            server.close()
+            later.close()
+    finally:
+        shutil.rmtree(base)
 
 
 # ---------------------------------------------------------------- the fallback, taken for real
