@@ -115,6 +115,11 @@ class Bounds:
         """The config file's ``[limits]`` fields the bounds come from (the others are the constants)."""
         self.max_processes = max_processes
         self.max_memory_bytes = memory_bound(COMMAND_MAX_MEMORY_BYTES) if max_memory_bytes is None else max_memory_bytes
+        # the name the memory notes give the default: a machine with less memory gets a share of its own
+        by_share = max_memory_bytes is None and self.max_memory_bytes < COMMAND_MAX_MEMORY_BYTES
+        self._memory_default = (
+            "COMMAND_MAX_MEMORY_SHARE of this machine's memory" if by_share else "COMMAND_MAX_MEMORY_BYTES"
+        )
         self.max_data_bytes = max_data_bytes
         self.max_file_bytes = max_file_bytes
         self.cgroups: dict[str, str] = {}
@@ -158,6 +163,10 @@ class Bounds:
         """What set a bound, for the model's note: the config field where the user set it, else the constant."""
         return f"[limits] {field} in config.toml" if field in self.configured else constant
 
+    def _memory_set_by(self) -> str:
+        """What set the bound on all processes' memory together: the config, else the constant that gave the number."""
+        return self._set_by("max_memory_mib", self._memory_default)
+
     def note(self, output: str, failed: bool, exit_code: int | None = None) -> str:
         """What the model reads after the output when the command met a bound (empty when it met none). ``failed``:
         it exited non-zero or was killed; only then do words in its output's end count as a failed allocation or write
@@ -186,17 +195,16 @@ class Bounds:
             )
         killed = self.oom_kills()
         if killed:
-            set_by = self._set_by("max_memory_mib", "COMMAND_MAX_MEMORY_BYTES")
             notes.append(
                 f"[DashFloat's memory limit: {killed} process(es) of this command were killed (SIGKILL) for using more "
-                f"than {_mib(self.max_memory_bytes)} together ({set_by})]"
+                f"than {_mib(self.max_memory_bytes)} together ({self._memory_set_by()})]"
             )
         elif failed and (said := [w for w in _OUT_OF_MEMORY_WORDS if w in tail]):
             notes.append(
                 f"[the command failed saying '{said[0]}': each process of a command may use at most "
                 f"{_mib(self.max_data_bytes)} of heap and anonymous memory "
                 f"({self._set_by('max_process_memory_mib', 'COMMAND_MAX_DATA_BYTES')}, RLIMIT_DATA), "
-                f"and all of them together {_mib(self.max_memory_bytes)}]"
+                f"and all of them together {_mib(self.max_memory_bytes)} ({self._memory_set_by()})]"
             )
         return "".join(f"\n{n}" for n in notes)
 

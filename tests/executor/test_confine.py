@@ -324,3 +324,24 @@ def test_a_note_names_the_config_field_that_set_its_bound_and_the_constant_other
             configured = field in names
             assert (f"[limits] {field} in config.toml" in told) == configured, (field, told)
             assert (constant in told) != configured, (constant, told)
+
+
+def test_on_a_machine_with_less_memory_the_note_names_the_share_it_took(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below COMMAND_MAX_MEMORY_BYTES of memory the default is COMMAND_MAX_MEMORY_SHARE of it: the note says so rather
+    than naming a constant whose number it does not show; the per-process note names the same source."""
+    monkeypatch.setattr(_confine, "memory_bound", lambda cap: 3 * 2**30)
+    (tmp_path / "memory.events").write_text("oom_kill 2\n")
+    bounds = Bounds()
+    bounds.cgroups = {"memory": str(tmp_path)}
+    told = bounds.note("", failed=True, exit_code=137)
+    bounds.cgroups = {}
+    told += bounds.note("MemoryError", failed=True, exit_code=1)
+    assert told.count("3 GiB together (COMMAND_MAX_MEMORY_SHARE of this machine's memory)") == 1
+    assert "and all of them together 3 GiB (COMMAND_MAX_MEMORY_SHARE of this machine's memory)" in told
+    assert "COMMAND_MAX_MEMORY_BYTES" not in told
+    configured = bounds_for(CommandLimits(max_memory_mib=512))
+    configured.cgroups = {"memory": str(tmp_path)}
+    assert "512 MiB together ([limits] max_memory_mib in config.toml)" in configured.note("", failed=True)
+    configured.cgroups = {}
