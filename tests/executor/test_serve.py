@@ -245,6 +245,18 @@ def test_ctrl_z_stops_the_running_command_with_the_executor_and_fg_continues_it(
     assert isinstance(finished, ToolFinished) and isinstance(finished.result, ToolCancelled)
 
 
+def start_writing_a_pid(
+    channel: Channel[ExecutorToAgent], root: Path, command: str, pid_file: str
+) -> tuple[CommandStarted, int]:
+    """Run ``command``, which writes a process's pid to ``pid_file`` in the tree; its CommandStarted and that pid."""
+    channel.send(RunTool("c1", ExecuteCommandArgs(command=command)))
+    started = reply(channel)
+    assert isinstance(started, CommandStarted)
+    written = root / pid_file
+    assert wait_for(lambda: written.exists() and written.read_text().endswith("\n"))
+    return started, int(written.read_text())
+
+
 def test_ctrl_z_stops_what_left_the_commands_group_too_and_fg_continues_it(agent: Agent, root: Path) -> None:
     """ADR 0058: a process that made a session of its own (``setsid``, a daemonizing tool) is out of the command's
     group, so the group's SIGSTOP missed it and it went on while DashFloat was suspended. The executor is its
@@ -253,12 +265,8 @@ def test_ctrl_z_stops_what_left_the_commands_group_too_and_fg_continues_it(agent
     executor = proc.pid
     assert executor is not None
     command = "setsid sleep 300 & echo $! > daemon.pid; setsid sh -c 'sleep 300 & wait' & sleep 300"
-    channel.send(RunTool("c1", ExecuteCommandArgs(command=command)))
-    started = reply(channel)
-    assert isinstance(started, CommandStarted)
-    pid_file = root / "daemon.pid"
-    assert wait_for(lambda: pid_file.exists() and pid_file.read_text().endswith("\n"))
-    daemon = psutil.Process(int(pid_file.read_text()))
+    started, daemon_pid = start_writing_a_pid(channel, root, command, "daemon.pid")
+    daemon = psutil.Process(daemon_pid)
     # with the second daemon's shell and its child: a session of their own, two processes deep
     assert wait_for(lambda: len(_outside(executor, started.pgid)) >= 3), _outside(executor, started.pgid)
     outside = _outside(executor, started.pgid)
@@ -281,12 +289,8 @@ def test_fg_leaves_stopped_what_stopped_itself_before_the_ctrl_z(agent: Agent, r
     executor = proc.pid
     assert executor is not None
     command = "sh -c 'kill -STOP $$; sleep 300' & echo $! > self.pid; sleep 300"
-    channel.send(RunTool("c1", ExecuteCommandArgs(command=command)))
-    started = reply(channel)
-    assert isinstance(started, CommandStarted)
-    pid_file = root / "self.pid"
-    assert wait_for(lambda: pid_file.exists() and pid_file.read_text().endswith("\n"))
-    self_stopped = psutil.Process(int(pid_file.read_text()))
+    _, self_stopped_pid = start_writing_a_pid(channel, root, command, "self.pid")
+    self_stopped = psutil.Process(self_stopped_pid)
     assert wait_for(lambda: self_stopped.status() == psutil.STATUS_STOPPED)
     others = [p for p in psutil.Process(executor).children(recursive=True) if p.pid != self_stopped.pid]
     assert others
@@ -310,12 +314,7 @@ def test_what_ctrl_z_stopped_is_killed_when_the_stopped_executor_is_killed(agent
     executor = proc.pid
     assert executor is not None
     command = "setsid sleep 300 & echo $! > daemon.pid; sleep 300"
-    channel.send(RunTool("c1", ExecuteCommandArgs(command=command)))
-    started = reply(channel)
-    assert isinstance(started, CommandStarted)
-    pid_file = root / "daemon.pid"
-    assert wait_for(lambda: pid_file.exists() and pid_file.read_text().endswith("\n"))
-    daemon = int(pid_file.read_text())
+    started, daemon = start_writing_a_pid(channel, root, command, "daemon.pid")
     os.kill(executor, signal.SIGTSTP)
     assert wait_for(lambda: psutil.Process(executor).status() == psutil.STATUS_STOPPED)
     assert wait_for(lambda: psutil.Process(daemon).status() in STOPPED_STATES)
