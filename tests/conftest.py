@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
+from dashfloat.executor import _confine
 from tests.e2e import isolated_environment
+from tests.executor.conftest import EXIT_WAIT_S, within
 
 # No timed assertions, hypothesis's included: its per-example deadline (200 ms) and its "too slow" health
 # check fail a correct property on a loaded machine, so a property fails only on a counterexample.
@@ -51,3 +57,34 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     plain = sys.modules.get("dashfloat.llm._plain")
     if plain is not None:
         plain.PLAIN.close_idle()
+
+
+@pytest.fixture
+def private_cgroups(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Commands' cgroups made by this test, and by the DashFloats it forks, go below cgroups of its own: an executor
+    starting in another test at the same time sweeps its own cgroup's children (ADR 0062) and took the cgroups of
+    gone owners a test had made on purpose (failed once in a CI-style run)."""
+    made: dict[str, str] = {}
+    for controller in _confine.CONTROLLERS:
+        own = _confine._own_cgroup(controller)
+        if own is None:
+            continue
+        path = os.path.join(own, f"private-test-{os.getpid()}")
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path)
+        if not own.startswith(os.path.join(_confine.CGROUP_ROOT, controller)):  # v2: its children need the controller
+            with contextlib.suppress(OSError):
+                Path(path, "cgroup.subtree_control").write_text(f"+{controller}")
+            with contextlib.suppress(OSError):
+                if controller not in Path(path, "cgroup.subtree_control").read_text().split():
+                    continue
+        made[controller] = path
+    monkeypatch.setattr(_confine, "_own_cgroup", made.get)
+    monkeypatch.setattr(_confine, "_swept", set())  # swept by an earlier test in this process: not for this one
+    yield
+    for path in made.values():
+        for child in os.listdir(path):
+            if os.path.isdir(os.path.join(path, child)):
+                _confine.kill_cgroup(os.path.join(path, child))
+                within(functools.partial(_confine._remove, os.path.join(path, child)), EXIT_WAIT_S)
+        within(functools.partial(_confine._remove, path), EXIT_WAIT_S)

@@ -188,11 +188,12 @@ def _cgroup_with_a_sleeper(base: str, name: str) -> tuple[str, subprocess.Popen[
 
 
 @needs_pids
+@pytest.mark.usefixtures("private_cgroups")
 def test_the_sweep_kills_what_a_gone_dashfloat_left_in_its_cgroups_and_never_a_live_ones() -> None:
     # ADR 0062: a DashFloat SIGKILLed whole leaves its commands running in their cgroups; the next one's sweep kills
     # them. Its cgroups are named for the owner's PID namespace, pid and start time; only an owner in our namespace
     # whose pid runs no more, or runs a later process, is gone.
-    base = _own_cgroup("pids")
+    base = _confine._own_cgroup("pids")  # the test's own (private_cgroups)
     assert base is not None
     namespace = str(os.stat("/proc/self/ns/pid").st_ino)
     owner = subprocess.Popen(["sleep", "300"])  # another DashFloat, running: its command must live on

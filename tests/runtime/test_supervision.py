@@ -131,6 +131,7 @@ NO_CGROUP = _own_cgroup("pids") is None and _own_cgroup("memory") is None
 
 
 @pytest.mark.parametrize("sandbox", ["off", "workspace-write"])
+@pytest.mark.usefixtures("private_cgroups")
 def test_what_a_dashfloat_killed_whole_left_running_is_killed_when_the_next_one_starts(sandbox: SandboxMode) -> None:
     # ADR 0062: the agent and the executor SIGKILLed together (the main process can be too: it is not involved). In
     # the sandbox the command dies with its executor (bwrap's --die-with-parent ends its PID namespace). Unsandboxed,
