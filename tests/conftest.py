@@ -65,6 +65,7 @@ def private_cgroups(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     starting in another test at the same time sweeps its own cgroup's children (ADR 0062) and took the cgroups of
     gone owners a test had made on purpose (failed once in a CI-style run)."""
     made: dict[str, str] = {}
+    private: list[str] = []
     for controller in _confine.CONTROLLERS:
         own = _confine._own_cgroup(controller)
         if own is None:
@@ -73,16 +74,21 @@ def private_cgroups(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         with contextlib.suppress(FileExistsError):
             os.mkdir(path)
         if not own.startswith(os.path.join(_confine.CGROUP_ROOT, controller)):  # v2: its children need the controller
-            with contextlib.suppress(OSError):
+            try:
                 Path(path, "cgroup.subtree_control").write_text(f"+{controller}")
-            with contextlib.suppress(OSError):
-                if controller not in Path(path, "cgroup.subtree_control").read_text().split():
-                    continue
+                enabled = Path(path, "cgroup.subtree_control").read_text().split()
+            except OSError:
+                enabled = []
+            if controller not in enabled:  # cannot be delegated below ours: the test uses our own, as before
+                _confine._remove(path)
+                path = own
+        if path != own:
+            private.append(path)
         made[controller] = path
     monkeypatch.setattr(_confine, "_own_cgroup", made.get)
     monkeypatch.setattr(_confine, "_swept", set())  # swept by an earlier test in this process: not for this one
     yield
-    for path in made.values():
+    for path in private:  # never our own cgroup's other children: other tests' commands live there
         for child in os.listdir(path):
             if os.path.isdir(os.path.join(path, child)):
                 _confine.kill_cgroup(os.path.join(path, child))
