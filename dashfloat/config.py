@@ -92,6 +92,8 @@ class SandboxSettings(msgspec.Struct, forbid_unknown_fields=True):
     """Give the network to commands that run without a keypress too (as ``--network``)."""
     deny_read: list[str] = []
     """Paths hidden from sandboxed commands, on top of the built-in credential stores (``~`` is $HOME)."""
+    pass_env: list[str] = []
+    """Variables every command gets although their names look secret (``*TOKEN*`` …, ``dashfloat.command_env``)."""
 
 
 class LimitsSettings(msgspec.Struct, forbid_unknown_fields=True):
@@ -190,6 +192,9 @@ def _check_url(where: str, url: str) -> str:
     return url.rstrip("/")
 
 
+ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""What ``[sandbox] pass_env`` entries must look like: a variable's name, never a pattern."""
+
 TOML_MAX_BYTES = 1024 * 1024
 """The largest configuration or rule file read (a real one is a few hundred bytes); a larger one is an error."""
 
@@ -269,6 +274,9 @@ def load_config(env: Mapping[str, str]) -> ConfigFile | None:
         value = getattr(config.limits, field)
         if value is not None and not low <= value <= high:
             raise ConfigError(f"{path}: limits.{field}: must be between {low} and {high}")
+    for index, name in enumerate(config.sandbox.pass_env):
+        if not ENV_NAME.fullmatch(name):
+            raise ConfigError(f"{path}: sandbox.pass_env[{index}]: {name!r} is not an environment variable's name")
     if config.default_provider is not None and config.default_provider not in entries:
         raise ConfigError(
             f"{path}: default_provider: no provider named {config.default_provider!r} "
@@ -375,6 +383,15 @@ def sandbox_settings(env: Mapping[str, str]) -> SandboxSettings:
     """The ``[sandbox]`` table, or its defaults when there is no config file."""
     config = load_config(env)
     return config.sandbox if config else SandboxSettings()
+
+
+def provider_key_envs(env: Mapping[str, str], current: ProviderConfig) -> list[str]:
+    """Every variable a provider's key is read from (``KEY_ENV``, the current provider's, every configured one's):
+    no command ever gets one, whatever ``[sandbox] pass_env`` says."""
+    config = load_config(env)
+    named = [KEY_ENV, current.api_key_env or ""]
+    named += [entry.api_key_env or "" for entry in (config.providers.values() if config else ())]
+    return sorted({name for name in named if name})
 
 
 def command_limits(env: Mapping[str, str]) -> CommandLimits:

@@ -12,7 +12,6 @@ import msgspec
 
 from dashfloat.agent import AgentOptions
 from dashfloat.config import (
-    KEY_ENV,
     ConfigError,
     ProviderFlags,
     command_limits,
@@ -20,6 +19,7 @@ from dashfloat.config import (
     first_byte_timeout_s,
     idle_timeout_from,
     idle_timeout_s,
+    provider_key_envs,
     read_only_commands,
     resolve_provider,
     sandbox_settings,
@@ -89,16 +89,21 @@ def prepare(
     restoring = bool(getattr(args, "undo", False)) or getattr(args, "rewind", None) is not None
     # --yes applies an undo/rewind; it does not widen what tools may do (none run in that mode anyway)
     approval: ApprovalMode = "all" if args.yes and not restoring else args.approve
+    try:
+        key_envs = provider_key_envs(env, provider)
+    except ConfigError as exc:
+        stop()
+        raise LaunchError(str(exc)) from exc
     sandbox = detect_sandbox(
         args.sandbox or sandbox_config.mode,
         args.network or sandbox_config.network,
         sandbox_config.deny_read,
         env,
         # the keys the LLM process reads from the environment are not the commands' business
-        hide_env=[KEY_ENV, provider.api_key_env or ""],
+        hide_env=key_envs,
         probe=sandbox_probe,
     )
-    sandbox = msgspec.structs.replace(sandbox, limits=limits)
+    sandbox = msgspec.structs.replace(sandbox, limits=limits, pass_env=sorted(set(sandbox_config.pass_env)))
     if args.sandbox and args.sandbox != "off" and sandbox.unavailable:
         # asked for by name (a script's --sandbox read-only): running unconfined instead would betray it
         stop()

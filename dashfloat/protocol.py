@@ -115,7 +115,9 @@ class SandboxState(msgspec.Struct, frozen=True, omit_defaults=True):
     deny_read: list[str] = []
     """Absolute paths hidden from sandboxed commands (credential stores, config ``[sandbox] deny_read``)."""
     hide_env: list[str] = []
-    """Environment variables removed from sandboxed commands (the provider's API key variables)."""
+    """Environment variables no command ever gets (the providers' API key variables; ``dashfloat.command_env``)."""
+    pass_env: list[str] = []
+    """Secret-named variables commands get anyway (config ``[sandbox] pass_env``; never one of ``hide_env``)."""
     home: list[str] = []
     """The user's home directories, emptied for a call with ``SandboxPolicy.private_home``."""
     home_keep: list[str] = []

@@ -16,7 +16,9 @@ from dashfloat.config import (
     idle_timeout_from,
     idle_timeout_s,
     in_toml_words,
+    provider_key_envs,
     resolve_provider,
+    sandbox_settings,
 )
 from dashfloat.protocol import CommandLimits
 
@@ -286,3 +288,17 @@ def test_a_limit_of_the_wrong_type_or_name_is_named(tmp_path: Path) -> None:
 )
 def test_type_errors_use_tomls_names_and_other_messages_pass_unchanged(msgspec_says: str, a_reader_reads: str) -> None:
     assert in_toml_words(msgspec_says) == a_reader_reads
+
+
+def test_pass_env_names_variables_and_a_pattern_is_refused_naming_the_entry(tmp_path: Path) -> None:
+    assert sandbox_settings(env_with(tmp_path, '[sandbox]\npass_env = ["GITHUB_TOKEN"]\n')).pass_env == ["GITHUB_TOKEN"]
+    message = error_of(tmp_path, '[sandbox]\npass_env = ["GITHUB_TOKEN", "*TOKEN*"]\n')
+    assert message.endswith("sandbox.pass_env[1]: '*TOKEN*' is not an environment variable's name")
+
+
+def test_every_providers_key_variable_is_never_passed(tmp_path: Path) -> None:
+    env = env_with(tmp_path, GOOD)
+    current = resolve_provider(ProviderFlags(), env)
+    assert current is not None
+    assert provider_key_envs(env, current) == ["OPENAI_API_KEY", "OPENROUTER_API_KEY"]
+    assert provider_key_envs(env_with(tmp_path / "none", None), current) == ["OPENAI_API_KEY"]

@@ -29,6 +29,7 @@ from dashfloat.agent._options import AgentOptions
 from dashfloat.agent._prompt import system_message
 from dashfloat.agent._resumed import Resumed
 from dashfloat.catalogue import UNNAMED_CALL, call_name, mutates
+from dashfloat.command_env import describe_env
 from dashfloat.jsonvalue import JsonValue
 from dashfloat.permissions import SourcedRule, call_scope, no_scope_reason, read_only_command, verdict
 from dashfloat.protocol import (
@@ -814,10 +815,12 @@ class AgentCore:
         )
 
     def usage_report(self) -> str:
-        """/usage and /status: the window and its fill, then tokens of this session by turn."""
+        """/usage and /status: the window and its fill, what commands' environment leaves out, then tokens of this
+        session by turn."""
+        environment = describe_env(self.sandbox.hide_env, self.sandbox.pass_env)
         if not self.turn_usage:
-            return f"{self.window_report()}\nno usage reported yet in this session"
-        rows = [self.window_report(), "turn  prompt  completion  total"]
+            return f"{self.window_report()}\n{environment}\nno usage reported yet in this session"
+        rows = [self.window_report(), environment, "turn  prompt  completion  total"]
         for turn, usage in enumerate(self.turn_usage, 1):
             rows.append(f"{turn:<4}  {usage.prompt_tokens:>6}  {usage.completion_tokens:>10}  {usage.total_tokens:>5}")
         total = sum(u.total_tokens for u in self.turn_usage)

@@ -16,6 +16,7 @@ import select
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
 from typing import Final
 
 from dashfloat import procutil
@@ -50,15 +51,16 @@ class Command:
         *,
         held: bool = False,
         bounds: Bounds | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         """``held``: the command waits at its gate until ``release`` (the caller reports its group first);
         otherwise it runs at once. ``bounds``: its process and memory limits (default ``Bounds()``), set on the gate
-        before anything of it runs."""
+        before anything of it runs. ``env``: what the gate, bwrap (the sandbox's PID 1) and the command start from
+        (``command_env``); None: the executor's own."""
         self.timeout_s = timeout_s
         self._bounds = bounds if bounds is not None else Bounds()
         argv = ["/bin/sh", "-c", command]
         pass_fds: tuple[int, ...] = ()
-        env = wrap.env() if wrap is not None else None
         # bwrap writes JSON status documents here; no "exit-code" one means the sandbox never started.
         self._status: int | None = None
         status_w = -1
@@ -81,7 +83,7 @@ class Command:
             self._proc = subprocess.Popen(
                 ["/bin/sh", "-c", _GATE, "gate", *argv],
                 cwd=cwd,
-                env=env,
+                env=None if env is None else dict(env),
                 stdin=gate_r,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,

@@ -12,6 +12,7 @@ from typing import assert_never
 import msgspec
 
 from dashfloat.catalogue import call_name
+from dashfloat.command_env import command_env
 from dashfloat.executor import _files
 from dashfloat.executor._confine import bounds_for
 from dashfloat.executor._errors import ToolError, error_result, os_message
@@ -20,7 +21,6 @@ from dashfloat.executor._limits import EDIT_MAX_FILE_BYTES, EXEC_TIMEOUT_S, PREV
 from dashfloat.executor._sandbox import Sandbox, describe
 from dashfloat.executor.path_policy import PathError, Root, protected_reason
 from dashfloat.protocol import (
-    CommandLimits,
     EditFileArgs,
     ExecuteCommandArgs,
     ListDirectoryArgs,
@@ -111,9 +111,12 @@ def start_command(
     cwd = command_cwd(args, root)
     wrap = None if sandbox is None else sandbox.wrap(policy or SandboxPolicy(), root.fd, root.path)
     timeout_s = args.timeout or exec_timeout_s  # the call's own (bounded by its parse), else the default
+    state = sandbox.state if sandbox is not None else SandboxState()
+    # Every command, sandboxed or not, starts without the secrets (ADR 0068); one run unasked gets less still.
+    unasked = (policy or SandboxPolicy()).private_home
+    env = command_env(os.environ, state.hide_env, state.pass_env, unasked=unasked, workspace=root.path)
     try:
-        limits = sandbox.state.limits if sandbox is not None else CommandLimits()
-        return Command(args.command, cwd, timeout_s, wrap, held=held, bounds=bounds_for(limits))
+        return Command(args.command, cwd, timeout_s, wrap, held=held, bounds=bounds_for(state.limits), env=env)
     except OSError as exc:
         if wrap is None:
             raise

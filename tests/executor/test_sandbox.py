@@ -708,7 +708,8 @@ def test_an_unasked_command_gets_no_secret_from_the_environment(fixed: Root, roo
     assert "secret-value" not in output
     assert "LANG=C.UTF-8" in output and "LC_ALL=C.UTF-8" in output and "TZ=UTC" in output
     assert f"path={os.environ['PATH']} home={os.environ['HOME']}" in output
-    assert "aws-secret-value" in asked["output"]  # an approved command keeps the environment (build tools' tokens)
+    # An approved command keeps the rest of the environment, but no secret-named variable either (ADR 0068).
+    assert "secret-value" not in asked["output"] and "LANG=C.UTF-8" in asked["output"]
 
 
 @pytest.mark.parametrize(
