@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -15,7 +16,9 @@ import psutil
 import pytest
 
 from dashfloat.executor import EXEC_TIMEOUT_S
-from dashfloat.executor._standalone import Interrupts, handle_line
+from dashfloat.executor._sandbox import Sandbox
+from dashfloat.executor._standalone import Interrupts, Session, handle_line
+from dashfloat.executor.path_policy import Root
 from tests.e2e import wait_for
 from tests.executor.conftest import REPO
 
@@ -67,6 +70,9 @@ def test_help_and_bad_arguments(root: Path) -> None:
     assert helped.returncode == 0
     assert "--cwd" in helped.stdout and '{"id": "1", "name": "read_file"' in helped.stdout
     assert f"default {EXEC_TIMEOUT_S:g}" in helped.stdout
+    words = " ".join(helped.stdout.split())
+    assert "--sandbox MODE" in words and "config [sandbox] mode, else workspace-write" in words and "--network" in words
+    assert '"sandbox": {"mode": "read-only", "private_home": true}' in words  # a call's own policy, documented
     assert standalone().returncode == 2  # --cwd is required
     assert standalone("--cwd", str(root / "missing")).returncode == 2
 
@@ -85,6 +91,14 @@ def test_deeply_nested_and_overlong_lines_are_answered_and_serving_goes_on(root:
     assert out[2]["id"] == "ok" and out[2]["result"]["content"] == "hi\n"
 
 
+@pytest.fixture
+def session(root: Path) -> Iterator[Session]:
+    """An in-process session over ``root``, unsandboxed (the subprocess tests cover the sandbox)."""
+    fixed = Root(str(root), launch_real=True)
+    yield Session(fixed, Sandbox(), EXEC_TIMEOUT_S)
+    fixed.close()
+
+
 def commands_with(marker: str) -> list[psutil.Process]:
     found = []
     for process in psutil.process_iter(["cmdline", "status"]):
@@ -93,7 +107,7 @@ def commands_with(marker: str) -> list[psutil.Process]:
     return found
 
 
-def test_ctrl_c_that_lands_before_the_command_is_watched_still_kills_it(root: Path) -> None:
+def test_ctrl_c_that_lands_before_the_command_is_watched_still_kills_it(session: Session) -> None:
     # The race the pty test found under load: Ctrl-C after the call began but before its output was watched.
     # Delivered at the earliest moment (already pending when the command starts), it must still kill it.
     marker = uuid.uuid4().hex
@@ -103,7 +117,7 @@ def test_ctrl_c_that_lands_before_the_command_is_watched_still_kills_it(root: Pa
     try:
         with pytest.raises(KeyboardInterrupt), interrupts.call():
             os.kill(os.getpid(), signal.SIGINT)  # a byte on the pipe, not a raise: a call is running
-            handle_line(line.encode(), str(root), EXEC_TIMEOUT_S, interrupts)
+            handle_line(line.encode(), session, interrupts)
     finally:
         signal.signal(signal.SIGINT, original)
     # SIGKILLed at once; gone from the process table when the kernel has done it (a loaded machine takes a while)
@@ -111,12 +125,12 @@ def test_ctrl_c_that_lands_before_the_command_is_watched_still_kills_it(root: Pa
     assert not interrupts.pending()
 
 
-def test_ctrl_c_during_a_call_that_is_no_command_stops_after_it_answers(root: Path) -> None:
+def test_ctrl_c_during_a_call_that_is_no_command_stops_after_it_answers(root: Path, session: Session) -> None:
     (root / "a.txt").write_text("hello\n")
     interrupts = Interrupts()
     line = json.dumps({"id": "1", "name": "read_file", "args": {"path": "a.txt"}}).encode()
     with pytest.raises(KeyboardInterrupt), interrupts.call():
         interrupts.on_sigint(signal.SIGINT, None)
-        assert b"hello" in handle_line(line, str(root), EXEC_TIMEOUT_S)
+        assert b"hello" in handle_line(line, session)
     with pytest.raises(KeyboardInterrupt):
         interrupts.on_sigint(signal.SIGINT, None)  # between calls: at once
