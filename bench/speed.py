@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 
 from bench.common import TOKEN_CHARS, Figure, distinct_token
-from dashfloat.llm._transport import FORCE_REQUESTS_ENV
+from dashfloat.llm._route import FORCE_REQUESTS_ENV
 from dashfloat.protocol import SubmitPrompt, ToolResultShown
 from dashfloat.runtime import AgentProcess
 from dashfloat.testing.sse_server import BodyItem, Pause, Reply, ScriptedServer, sse_event, text_reply, tool_calls_reply

@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dashfloat",
         # Flags are taken as written only (`--base` is not `--base-url`), as Codex's and Claude Code's parsers do:
-        # the early guesses in _entry.py and llm/_transport.py read the flags before argparse, and agree with it.
+        # the early guesses in _entry.py and llm/_route.py read the flags before argparse, and agree with it.
         allow_abbrev=False,
         description=_DESCRIPTION,
         epilog=_EPILOG,
@@ -126,7 +126,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """The flags, intermixed with the prompt's words (`dashfloat fix the typo --yes`, as `claude "…"` and `codex "…"`
     users type it). The first ``--`` ends the flags: what follows is the prompt, word for word (argparse's own ``--``
     in intermixed parsing depends on what came before it). The console script's early guesses read the flags up to
-    it too (``_entry.sandbox_off``, ``llm._transport.provider_flags``)."""
+    it too (``_entry.sandbox_off``, ``llm._route.provider_flags``)."""
     at = list(argv).index("--") if "--" in argv else len(argv)
     args = build_parser().parse_intermixed_args(argv[:at])
     args.words = [*args.words, *argv[at + 1 :]]

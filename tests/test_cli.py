@@ -18,7 +18,7 @@ from dashfloat._entry import sandbox_off, starts_agent
 from dashfloat.cli import REWIND_MAX_TURNS, build_parser, parse_args
 from dashfloat.config import ProviderFlags
 from dashfloat.executor._sandbox import BWRAP_ENV
-from dashfloat.llm._transport import provider_flags
+from dashfloat.llm._route import provider_flags
 from dashfloat.testing.sse_server import ScriptedServer, text_reply
 from tests.e2e import wait_for
 

@@ -20,7 +20,7 @@ from dashfloat.jsonvalue import JsonValue
 from dashfloat.llm import _window as w
 from dashfloat.llm._limits import MAX_REDIRECTS
 from dashfloat.llm._probe import PROBE_BODY_MAX_BYTES, PlainProber, follow
-from dashfloat.llm._transport import plain_route
+from dashfloat.llm._route import plain_route
 from dashfloat.protocol import DiscoverWindow, ProviderConfig, WindowFound
 
 if TYPE_CHECKING:

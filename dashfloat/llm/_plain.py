@@ -1,6 +1,6 @@
 """The plain route (ADR 0048): requests to a local plain-HTTP server on the standard library's http.client.
 
-Used only where requests would add nothing (``_transport.plain_route``: ``http://`` to a local host, no proxy
+Used only where requests would add nothing (``_route.plain_route``: ``http://`` to a local host, no proxy
 variable, no netrc file). The LLM process then never imports requests and urllib3 (~40 ms of CPU on the first
 request's path, ~5 MB of the worker's memory). What it keeps from urllib3's pool: connections kept alive per
 server across requests (several when streams overlap), one that the server has closed meanwhile is replaced

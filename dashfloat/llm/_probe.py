@@ -2,9 +2,9 @@
 
 A local server over plain HTTP needs nothing ``requests`` adds, as long as the environment gives it nothing to
 add: no proxy variable (``requests`` would route through it) and no netrc file (``requests`` would send its
-credentials). Then the probes, and the chat requests after them, go through http.client on the process's kept
-connections (``_plain``), and the process never imports ``requests``. Anything else (a hosted API, TLS, a proxy)
-is asked through ``requests``, whose kept-alive connection the chat request then reuses.
+credentials): ``_route.plain_probes``. Then the probes, and the chat requests after them, go through http.client on
+the process's kept connections (``_plain``), and the process never imports ``requests``. Anything else (a hosted
+API, TLS, a proxy) is asked through ``requests``, whose kept-alive connection the chat request then reuses.
 """
 
 from __future__ import annotations
@@ -12,21 +12,16 @@ from __future__ import annotations
 import contextlib
 import http.client
 import socket
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Final
 from urllib.parse import urljoin, urlsplit
 
 import msgspec
 
-from dashfloat.config import is_local_url
 from dashfloat.jsonvalue import JsonValue
 from dashfloat.llm._limits import MAX_REDIRECTS
 
 PROBE_BODY_MAX_BYTES: Final = 4 * 1024 * 1024
 """The most of a discovery answer that is read and decoded (a model list with many entries is well below)."""
-PROXY_VARIABLES: Final = ("http_proxy", "all_proxy")
-"""Environment variables (either case) that make ``requests`` send a plain-HTTP request through a proxy."""
 REDIRECT_STATUSES: Final = (301, 302, 303, 307, 308)
 """Answers whose Location a probe follows (GET only, within the server's origin, at most MAX_REDIRECTS)."""
 
@@ -38,19 +33,6 @@ def follow(url: str, method: str, status: int, location: str | None) -> str | No
         return None
     target = urljoin(url, location)
     return target if urlsplit(target)[:2] == urlsplit(url)[:2] else None
-
-
-def plain_probes(base_url: str, env: Mapping[str, str], home: Path | None = None) -> bool:
-    """Whether the discovery may ask ``base_url`` through http.client: a local plain-HTTP server, and nothing in
-    the environment that ``requests`` would have used (a proxy, a netrc file)."""
-    if urlsplit(base_url).scheme != "http" or not is_local_url(base_url):
-        return False
-    if any(env.get(name) or env.get(name.upper()) for name in PROXY_VARIABLES):
-        return False
-    if env.get("NETRC"):
-        return False
-    home = home if home is not None else Path(env.get("HOME") or Path.home())
-    return not any((home / name).exists() for name in (".netrc", "_netrc"))
 
 
 class PlainProber:
@@ -78,7 +60,8 @@ class PlainProber:
             _shutdown(sock)
 
     def _ask(self, method: str, url: str, headers: dict[str, str], json: JsonValue) -> JsonValue:
-        from dashfloat.llm._plain import PLAIN  # not at import: _plain imports this module's rule
+        # Lazy: the serve loop imports this module as it starts; a process on the requests route never needs _plain.
+        from dashfloat.llm._plain import PLAIN
 
         body = None if json is None else msgspec.json.encode(json)
         sent = {**headers, "Content-Type": "application/json"} if body is not None else headers

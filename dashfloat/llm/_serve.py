@@ -27,6 +27,7 @@ from dashfloat.channel import Channel, PeerDied, ProtocolError, Readiness
 from dashfloat.jsonvalue import JsonValue
 from dashfloat.llm._discover import Discovery
 from dashfloat.llm._limits import DEADLINE_GRACE_S, DELTA_BATCH_S, DELTA_MAX_CHARS, HOLD_MIN_S
+from dashfloat.llm._route import expects_plain_route
 from dashfloat.preload import Preload
 from dashfloat.protocol import (
     AgentToLlm,
@@ -259,9 +260,7 @@ class _Loop:
 
 def stack_modules(argv: list[str], env: Mapping[str, str]) -> tuple[str, ...]:
     """What the process imports as it starts: the plain route's stack when its provider will take that route
-    (``_transport.expects_plain_route``), else requests'."""
-    from dashfloat.llm._transport import expects_plain_route
-
+    (``_route.expects_plain_route``), else requests'."""
     return PLAIN_STACK_MODULES if expects_plain_route(argv, env) else HTTP_STACK_MODULES
 
 

@@ -56,7 +56,8 @@ from dashfloat.llm._limits import (
     SSE_FRAME_MAX_BYTES,
 )
 from dashfloat.llm._request import Optional, estimated_tokens, request_body
-from dashfloat.llm._transport import Response, Transport, finish_body, read_bounded, shutdown, transport_for
+from dashfloat.llm._route import transport_for
+from dashfloat.llm._transport import Response, Transport, finish_body, read_bounded, shutdown
 from dashfloat.llm.episode import Delta, DeltaKind, Episode
 from dashfloat.protocol import StartStream, StreamDone, StreamFailed, StreamFailureKind
 
@@ -160,7 +161,7 @@ class Stream:
     """The worker for one StartStream; ``abort()`` may be called from any thread."""
 
     _transport: Transport
-    """Chosen by the stream's thread as it starts (``_transport.transport_for``)."""
+    """Chosen by the stream's thread as it starts (``_route.transport_for``)."""
 
     def __init__(self, start: StartStream, wake: Callable[[Stream], None], memory: ProviderMemory) -> None:
         self.start = start

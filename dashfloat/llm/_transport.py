@@ -1,10 +1,11 @@
 """What a stream asks of an HTTP transport, and the parts both transports share (standard library only).
 
 Two transports carry the chat stream (ADR 0048): ``_plain`` on http.client, for a local plain-HTTP server when the
-environment gives ``requests`` nothing to add (``plain_route``: the window probes' rule, ``_probe.plain_probes``),
-and ``_http`` on requests and urllib3 for everything else (TLS, hosted APIs, proxies, netrc). A stream sees only
-``Transport`` and ``Response``; the body's decoding (chunked framing, TLS records waiting), its bounded reads and
-the failure taxonomy (``_errors``) are the same code for both.
+environment gives ``requests`` nothing to add, and ``_http`` on requests and urllib3 for everything else (TLS,
+hosted APIs, proxies, netrc). Both import this module; it imports neither, and which one a request takes is
+``_route``'s choice (docs/decisions/0071). A stream sees only ``Transport`` and ``Response``; the body's decoding
+(chunked framing, TLS records waiting), its bounded reads and the failure taxonomy (``_errors``) are the same code
+for both.
 """
 
 from __future__ import annotations
@@ -14,23 +15,12 @@ import http.client
 import socket
 import ssl
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from pathlib import Path
-from typing import Final, Protocol
+from collections.abc import Callable, Iterator, Mapping
+from typing import Protocol
 
-from dashfloat.config import ConfigError, ProviderFlags, resolve_provider
 from dashfloat.llm._chunked import ChunkedBody
 from dashfloat.llm._errors import StreamError
 from dashfloat.llm._limits import READ_CHUNK_BYTES
-from dashfloat.llm._probe import plain_probes
-
-FORCE_REQUESTS_ENV: Final = "DASHFLOAT_HTTP_VIA_REQUESTS"
-"""Set (to anything) in the LLM process's environment: every request goes through requests, the plain route never
-(tests and the bench compare the two routes with it). It can only choose the route that handles everything."""
-
-DEMO_BASE_URL: Final = "http://127.0.0.1/v1"
-"""Where the offline demo model answers (its port is chosen as it starts): a local plain-HTTP server."""
-PROVIDER_FLAGS: Final = ("--provider", "--base-url", "--model")
 
 OnSocket = Callable[[socket.socket], None]
 
@@ -75,57 +65,6 @@ class Transport(Protocol):
         each read's timeout; ``connect_s``: a new connection's). Redirects are not followed. Every socket the
         request uses (new or kept) goes to ``on_socket`` before it is read, so that another thread can cut it."""
         ...
-
-
-def plain_route(base_url: str, env: Mapping[str, str], home: Path | None = None) -> bool:
-    """Whether requests to ``base_url`` go through http.client: the window probes' rule (a local plain-HTTP server,
-    no proxy variable, no netrc file), unless FORCE_REQUESTS_ENV is set."""
-    return not env.get(FORCE_REQUESTS_ENV) and plain_probes(base_url, env, home)
-
-
-def provider_flags(argv: Sequence[str]) -> ProviderFlags | None:
-    """The flags that choose the provider, as written in ``argv`` (``--flag VALUE`` or ``--flag=VALUE``); None for
-    ``--demo``. What the command line will decide: argparse takes no abbreviations, and the words after the first
-    ``--`` are a prompt (``cli.parse_args``)."""
-    found: dict[str, str] = {}
-    if "--" in argv:
-        argv = argv[: list(argv).index("--")]
-    for index, arg in enumerate(argv):
-        if arg == "--demo":
-            return None
-        name, equals, value = arg.partition("=")
-        if name in PROVIDER_FLAGS:
-            if not equals:
-                value = argv[index + 1] if index + 1 < len(argv) else ""
-            found[name] = value
-    return ProviderFlags(found.get("--provider"), found.get("--base-url"), found.get("--model"))
-
-
-def expects_plain_route(argv: Sequence[str], env: Mapping[str, str]) -> bool:
-    """Whether this run's provider will take the plain route, read from the command line, the environment and the
-    configuration as the main process will read them. The LLM process asks as it starts, before its options come,
-    to import one route's stack only (ADR 0048); a wrong guess costs the other route's import when a request needs
-    it, never the wrong route (each request takes its own, ``transport_for``). A configuration that cannot be read
-    says requests (the run will stop on it anyway)."""
-    flags = provider_flags(argv)
-    if flags is None:
-        return plain_route(DEMO_BASE_URL, env)
-    try:
-        provider = resolve_provider(flags, env)
-    except (ConfigError, OSError, ValueError):
-        return False
-    return plain_route(provider.base_url if provider is not None else DEMO_BASE_URL, env)
-
-
-def transport_for(base_url: str, env: Mapping[str, str]) -> Transport:
-    """This process's transport for ``base_url`` (imports requests only for the requests route)."""
-    if plain_route(base_url, env):
-        from dashfloat.llm._plain import PLAIN
-
-        return PLAIN
-    from dashfloat.llm._http import REQUESTS
-
-    return REQUESTS
 
 
 def shutdown(sock: socket.socket) -> None:

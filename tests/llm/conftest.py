@@ -18,7 +18,7 @@ import pytest
 
 from dashfloat.channel import Channel
 from dashfloat.llm import serve
-from dashfloat.llm._transport import FORCE_REQUESTS_ENV
+from dashfloat.llm._route import FORCE_REQUESTS_ENV
 from dashfloat.protocol import (
     AssembledCall,
     ChatMessage,

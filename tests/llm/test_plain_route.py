@@ -22,7 +22,7 @@ import pytest
 from dashfloat.llm import _plain as plain_module
 from dashfloat.llm._errors import classify_request_error
 from dashfloat.llm._plain import IDLE_CONNECTIONS_MAX, IDLE_SERVERS_MAX, USER_AGENT, PlainTransport, _Connection
-from dashfloat.llm._transport import FORCE_REQUESTS_ENV, expects_plain_route, plain_route
+from dashfloat.llm._route import FORCE_REQUESTS_ENV, expects_plain_route, plain_route
 from dashfloat.testing.sse_server import ScriptedServer, text_reply
 from tests.llm.conftest import TLS_DIR, Llm
 
