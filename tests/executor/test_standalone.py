@@ -17,7 +17,7 @@ import pytest
 
 from dashfloat.executor import EXEC_TIMEOUT_S
 from dashfloat.executor._sandbox import Sandbox
-from dashfloat.executor._standalone import Interrupts, Session, handle_line
+from dashfloat.executor._standalone import Interrupts, Session, handle_line, session_sandbox
 from dashfloat.executor.path_policy import Root
 from tests.e2e import wait_for
 from tests.executor.conftest import REPO
@@ -134,3 +134,39 @@ def test_ctrl_c_during_a_call_that_is_no_command_stops_after_it_answers(root: Pa
         assert b"hello" in handle_line(line, session)
     with pytest.raises(KeyboardInterrupt):
         interrupts.on_sigint(signal.SIGINT, None)  # between calls: at once
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        (),
+        ("--network",),
+        ("--sandbox", "off"),
+        ("--sandbox", "workspace-write"),
+        ("--sandbox", "read-only", "--network"),
+    ],
+)
+def test_the_sandbox_is_the_one_dashfloat_builds_from_the_same_flags_and_config(
+    tmp_path: Path, flags: tuple[str, ...]
+) -> None:
+    # The guard against drift: launch.prepare and session_sandbox read the same config; a field one of them
+    # starts to set and the other does not fails here (ADR 0069).
+    from dashfloat.cli import parse_args
+    from dashfloat.launch import prepare
+
+    config = tmp_path / "cfg" / "dashfloat" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(
+        f'default_provider = "local"\n\n[sandbox]\nmode = "read-only"\ndeny_read = ["{tmp_path}/secrets"]\n'
+        'pass_env = ["MY_TOKEN", "MY_TOKEN"]\n\n[limits]\nmax_processes = 500\nmax_file_mib = 64\n\n'
+        '[providers.local]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\napi_key_env = "LOCAL_AUTH"\n\n'
+        '[providers.other]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\napi_key_env = "OTHER_AUTH"\n'
+    )
+    (tmp_path / "secrets").mkdir()
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_STATE_HOME": str(tmp_path / "state")}
+    served = prepare(parse_args([*flags, "-p", "hi"]), str(tmp_path), env).options.sandbox
+    mode = flags[flags.index("--sandbox") + 1] if "--sandbox" in flags else None
+    ours = session_sandbox(mode, "--network" in flags, env)  # type: ignore[arg-type]  # one of the choices
+    assert ours == served
+    assert {"LOCAL_AUTH", "OTHER_AUTH"} <= set(ours.hide_env) and ours.pass_env == ["MY_TOKEN"]
+    assert ours.mode == (mode or "read-only") and ours.limits.max_processes == 500
