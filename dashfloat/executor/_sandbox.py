@@ -3,7 +3,8 @@
 What a sandboxed command gets (docs/tools.md, ADR 0016): the whole file system read-only, the working
 directory writable (``workspace-write``) or not (``read-only``), a private empty ``/tmp``, the configured
 credential stores and the user's bus and agent sockets hidden, its own PID namespace (every process dies with the
-shell), and a network namespace with only a loopback device unless the call may use the network.
+shell), a network namespace with only a loopback device unless the call may use the network, and no privilege: every
+capability dropped, so the mounts that confine it are not its to undo, run by root or not (ADR 0067).
 """
 
 from __future__ import annotations
@@ -193,8 +194,37 @@ def unasked_env(environ: Mapping[str, str]) -> dict[str, str]:
     return {name: value for name, value in environ.items() if name in UNASKED_ENV_KEEP or name.startswith("LC_")}
 
 
-PROBE_ARGS: Final = ("--ro-bind", "/", "/", "--unshare-all", "--as-pid-1", "--die-with-parent", "--", "/bin/true")
-"""What the start-up probe runs under bwrap: enough to show namespaces work here, and nothing left behind."""
+DROP_PRIVILEGES: Final = ("--cap-drop", "ALL")
+"""On every bwrap line: the command keeps no capability, in its user namespace or after an exec (the bounding set is
+empty too). Run by root, bwrap otherwise leaves it every one: it could remount ``/`` read-write and unmount what hides
+the credential stores, since the mounts bwrap made are its namespace's own (ADR 0067)."""
+
+PROBE_PRIVILEGED_EXIT: Final = 86
+"""The probe's exit status when the command inside still holds a capability (or it cannot tell)."""
+_PROBE_SCRIPT: Final = (
+    "n=0; while read -r k v; do case $k in CapPrm:|CapEff:|CapBnd:) "
+    f'[ "$v" = 0000000000000000 ] || {{ echo "$k $v" >&2; exit {PROBE_PRIVILEGED_EXIT}; }}; n=$((n+1));; esac; '
+    "done </proc/self/status; "
+    f'[ $n = 3 ] || {{ echo "no capability sets in /proc/self/status" >&2; exit {PROBE_PRIVILEGED_EXIT}; }}'
+)
+"""Inside the probe's sandbox, with sh builtins only (no process more): the permitted, effective and bounding sets are
+empty. ``PROBE_PRIVILEGED_EXIT`` naming the first that is not."""
+
+PROBE_ARGS: Final = (
+    "--ro-bind",
+    "/",
+    "/",
+    "--unshare-all",
+    "--as-pid-1",
+    "--die-with-parent",
+    *DROP_PRIVILEGES,
+    "--",
+    "/bin/sh",
+    "-c",
+    _PROBE_SCRIPT,
+)
+"""What the start-up probe runs under bwrap: enough to show namespaces work here and that a command in them holds no
+privilege, and nothing left behind."""
 
 
 class Probe:
@@ -236,7 +266,13 @@ class Probe:
                 code = self._process.returncode
                 why = stderr.decode(errors="replace").strip().splitlines()
                 said = why[-1] if why else f"exit status {code}"
-                self._outcome = "" if code == 0 else f"bwrap cannot create namespaces here: {said}"
+                if code == PROBE_PRIVILEGED_EXIT:
+                    self._outcome = (
+                        f"bwrap cannot drop privileges here: a sandboxed command kept capabilities ({said}), so it "
+                        "could remount / read-write and unmount what hides the credential stores"
+                    )
+                else:
+                    self._outcome = "" if code == 0 else f"bwrap cannot create namespaces here: {said}"
         return self._outcome
 
     def discard(self) -> None:
@@ -320,7 +356,7 @@ def bwrap_argv(
         else:
             argv += ["--ro-bind", "/dev/null", path]
     argv += ["--bind-fd" if mode == "workspace-write" else "--ro-bind-fd", str(root_fd), root]
-    argv += ["--unshare-all", *(["--share-net"] if network else []), "--die-with-parent"]
+    argv += ["--unshare-all", *(["--share-net"] if network else []), "--die-with-parent", *DROP_PRIVILEGES]
     for name in state.hide_env:
         argv += ["--unsetenv", name]
     argv += ["--json-status-fd", str(status_fd), "--setenv", "TMPDIR", "/tmp", "--chdir", cwd]
