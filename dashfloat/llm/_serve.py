@@ -43,7 +43,9 @@ from dashfloat.protocol import (
 )
 
 if TYPE_CHECKING:
-    from dashfloat.llm._stream import DeltaKind, ProviderMemory, Stream, StreamThreads
+    from dashfloat.llm._provider import ProviderMemory
+    from dashfloat.llm._stream import DeltaKind, Stream
+    from dashfloat.llm._threads import StreamThreads
 
 _ABORT_JOIN_S = 0.5
 PLAIN_STACK_MODULES: Final = ("dashfloat.llm._plain", "dashfloat.llm._stream")
@@ -87,7 +89,9 @@ class _Loop:
         """What streams need, once the HTTP stack is imported (waits for it the first time)."""
         if self._memory is None or self._threads is None:
             self.stack.wait()
-            from dashfloat.llm._stream import ProviderMemory, StreamThreads
+            # Lazy: imported by the stack's preload (through _stream), never on the loop's start path (ADR 0045).
+            from dashfloat.llm._provider import ProviderMemory
+            from dashfloat.llm._threads import StreamThreads
 
             self._memory = ProviderMemory(props=self.props, discovering=self._asking)
             self._threads = StreamThreads()
@@ -160,7 +164,7 @@ class _Loop:
                 if message.request_id in self.streams:
                     self._cancel(message.request_id, "replaced by a new request with the same id.")
                 memory, threads = self._streams()
-                from dashfloat.llm._stream import Stream
+                from dashfloat.llm._stream import Stream  # lazy: imported by the stack's preload, waited for above
 
                 stream = Stream(message, self._wake, memory)
                 self.streams[message.request_id] = stream

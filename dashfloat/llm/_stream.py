@@ -1,7 +1,8 @@
-"""One stream: the HTTP request and its retries, run in a worker thread; the chunks go to an Episode.
+"""One stream: the HTTP request and its attempts, run on a stream thread (``_threads``); the chunks go to an Episode.
 
 The worker never touches the pipe: it appends items to ``outbox`` and wakes the serve loop, which
-coalesces and sends them. That keeps the pipe single-writer and the terminal message unique.
+coalesces and sends them. That keeps the pipe single-writer and the terminal message unique. When an attempt is
+tried again is ``_retry``'s policy; the checks that a server passes the tools on are ``_provider``'s.
 """
 
 from __future__ import annotations
@@ -17,16 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from urllib.parse import urljoin, urlsplit
 
-try:  # queue.SimpleQueue itself, without queue's module (heapq and more: memory in the worker, ADR 0053)
-    from _queue import SimpleQueue
-except ImportError:  # an interpreter without CPython's C module
-    from queue import SimpleQueue
-
-import msgspec
-
-from dashfloat.jsonvalue import JsonValue
 from dashfloat.llm._errors import (
-    RETRYABLE_KINDS,
     Cancelled,
     OptionsRejected,
     StreamError,
@@ -39,71 +31,37 @@ from dashfloat.llm._errors import (
 )
 from dashfloat.llm._framing import decoded, event_datas, framed_batches, looks_like_sse, one_line_datas
 from dashfloat.llm._limits import (
-    BACKOFF_BASE_S,
     BODY_END_MAX_BYTES,
     BODY_END_WAIT_S,
     CONNECT_TIMEOUT_S,
     DEADLINE_GRACE_S,
     DELTA_BATCH_S,
-    DROPPED_TOOLS_RATIO,
     ERROR_BODY_MAX_BYTES,
-    MAX_ATTEMPTS,
     MAX_REDIRECTS,
     PACED_READ_MAX_BYTES,
     PROBE_TIMEOUT_S,
-    RETRY_AFTER_MAX_S,
     SSE_EVENT_MAX_LINES,
     SSE_FRAME_MAX_BYTES,
 )
-from dashfloat.llm._request import Optional, estimated_tokens, request_body
+from dashfloat.llm._provider import ProviderMemory, fetch_props, prompt_tokens_warning, props_warning
+from dashfloat.llm._request import Optional, request_body
+from dashfloat.llm._retry import DROPPED_NOTICE, retry_delay, retry_notice
 from dashfloat.llm._route import transport_for
+from dashfloat.llm._threads import StreamThreads
 from dashfloat.llm._transport import Response, Transport, finish_body, read_bounded, shutdown
 from dashfloat.llm.episode import Delta, DeltaKind, Episode
 from dashfloat.protocol import StartStream, StreamDone, StreamFailed, StreamFailureKind
 
-__all__ = ["DeltaKind", "Item", "ProviderMemory", "Stream", "StreamThreads", "holds_next_read"]
+__all__ = ["DeltaKind", "Item", "Stream", "holds_next_read"]
 
 Item = Delta | StreamDone | StreamFailed
 _REDIRECTS = (301, 302, 303, 307, 308)
-_DROPPED_NOTICE: dict[Optional, str] = {
-    "stream_options": "the provider rejected stream_options; retrying without it (no usage figures)",
-    "max_tokens": "the provider rejected max_tokens; retrying without it (only the repetition guard bounds answers)",
-}
-
-
-class ProviderMemory(msgspec.Struct):
-    """What the LLM process learned about each base URL, kept for its lifetime."""
-
-    dropped: dict[str, set[Optional]] = msgspec.field(default_factory=dict)
-    """Request fields a provider refused with a 400."""
-    native_calls: set[str] = msgspec.field(default_factory=set)
-    """Providers that sent a native tool call (``auto`` then stops reading calls written as text)."""
-    probed: set[str] = msgspec.field(default_factory=set)
-    """Servers asked once whether their chat template takes tools (llama.cpp ``/props``)."""
-    props: dict[str, JsonValue] = msgspec.field(default_factory=dict)
-    """The ``/props`` body the window discovery got (None: none), so that the stream does not ask again."""
-    discovering: set[str] = msgspec.field(default_factory=set)
-    """Servers whose window discovery, which asks ``/props``, is under way: a stream meanwhile (the first request
-    goes before the window is known) does not ask it as well, and looks at the discovery's answer when it is done."""
-    warned_tools: set[str] = msgspec.field(default_factory=set)
-    """Servers already warned about dropping the tools (the warning is given once)."""
 
 
 def _origin(url: str) -> tuple[str, str]:
     parts = urlsplit(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     return parts.scheme, f"{(parts.hostname or '').lower()}:{port}"
-
-
-def _log(request_id: int, what: str) -> None:
-    """Internals for the log (the child's stderr goes there), never for the person reading the chat."""
-    print(f"dashfloat llm: request {request_id}: {what}", file=sys.stderr, flush=True)
-
-
-_NO_TOOLS_ADVICE = (
-    "the model cannot call tools and may invent what a tool would have shown: "
-    "run the server with a chat template that supports tools (llama.cpp: --jinja, or --chat-template-file)"
-)
 
 
 def holds_next_read(size: int, text_arrived: bool, calls_begun: bool, finished: bool) -> bool:
@@ -115,46 +73,6 @@ def holds_next_read(size: int, text_arrived: bool, calls_begun: bool, finished: 
     writer's big reads go on at once. Never once the model has begun a tool call or finished: a call's arguments
     and the episode's end are not shown piece by piece, and waiting for them would only delay the turn."""
     return text_arrived and size < PACED_READ_MAX_BYTES and not calls_begun and not finished
-
-
-class StreamThreads:
-    """The threads streams run on, each kept once its stream ends and woken for the next one. A thread started per
-    stream cost every episode a thread's start (its stack mapped, then a wait until the scheduler first ran it),
-    measured 0.6–1.7 ms from StartStream to the stream's first line on the loaded machine, against a kept
-    thread's wake-up. As many threads as streams ever ran at once (the main stream, a summary); idle ones wait."""
-
-    def __init__(self) -> None:
-        self._jobs: SimpleQueue[Callable[[], None]] = SimpleQueue()
-        self._idle = 0
-        self._lock = threading.Lock()
-
-    def run(self, job: Callable[[], None]) -> None:
-        """Run ``job`` on an idle thread, or a new one when none is idle."""
-        with self._lock:
-            start = self._idle == 0
-            if not start:
-                self._idle -= 1
-        self._jobs.put(job)
-        if start:
-            threading.Thread(target=self._serve, name="llm-stream", daemon=True).start()
-
-    @property
-    def idle(self) -> int:
-        """Threads waiting for a stream."""
-        with self._lock:
-            return self._idle
-
-    def _serve(self) -> None:
-        while True:
-            job = self._jobs.get()
-            try:
-                job()
-            except Exception:  # a stream answers its own failures; whatever escapes must not cost the thread
-                import traceback  # only then (issue 19: each module the worker imports costs memory, ADR 0053)
-
-                traceback.print_exc(file=sys.stderr)
-            with self._lock:
-                self._idle += 1
 
 
 class Stream:
@@ -352,27 +270,20 @@ class Stream:
                 done = self._attempt(url, headers, body, dropped)
             except OptionsRejected as exc:
                 dropped.add(exc.field)
-                self._emit(("status", _DROPPED_NOTICE[exc.field]))
+                self._emit(("status", DROPPED_NOTICE[exc.field]))
                 continue
             except StreamError as exc:
                 if self.cancelled.is_set():
                     raise Cancelled from exc
-                waited = exc.retry_after_s
-                if (
-                    exc.kind not in RETRYABLE_KINDS
-                    or self._episode.emitted
-                    or attempt >= MAX_ATTEMPTS
-                    or (waited is not None and waited > RETRY_AFTER_MAX_S)
-                ):
+                delay = retry_delay(exc, attempt, self._episode.emitted)
+                if delay is None:
                     raise
-                delay = waited if waited is not None else BACKOFF_BASE_S * 2 ** (attempt - 1)
                 attempt += 1
-                notice = f"{exc.reason}; retrying in {delay:.1f} s (attempt {attempt} of {MAX_ATTEMPTS})"
-                self._emit(("status", notice))
+                self._emit(("status", retry_notice(exc, delay, attempt)))
                 if self.cancelled.wait(delay):
                     raise Cancelled from exc
             else:
-                self._check_prompt_tokens(done, body)
+                self._warn_tools(base, prompt_tokens_warning(base, done.usage, body))
                 if base not in self._memory.probed and base in self._memory.props:
                     self._look_at_props(base, headers)  # the discovery's answer came meanwhile
                 return done
@@ -385,10 +296,15 @@ class Stream:
             return
         if base in memory.props:
             memory.probed.add(base)
-            self._check_props(base, memory.props[base])
+            self._warn_tools(base, props_warning(base, memory.props[base]))
         elif base not in memory.discovering:
             memory.probed.add(base)
-            self._probe_tools(base, headers, min(PROBE_TIMEOUT_S, self.start.idle_timeout_s))
+            timeout_s = min(PROBE_TIMEOUT_S, self.start.idle_timeout_s)
+            try:
+                props = fetch_props(self._transport, base, headers, timeout_s, self._on_socket, self._log)
+            finally:
+                self._let_go()
+            self._warn_tools(base, props_warning(base, props))
 
     def _attempt(self, url: str, headers: dict[str, str], body: bytes, dropped: set[Optional]) -> StreamDone:
         idle_s = self.start.idle_timeout_s
@@ -406,7 +322,7 @@ class Stream:
                 except transport.errors as exc:
                     if self.cancelled.is_set():
                         raise Cancelled from exc
-                    _log(self.request_id, f"{type(exc).__name__}: {exc}")
+                    self._log(f"{type(exc).__name__}: {exc}")
                     raise self._request_error(exc, target, connect_s, answered=False) from exc
                 try:
                     if self.cancelled.is_set():
@@ -422,7 +338,7 @@ class Stream:
                     except transport.errors as exc:
                         if self.cancelled.is_set():
                             raise Cancelled from exc
-                        _log(self.request_id, f"{type(exc).__name__}: {exc}")
+                        self._log(f"{type(exc).__name__}: {exc}")
                         raise self._request_error(exc, target, connect_s, answered=self._body_began) from exc
                 finally:
                     response.close()
@@ -456,55 +372,15 @@ class Stream:
             )
         return target
 
-    def _probe_tools(self, base: str, headers: dict[str, str], timeout_s: float) -> None:
-        """Ask a llama.cpp server once whether its chat template takes tools (other servers: a quiet 404)."""
-        props_url = base.rstrip("/").removesuffix("/v1") + "/props"
-        transport = self._transport
-        failures: tuple[type[BaseException], ...] = (*transport.errors, msgspec.DecodeError, OSError)
-        try:
-            probe_headers = {k: v for k, v in headers.items() if k != "Content-Type"}
-            probe_headers["Accept"] = "application/json"
-            response = transport.request("GET", props_url, probe_headers, None, timeout_s, timeout_s, self._on_socket)
-            try:
-                if response.status != 200:
-                    # a 404's short body: the connection stays
-                    finish_body(response.reads(), ERROR_BODY_MAX_BYTES, timeout_s, transport.errors)
-                    return
-                props = msgspec.json.decode(read_bounded(response, ERROR_BODY_MAX_BYTES, transport.errors))
-            finally:
-                response.close()
-        except failures as exc:
-            _log(self.request_id, f"no /props at {props_url}: {type(exc).__name__}")
-            return
-        finally:
-            self._let_go()
-        self._check_props(base, props)
-
-    def _check_props(self, base: str, props: JsonValue) -> None:
-        """Warn once when a llama.cpp ``/props`` body says the chat template takes no tools."""
-        caps = props.get("chat_template_caps") if isinstance(props, dict) else None
-        if isinstance(caps, dict) and (caps.get("supports_tools") is False or caps.get("supports_tool_calls") is False):
-            self._warn_tools(
-                base, f"the server at {base} says its chat template has no tool support: {_NO_TOOLS_ADVICE}."
-            )
-
-    def _check_prompt_tokens(self, done: StreamDone, body: bytes) -> None:
-        """A prompt far smaller than what was sent: the server dropped the tools (and maybe more)."""
-        usage = done.usage
-        estimate = estimated_tokens(body)
-        if usage is None or not usage.prompt_tokens or usage.prompt_tokens >= DROPPED_TOOLS_RATIO * estimate:
-            return
-        base = self.start.provider.base_url
-        self._warn_tools(
-            base,
-            f"the server at {base} counted {usage.prompt_tokens} prompt tokens for a request of about {estimate}: "
-            f"it does not seem to pass the tools to the model; {_NO_TOOLS_ADVICE}.",
-        )
-
-    def _warn_tools(self, base: str, text: str) -> None:
-        if base not in self._memory.warned_tools:
+    def _warn_tools(self, base: str, warning: str | None) -> None:
+        """Give a warning about ``base``'s tools, once per server."""
+        if warning is not None and base not in self._memory.warned_tools:
             self._memory.warned_tools.add(base)
-            self._emit(("warning", text))
+            self._emit(("warning", warning))
+
+    def _log(self, what: str) -> None:
+        """Internals for the log (the child's stderr goes there), never for the person reading the chat."""
+        print(f"dashfloat llm: request {self.request_id}: {what}", file=sys.stderr, flush=True)
 
     def _status_error(self, response: Response, url: str, dropped: set[Optional]) -> Exception:
         env = self.start.provider.api_key_env
