@@ -40,7 +40,7 @@ does not say")."""
 def requests_get(session: requests.Session) -> Get:
     """The getter through ``requests`` (this process's Session: the chat request that follows reuses the
     connection)."""
-    import requests
+    import requests  # lazy: this module is on the serve loop's start path, requests on the stack's thread (ADR 0045)
 
     def get(method: str, url: str, headers: dict[str, str], json: JsonValue = None) -> JsonValue:
         try:
@@ -87,7 +87,7 @@ def discover(
     ``get``: how to ask (None: through this process's ``requests`` Session).
     """
     if get is None:
-        from dashfloat.llm._http import process_session
+        from dashfloat.llm._http import process_session  # lazy: requests, once the stack's import is done (ADR 0045)
 
         get = requests_get(process_session())
     headers = {"Accept": "application/json", **provider.headers}
