@@ -5,7 +5,8 @@ fsynced (in a helper thread, while the mutation writes and fsyncs its own file) 
 references it is sent, so it is on disk before the session log can name it. It is bounded twice: a
 pre-image over CHECKPOINT_FILE_MAX_BYTES is not copied (the checkpoint says why it is not restorable), and
 when the store passes CHECKPOINT_STORE_MAX_BYTES the oldest objects are dropped, with a notice. Neither
-bound, nor any failure of the store, ever blocks the mutation itself.
+bound, nor any failure of the store, ever blocks the mutation itself. Opening a store (``store_for``) takes its shared
+lock for the process's life and prunes other sessions' stores past CHECKPOINTS_TOTAL_MAX_BYTES (``_prune.py``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,20 @@ import msgspec
 
 from dashfloat.executor._errors import ToolError
 from dashfloat.executor._files import ABSENT_DIGEST, _digest_at, _open_regular, _stat_at
-from dashfloat.executor._limits import CHECKPOINT_FILE_MAX_BYTES, CHECKPOINT_STORE_MAX_BYTES, EXEC_TIMEOUT_S
+from dashfloat.executor._limits import (
+    CHECKPOINT_FILE_MAX_BYTES,
+    CHECKPOINT_STORE_MAX_BYTES,
+    CHECKPOINTS_TOTAL_MAX_BYTES,
+    EXEC_TIMEOUT_S,
+)
+from dashfloat.executor._prune import (
+    CHECKPOINTS_DIRNAME,
+    OBJECTS_DIRNAME,
+    PruneReport,
+    hold_store,
+    prune_checkpoints,
+    pruned_at,
+)
 from dashfloat.executor._tools import as_root, run
 from dashfloat.executor.path_policy import PathError, Root
 from dashfloat.protocol import (
@@ -36,7 +50,6 @@ from dashfloat.protocol import (
     WriteFileResult,
 )
 
-OBJECTS_DIRNAME = "objects"
 _DIGEST_RE = re.compile(r"[0-9a-f]{64}")
 _MIB = 1024 * 1024
 
@@ -63,6 +76,45 @@ class CheckpointStore(msgspec.Struct):
     file_max_bytes: int = CHECKPOINT_FILE_MAX_BYTES
     _objects: dict[str, _Object] | None = None
     _total: int = 0
+    _lock_fd: int = -1
+    _notice: str = ""
+
+    def open(self) -> PruneReport | None:
+        """Hold the store for this process and prune other sessions' stores past the total cap; never raises.
+
+        Pruning runs only where the store lies in the agent's ``checkpoints`` directory: a store given anywhere else
+        (a test, the standalone executor) never makes its siblings candidates.
+        """
+        self._lock_fd = hold_store(self.directory)
+        with contextlib.suppress(OSError):
+            os.utime(self.objects_dir)  # the store's last use: what pruning orders by
+        parent, name = os.path.split(os.path.normpath(self.directory))
+        if os.path.basename(parent) != CHECKPOINTS_DIRNAME:
+            return None
+        report = prune_checkpoints(parent, name, self.total_bytes)
+        if report.pruned:
+            count = len(report.pruned)
+            self._notice = (
+                f"all sessions' checkpoints passed their {_mib(CHECKPOINTS_TOTAL_MAX_BYTES)} cap: pruned those of the "
+                f"{count} least recently used other session{'s' if count != 1 else ''}; "
+                "the changes they recorded can no longer be undone"
+            )
+        return report
+
+    @property
+    def locked(self) -> bool:
+        return self._lock_fd >= 0
+
+    def take_notice(self) -> str:
+        """What opening the store pruned, once (the first write's result carries it)."""
+        notice, self._notice = self._notice, ""
+        return notice
+
+    def close(self) -> None:
+        """Release the store's lock (the process's exit does it otherwise)."""
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
 
     @property
     def objects_dir(self) -> str:
@@ -158,12 +210,23 @@ class CheckpointStore(msgspec.Struct):
             with open(path, "rb") as f:
                 data = f.read(self.file_max_bytes + 1)
         except FileNotFoundError:
-            raise CheckpointUnavailable(f"checkpoint missing: {path}") from None
+            raise CheckpointUnavailable(self._missing(path)) from None
         except OSError as exc:
             raise CheckpointUnavailable(f"checkpoint unreadable: {path}: {exc.strerror}") from None
         if hashlib.sha256(data).hexdigest() != digest:
             raise CheckpointUnavailable(f"checkpoint corrupt: {path} (its bytes do not match its name)")
         return data
+
+    def _missing(self, path: str) -> str:
+        """Why an object is not there: pruned with its whole store (the tombstone says when), or just missing."""
+        when = pruned_at(self.directory)
+        if when is None:
+            return f"checkpoint missing: {path}"
+        day = time.strftime("%Y-%m-%d %H:%M", time.localtime(when))
+        return (
+            f"checkpoint pruned: this session's checkpoints were removed on {day}, when all sessions' checkpoints "
+            f"passed their {_mib(CHECKPOINTS_TOTAL_MAX_BYTES)} cap (the least recently used sessions' go first): {path}"
+        )
 
 
 def _now_ns() -> int:
@@ -225,10 +288,11 @@ _STORES: dict[str, CheckpointStore] = {}
 
 
 def store_for(directory: str) -> CheckpointStore:
-    """The store of ``directory`` (one per executor process, so its index is scanned once)."""
+    """The store of ``directory``, opened once per executor process (held, other stores pruned, its index scanned)."""
     store = _STORES.get(directory)
     if store is None:
         store = _STORES[directory] = CheckpointStore(directory)
+        store.open()
     return store
 
 
@@ -361,15 +425,18 @@ def _run_checkpointed(
 ) -> Checkpointed:
     if not isinstance(args, WriteFileArgs | EditFileArgs) or not store_dir:
         return Checkpointed(run(args, root, exec_timeout_s, expect_digest))
-    pre = take_pre_image(root, args.path, store_for(store_dir), background=True)
+    store = store_for(store_dir)
+    opened = store.take_notice()
+    pre = take_pre_image(root, args.path, store, background=True)
     if pre is None:
-        return Checkpointed(run(args, root, exec_timeout_s, expect_digest))
+        return Checkpointed(run(args, root, exec_timeout_s, expect_digest), notice=opened)
     # The mutation must change exactly the bytes the pre-image was taken of (the preview's, when approved).
     expect = expect_digest if expect_digest is not None else pre.expect
     try:
         result = run(args, root, exec_timeout_s, expect)
     finally:
         pre.finish()  # the object is on disk before the result that names it leaves the executor
+    notice = "\n".join(text for text in (opened, pre.notice) if text)
     if not isinstance(result, WriteFileResult | EditFileResult):
-        return Checkpointed(result, notice=pre.notice)
-    return Checkpointed(result, pre.checkpoint(), pre.notice)
+        return Checkpointed(result, notice=notice)
+    return Checkpointed(result, pre.checkpoint(), notice)

@@ -65,6 +65,20 @@ STANDALONE_LINE_MAX_BYTES: Final = 32 * 1024 * 1024
 # are dropped; a file larger than the per-file cap is recorded as not restorable instead of being copied.
 CHECKPOINT_STORE_MAX_BYTES: Final = 256 * 1024 * 1024
 CHECKPOINT_FILE_MAX_BYTES: Final = 16 * 1024 * 1024
+# The checkpoints of all sessions together (ADR 0070): past this, opening a session's store prunes other sessions'
+# stores, whole, least recently used first, until the rest fit. Eight per-session caps: the current session can fill
+# its own store while the seven most recently used full ones stay (a usual store holds kilobytes to a few MiB, so in
+# practice hundreds of sessions keep their undo), and 2 GiB is small beside a developer's disk.
+CHECKPOINTS_TOTAL_MAX_BYTES: Final = 8 * CHECKPOINT_STORE_MAX_BYTES
+# One pruning pass measures or removes at most this many stores (a store whose size an earlier pass recorded and whose
+# objects have not changed since costs one stat and is not counted): a session's first write never waits on a walk
+# through hundreds of stores; a later pass goes on where this one stopped.
+CHECKPOINTS_PRUNE_MAX_STORES: Final = 32
+# A session holds a shared lock on its store for the executor's life (released by the kernel however it dies); a
+# pruner holds the exclusive one only while it renames a store away. Opening a store tries this many times, this far
+# apart, then goes on without the lock rather than wait on whoever holds it.
+CHECKPOINT_LOCK_TRIES: Final = 20
+CHECKPOINT_LOCK_RETRY_S: Final = 0.01
 # A command's changes are told by comparing size and mtime of the workspace's files before and after it: a
 # workspace with more files than this is not scanned (the changes are "unknown"), and at most this many
 # changed paths are named.
