@@ -218,14 +218,14 @@ class CheckpointStore(msgspec.Struct):
         return data
 
     def _missing(self, path: str) -> str:
-        """Why an object is not there: pruned with its whole store (the tombstone says when), or just missing."""
+        """Why an object is not there: its whole store pruned (the tombstone says when), or missing (by path)."""
         when = pruned_at(self.directory)
         if when is None:
             return f"checkpoint missing: {path}"
         day = time.strftime("%Y-%m-%d %H:%M", time.localtime(when))
         return (
             f"checkpoint pruned: this session's checkpoints were removed on {day}, when all sessions' checkpoints "
-            f"passed their {_mib(CHECKPOINTS_TOTAL_MAX_BYTES)} cap (the least recently used sessions' go first): {path}"
+            f"passed their {_mib(CHECKPOINTS_TOTAL_MAX_BYTES)} cap (the least recently used sessions' go first)"
         )
 
 

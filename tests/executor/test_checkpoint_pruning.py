@@ -321,8 +321,7 @@ def test_undo_of_a_pruned_session_says_its_checkpoints_were_pruned(checkpoints: 
     assert preview.status == "missing"
     assert preview.reason.startswith("checkpoint pruned: this session's checkpoints were removed on ")
     assert preview.reason.endswith(
-        f", when all sessions' checkpoints passed their 2048 MiB cap (the least recently used sessions' go first): "
-        f"{old}/objects/{cp.before}"
+        ", when all sessions' checkpoints passed their 2048 MiB cap (the least recently used sessions' go first)"
     )
     assert (root / "f.txt").read_text() == "v2\n"
 
