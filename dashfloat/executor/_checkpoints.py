@@ -37,6 +37,7 @@ from dashfloat.executor._prune import (
     hold_store,
     prune_checkpoints,
     pruned_at,
+    remove_trash,
 )
 from dashfloat.executor._tools import as_root, run
 from dashfloat.executor.path_policy import PathError, Root
@@ -78,6 +79,7 @@ class CheckpointStore(msgspec.Struct):
     _total: int = 0
     _lock_fd: int = -1
     _notice: str = ""
+    _remover: threading.Thread | None = None
 
     def open(self) -> PruneReport | None:
         """Hold the store for this process and prune other sessions' stores past the total cap; never raises.
@@ -91,7 +93,14 @@ class CheckpointStore(msgspec.Struct):
         parent, name = os.path.split(os.path.normpath(self.directory))
         if os.path.basename(parent) != CHECKPOINTS_DIRNAME:
             return None
-        report = prune_checkpoints(parent, name, self.total_bytes)
+        report = prune_checkpoints(parent, name, self.total_bytes, remove=False)
+        if report.trash:
+            # Renamed away, the stores are pruned already; deleting their files (a full store: tens of thousands)
+            # runs beside the session's first write instead of before it. Cut short by the exit, a later pass ends it.
+            self._remover = threading.Thread(
+                target=remove_trash, args=(parent, report.trash), name="checkpoint-prune", daemon=True
+            )
+            self._remover.start()
         if report.pruned:
             count = len(report.pruned)
             self._notice = (
@@ -111,7 +120,10 @@ class CheckpointStore(msgspec.Struct):
         return notice
 
     def close(self) -> None:
-        """Release the store's lock (the process's exit does it otherwise)."""
+        """Wait for the removal its pruning started, release its lock (the process's exit does both otherwise)."""
+        if self._remover is not None:
+            self._remover.join()
+            self._remover = None
         if self._lock_fd >= 0:
             os.close(self._lock_fd)
             self._lock_fd = -1

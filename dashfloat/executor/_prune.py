@@ -54,6 +54,8 @@ class PruneReport(msgspec.Struct):
     unmeasured: int = 0
     """Stores whose size was unknown when the bound was reached: nothing older was decided this pass."""
     skipped: list[str] = msgspec.field(default_factory=list)
+    trash: list[str] = msgspec.field(default_factory=list)
+    """Stores renamed away (this pass's and an interrupted one's), for ``remove_trash``: the slow part, done apart."""
 
 
 class _Store(msgspec.Struct):
@@ -201,7 +203,7 @@ class _Pass:
         if trash is None:
             return "kept"
         _leave_tombstone(self.top, name, self.report)
-        _remove_trash(self.top, trash, self.report)
+        self.report.trash.append(trash)
         self.report.pruned.append(name)
         self.sizes.pop(name, None)
         self.changed = True
@@ -248,12 +250,23 @@ def _leave_tombstone(top: int, name: str, report: PruneReport) -> None:
         os.close(fd)
 
 
-def _remove_trash(top: int, trash: str, report: PruneReport) -> None:
-    # shutil.rmtree with dir_fd walks by descriptors and never follows a symlink (rmtree.avoids_symlink_attacks)
-    shutil.rmtree(trash, ignore_errors=True, dir_fd=top)
-    with contextlib.suppress(FileNotFoundError):
-        os.stat(trash, dir_fd=top, follow_symlinks=False)
-        report.skipped.append(f"{trash}: not removed entirely (a later pass tries again)")
+def remove_trash(directory: str, names: list[str]) -> list[str]:
+    """Remove the stores a pass renamed away; what could not be (a later pass tries again). Never raises."""
+    notes: list[str] = []
+    try:
+        top = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        return [f"{directory}: {_why(exc)}"]
+    try:
+        for name in names:
+            # rmtree with dir_fd walks by descriptors and never follows a symlink (rmtree.avoids_symlink_attacks)
+            shutil.rmtree(name, ignore_errors=True, dir_fd=top)
+            with contextlib.suppress(OSError):
+                os.stat(name, dir_fd=top, follow_symlinks=False)
+                notes.append(f"{name}: not removed entirely (a later pass tries again)")
+    finally:
+        os.close(top)
+    return notes
 
 
 def prune_checkpoints(
@@ -262,8 +275,13 @@ def prune_checkpoints(
     current_bytes: int,
     total_max_bytes: int = CHECKPOINTS_TOTAL_MAX_BYTES,
     max_stores: int = CHECKPOINTS_PRUNE_MAX_STORES,
+    remove: bool = True,
 ) -> PruneReport:
-    """Prune other stores in ``directory``, least recently used first, until all fit under ``total_max_bytes``."""
+    """Prune other stores in ``directory``, least recently used first, until all fit under ``total_max_bytes``.
+
+    Without ``remove`` the stores are only renamed away (pruned all the same: no session can open them again) and
+    left in ``report.trash`` for the caller to remove off its own path.
+    """
     report = PruneReport()
     try:
         top = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -274,9 +292,8 @@ def prune_checkpoints(
         stores, trash = _listed(top, current, report)
         one = _Pass(top, max_stores, report)
         _prune_over(one, stores, current_bytes, total_max_bytes)
-        for name in trash:  # an interrupted pass's leftovers, after this pass's own work
-            if one.budget.take(name):
-                _remove_trash(top, name, report)
+        # an interrupted removal's leftovers, after this pass's own work
+        report.trash.extend(name for name in trash if one.budget.take(name))
         report.looked = len(one.budget.seen)
         if one.changed:
             listed = {store.name for store in stores}
@@ -287,6 +304,8 @@ def prune_checkpoints(
         report.skipped.append(f"{directory}: {_why(exc)}")
     finally:
         os.close(top)
+    if remove:
+        report.skipped.extend(remove_trash(directory, report.trash))
     return report
 
 

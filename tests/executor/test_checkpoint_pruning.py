@@ -22,7 +22,7 @@ from dashfloat.executor._limits import (
     CHECKPOINTS_PRUNE_MAX_STORES,
     CHECKPOINTS_TOTAL_MAX_BYTES,
 )
-from dashfloat.executor._prune import SIZES_NAME, hold_store, prune_checkpoints
+from dashfloat.executor._prune import SIZES_NAME, hold_store, prune_checkpoints, remove_trash
 from dashfloat.executor._restore import preview_restore
 from dashfloat.protocol import RestoreFile, WriteFileArgs, WriteFileResult
 
@@ -65,6 +65,7 @@ def make_store(checkpoints: Path, name: str, size: int, last_use: int, sparse: b
 
 
 def left(checkpoints: Path) -> list[str]:
+    """The stores there, and any trash a pass left."""
     return sorted(p.name for p in checkpoints.iterdir() if p.is_dir() and not p.is_symlink())
 
 
@@ -275,6 +276,17 @@ def test_a_bad_sizes_file_costs_a_measure_and_nothing_else(checkpoints: Path, tm
         assert prune_checkpoints(str(checkpoints), "current", 0, total_max_bytes=1000).looked == 0
 
 
+def test_without_remove_a_pass_only_renames_stores_away(checkpoints: Path, tmp_path: Path) -> None:
+    make_store(checkpoints, sid(0), 100, T0)
+    make_store(checkpoints, sid(1), 100, T0 + 1)
+    report = prune_checkpoints(str(checkpoints), "current", 0, total_max_bytes=150, remove=False)
+    (trash,) = report.trash
+    assert report.pruned == [sid(0)] and left(checkpoints) == [trash, sid(1)]
+    assert (checkpoints / trash / "objects").is_dir() and trash.startswith(".prune-")
+    assert remove_trash(str(checkpoints), report.trash) == [] and not (checkpoints / trash).exists()
+    assert remove_trash(str(tmp_path / "nowhere"), [trash]) == [f"{tmp_path / 'nowhere'}: No such file or directory"]
+
+
 def test_an_interrupted_pass_leaves_trash_the_next_one_removes(checkpoints: Path) -> None:
     trash = make_store(checkpoints, ".prune-0123456789abcdef", 100, T0)
     report = prune_checkpoints(str(checkpoints), "current", 0, total_max_bytes=1000)
@@ -297,7 +309,10 @@ def test_opening_a_store_holds_it_prunes_others_and_the_first_write_says_so(chec
         "session; the changes they recorded can no longer be undone"
     )
     assert left(checkpoints) == [*(sid(i) for i in range(1, 9)), "20990101-000000-cccccc"]
-    assert store_for(current).locked
+    store = store_for(current)
+    assert store.locked
+    store.close()  # waits for the removal, which runs beside the write
+    assert [p.name for p in checkpoints.iterdir() if p.name.startswith(".prune-")] == []
     # the notice is said once
     again = run_checkpointed(WriteFileArgs(path="new.txt", content="ho\n"), str(root), current)
     assert again.notice == ""
