@@ -14,7 +14,7 @@ from msgspec.structs import replace
 from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.completion import CompleteEvent, merge_completers
-from prompt_toolkit.data_structures import Point, Size
+from prompt_toolkit.data_structures import Size
 from prompt_toolkit.filters import Condition, has_completions
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import Input
@@ -46,6 +46,7 @@ from dashfloat.protocol import (
 )
 from dashfloat.textsafe import TAB_WIDTH
 from dashfloat.ui import _commands as commands
+from dashfloat.ui import _ptk_private as ptk
 from dashfloat.ui._frames import frame_mark, frame_marks_on
 from dashfloat.ui._history import HistoryCursor, ReverseSearch
 from dashfloat.ui._input_window import InputWindow
@@ -216,15 +217,15 @@ class TuiShell:
         # prompt_toolkit's own resize erase counts the rows it drew, not the rows the terminal re-wrapped
         # them into (ADR 0033); a key or the tick may also draw before SIGWINCH is handled. Every redraw
         # goes through _redraw, which holds it while a resize settles (ADR 0035).
-        self.app._on_resize = self._on_resize  # type: ignore[method-assign]
-        self._draw = self.app._redraw
-        self.app._redraw = self._redraw  # type: ignore[method-assign]
+        ptk.replace_resize_handler(self.app, self.on_resize)
+        self._draw = ptk.own_redraw(self.app)
+        ptk.replace_redraw(self.app, self._redraw)
         self._frame_size: Size | None = None
         self._terminal_size = self.app.output.get_size
-        self.app.output.get_size = self._output_size  # type: ignore[method-assign]
+        ptk.replace_output_size(self.app.output, self._output_size)
         self.app.before_render += lambda _: self._before_render()
         self._report_cursor_row = self.app.renderer.report_absolute_cursor_row
-        self.app.renderer.report_absolute_cursor_row = self._on_cursor_row  # type: ignore[method-assign]
+        ptk.replace_cursor_row_report(self.app.renderer, self._on_cursor_row)
         self._drawn: tuple[Screen, list[Row]] | None = None
         """The renderer's screen after the last frame, and the live rows that frame drew at its top."""
         self.app.after_render += lambda _: self._note_drawn()
@@ -349,8 +350,8 @@ class TuiShell:
     def tick(self) -> None:
         """One frame: advance time, commit finished entries, redraw if anything visible changed."""
         size = self.app.output.get_size()
-        if self._settling() and self.app.renderer._last_size is not None:
-            size = self.app.renderer._last_size  # the region is still to be erased as it was drawn: keep its size
+        if self._settling() and (drawn_at := ptk.frame_size(self.app.renderer)) is not None:
+            size = drawn_at  # the region is still to be erased as it was drawn: keep its size
         self._on_text_changed()
         before = self.state
         self.state = reduce(before, Tick(self.clock(), size.columns, size.rows))
@@ -377,7 +378,7 @@ class TuiShell:
             self._dirty = False
             # Drawn now, not scheduled: a message read in between would draw rows past the ones this tick kept,
             # and the next tick's committed rows would no longer be the frame's top rows (_scroll_drawn).
-            self.app._redraw()
+            self._redraw()
 
     def _on_text_changed(self, _: Buffer | None = None) -> None:
         # Also called by the tick and before a decision key: Buffer.reset() does not fire on_text_changed.
@@ -434,7 +435,7 @@ class TuiShell:
         # Back to the top of the live region, then overwrite it (each row cleared whole first) and erase
         # only what is left below. renderer.erase() would erase downwards from the region's top, and when that
         # is the screen's top row tmux (scroll-on-clear) copies the stale frame into its history.
-        cursor = renderer._cursor_pos  # private: prompt_toolkit has no public "move to the region top"
+        cursor = ptk.frame_cursor(renderer)
         output.cursor_backward(cursor.x)
         output.cursor_up(cursor.y)
         output.reset_attributes()
@@ -451,7 +452,8 @@ class TuiShell:
         self._dirty = True
 
     def _note_drawn(self) -> None:
-        self._drawn = (self.app.renderer._last_screen, self._live_rows()) if self.app.renderer._last_screen else None
+        screen = self.app.renderer.last_rendered_screen
+        self._drawn = (screen, self._live_rows()) if screen else None
 
     def _scroll_drawn(self, rows: list[Row], width: int) -> bool:
         """When the rows to print are exactly the top rows the last frame drew, leave them where they are: the
@@ -462,24 +464,15 @@ class TuiShell:
         frame drew since, a row that wraps, the live rows not at the region's top) prints them as before.
         """
         renderer, drawn, count = self.app.renderer, self._drawn, len(rows)
-        screen, info = renderer._last_screen, self._live_window.render_info
+        screen, info = renderer.last_rendered_screen, self._live_window.render_info
         if drawn is None or screen is None or drawn[0] is not screen or drawn[1][:count] != rows or info is None:
             return False
-        cursor = renderer._cursor_pos
-        if info._y_offset or info.vertical_scroll or info.window_height < count or cursor.y < count:
+        cursor = ptk.frame_cursor(renderer)
+        if ptk.window_top(info) or info.vertical_scroll or info.window_height < count or cursor.y < count:
             return False
         if any(row_width(row) > width for row in rows):
             return False
-        shifted = Screen(initial_width=screen.width, initial_height=screen.height - count)
-        for y, cells in screen.data_buffer.items():
-            if y >= count:
-                shifted.data_buffer[y - count] = cells
-        for y, escapes in screen.zero_width_escapes.items():
-            if y >= count:
-                shifted.zero_width_escapes[y - count] = escapes
-        renderer._last_screen = shifted
-        renderer._cursor_pos = Point(x=cursor.x, y=cursor.y - count)
-        renderer._min_available_height = max(0, renderer._min_available_height - count)
+        ptk.move_region_top_down(renderer, count)
         self._kept_widths = {y - count: width for y, width in self._kept_widths.items() if y >= count}
         self._drawn = None
         return True
@@ -492,10 +485,10 @@ class TuiShell:
 
     # ------------------------------------------------------------ resizing
 
-    def _on_resize(self) -> None:
+    def on_resize(self) -> None:
         """SIGWINCH: erase the live region from where the terminal's re-wrap left its top, draw it anew."""
         self._erase_if_resized()
-        self.app._redraw()
+        self._redraw()
         self._wake.set()  # an idle tick looks at the new size now
 
     def _redraw(self, render_as_done: bool = False) -> None:
@@ -527,17 +520,17 @@ class TuiShell:
 
     def _before_render(self) -> None:
         self._erase_if_resized()
-        if self.app.renderer._last_screen is None:
+        if self.app.renderer.last_rendered_screen is None:
             # A reset renderer draws after erasing from the region's top (ED from the first column): the
             # terminal forgets every cell below, so the rows hold only what is drawn from now on.
             self._kept_widths.clear()
 
     def _after_render(self) -> None:
         """Note how wide each row was drawn (tmux re-wraps by the widest drawing, not by the last frame)."""
-        screen = self.app.renderer._last_screen
+        screen = self.app.renderer.last_rendered_screen
         if not self._wraps_erased or screen is None:
             return
-        has_style = self.app.renderer._style_string_has_style
+        has_style = ptk.styles_drawn(self.app.renderer)
         kept = self._kept_widths
         for y in range(screen.height):
             width = drawn_width(screen, y, has_style)
@@ -568,7 +561,7 @@ class TuiShell:
                     self._settle_until = now + self._settle_s
             self._size_seen = size
         renderer = self.app.renderer
-        last = renderer._last_size
+        last = ptk.frame_size(renderer)
         if last is None or last == size:
             return False
         if renderer.cpr_support == CPR_Support.SUPPORTED and now - self._resized_at < CPR_WAIT_S:
@@ -586,10 +579,10 @@ class TuiShell:
 
     def _erase(self, size: Size, cursor_row: int | None) -> None:
         renderer = self.app.renderer
-        screen, cursor, output = renderer._last_screen, renderer._cursor_pos, self.app.output
+        screen, cursor, output = renderer.last_rendered_screen, ptk.frame_cursor(renderer), self.app.output
         up, lines = cursor.y, []
         if screen is not None:
-            has_style = renderer._style_string_has_style
+            has_style = ptk.styles_drawn(renderer)
             if self._wraps_erased:
                 lines = [
                     overlaid_cells([1] * self._kept_widths.get(y, 0), drawn_cells(screen, y, has_style))

@@ -9,15 +9,16 @@ the last line are filled from the lines above it, the one that does not fit whol
 
 from __future__ import annotations
 
-from prompt_toolkit.layout import Window
 from prompt_toolkit.layout.controls import UIContent
 
+from dashfloat.ui._ptk_private import WrapScrollingWindow
 
-class InputWindow(Window):
+
+class InputWindow(WrapScrollingWindow):
     """A ``Window`` whose wrapped content never leaves rows blank under its end while lines above are unseen."""
 
-    def _scroll_when_linewrapping(self, ui_content: UIContent, width: int, height: int) -> None:
-        super()._scroll_when_linewrapping(ui_content, width, height)
+    def scroll_when_wrapping(self, ui_content: UIContent, width: int, height: int) -> None:
+        super().scroll_when_wrapping(ui_content, width, height)
         if width <= 0 or self.vertical_scroll_2 or self.vertical_scroll <= 0:
             return  # nothing above, or already scrolled inside the cursor's own line (it fills the window)
         free = height

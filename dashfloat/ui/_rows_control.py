@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from prompt_toolkit.formatted_text import AnyFormattedText, StyleAndTextTuples
-from prompt_toolkit.layout.containers import Window, WindowAlign
+from prompt_toolkit.layout.containers import WindowAlign
 from prompt_toolkit.layout.controls import GetLinePrefixCallable, UIContent, UIControl
-from prompt_toolkit.layout.screen import _CHAR_CACHE, Char, Screen, WritePosition
+from prompt_toolkit.layout.screen import Char, Screen, WritePosition
 from prompt_toolkit.utils import get_cwidth
 
+from dashfloat.ui._ptk_private import CHAR_CACHE, CopiedBody, CopyingWindow
 from dashfloat.ui._text import Row
 
 
@@ -54,7 +55,7 @@ class RowsControl(UIControl):
                 row_cells = {}
                 for style, text, *_ in row:
                     for char in text:
-                        row_cells[len(row_cells)] = _CHAR_CACHE[char, style]
+                        row_cells[len(row_cells)] = CHAR_CACHE[char, style]
             if row_cells is None or len(row_cells) > width:
                 cells = None
             else:
@@ -105,13 +106,13 @@ class _RowsContent(UIContent):
         return super().get_height_for_line(lineno, width, get_line_prefix, slice_stop)
 
 
-class RowsWindow(Window):
+class RowsWindow(CopyingWindow):
     """The live region's window. Rows that fit the width in plain ASCII (what a streamed paragraph is) are copied
     into the screen in one pass; Window copies cell by cell while it checks wrapping, widths, combining marks and
     records every cell's position for a cursor this window never shows (issue 19: a third of a streaming frame).
     Anything else is copied by Window itself."""
 
-    def _copy_body(
+    def copy_body(
         self,
         ui_content: UIContent,
         new_screen: Screen,
@@ -127,12 +128,12 @@ class RowsWindow(Window):
         has_focus: bool = False,
         align: WindowAlign = WindowAlign.LEFT,
         get_line_prefix: Callable[[int, int], AnyFormattedText] | None = None,
-    ) -> tuple[dict[int, tuple[int, int]], dict[tuple[int, int], tuple[int, int]]]:
+    ) -> CopiedBody:
         control = self.content
         plain = not (vertical_scroll or vertical_scroll_2 or horizontal_scroll or has_focus or get_line_prefix)
         rows = control.plain_cells(width) if plain and isinstance(control, RowsControl) else None
         if rows is None or align != WindowAlign.LEFT:
-            return super()._copy_body(
+            return super().copy_body(
                 ui_content, new_screen, write_position, move_x, width, vertical_scroll, horizontal_scroll,
                 wrap_lines, highlight_lines, vertical_scroll_2, always_hide_cursor, has_focus, align, get_line_prefix,
             )  # fmt: skip

@@ -5,24 +5,26 @@ on screen, one write per run instead of one Python call chain per cell (issue 19
 a row whose cells equal the last frame's is skipped at once (a dict comparison in C), and consecutive changed
 cells of one style and one column each are written as one string. Everything else (the cursor moves, the
 attributes, the trimming, the end of the frame) is the original's, line for line. ``install`` puts it in place
-of the original for every renderer in this process (only the UI's).
+of the original for every renderer in this process (only the UI's), through ``_ptk_private``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import prompt_toolkit.renderer
 from prompt_toolkit.data_structures import Point, Size
 from prompt_toolkit.layout.mouse_handlers import MouseHandler, MouseHandlers
 from prompt_toolkit.layout.screen import Char, Screen
 from prompt_toolkit.output import ColorDepth, Output
 
+from dashfloat.ui import _ptk_private as ptk
+
 if TYPE_CHECKING:
     from prompt_toolkit.application import Application
-    from prompt_toolkit.renderer import _StyleStringHasStyleCache, _StyleStringToAttrsCache
+    from prompt_toolkit.styles import Attrs
 
-ORIGINAL_SCREEN_DIFF = prompt_toolkit.renderer._output_screen_diff
+ORIGINAL_SCREEN_DIFF = ptk.screen_diff()
 """prompt_toolkit's own diff: the reference the tests compare ours with."""
 
 
@@ -36,8 +38,8 @@ def output_screen_diff(
     last_style: str | None,
     is_done: bool,
     full_screen: bool,
-    attrs_for_style_string: _StyleStringToAttrsCache,
-    style_string_has_style: _StyleStringHasStyleCache,
+    attrs_for_style_string: Mapping[str, Attrs],
+    style_string_has_style: Mapping[str, bool],
     size: Size,
     previous_width: int,
 ) -> tuple[Point, str | None]:
@@ -201,5 +203,5 @@ def set_mouse_handler_for_range(
 def install() -> None:
     """Make every prompt_toolkit renderer in this process draw its frames with ``output_screen_diff`` (and set a
     window's mouse handlers a row at a time)."""
-    prompt_toolkit.renderer._output_screen_diff = output_screen_diff
-    MouseHandlers.set_mouse_handler_for_range = set_mouse_handler_for_range  # type: ignore[method-assign]
+    ptk.replace_screen_diff(output_screen_diff)
+    ptk.replace_mouse_handler_range(set_mouse_handler_for_range)

@@ -9,10 +9,10 @@ from prompt_toolkit.application import DummyApplication
 from prompt_toolkit.application.current import set_app
 from prompt_toolkit.data_structures import Point
 from prompt_toolkit.formatted_text import StyleAndTextTuples
-from prompt_toolkit.layout import Window
 from prompt_toolkit.layout.controls import UIContent
 
 from dashfloat.ui._input_window import InputWindow
+from dashfloat.ui._ptk_private import WrapScrollingWindow
 
 
 def _prefix(line: int, wrap_count: int) -> StyleAndTextTuples:
@@ -23,9 +23,9 @@ def _content(lines: list[str], y: int, x: int) -> UIContent:
     return UIContent(get_line=lambda i: [("", lines[i])], line_count=len(lines), cursor_position=Point(x=x, y=y))
 
 
-def _shown(window: Window, content: UIContent, width: int, height: int) -> tuple[int, int]:
+def _shown(window: WrapScrollingWindow, content: UIContent, width: int, height: int) -> tuple[int, int]:
     """(rows the window's text fills from its top, the cursor's row) after one scroll."""
-    window._scroll_when_linewrapping(content, width, height)
+    window.scroll_when_wrapping(content, width, height)
     rows = [content.get_height_for_line(n, width, _prefix) for n in range(content.line_count)]
     top = window.vertical_scroll
     filled = sum(rows[top:]) - window.vertical_scroll_2
@@ -61,7 +61,7 @@ def test_the_cursor_is_shown_and_no_row_is_blank_while_text_is_hidden(
 
 def test_a_short_line_under_a_tall_one_shows_the_tall_ones_last_rows() -> None:
     lines = ["x" * 100, "and"]  # 100 characters over 8 columns (2 of them the prefix): 17 rows
-    plain = Window(get_line_prefix=_prefix, wrap_lines=True)
+    plain = WrapScrollingWindow(get_line_prefix=_prefix, wrap_lines=True)  # Window's own scroll, nothing added
     ours = InputWindow(get_line_prefix=_prefix, wrap_lines=True)
     with set_app(DummyApplication()):
         assert _shown(plain, _content(lines, 1, 3), 8, 5) == (1, 0)  # prompt_toolkit's own: the short line alone

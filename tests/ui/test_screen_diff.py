@@ -16,9 +16,9 @@ from prompt_toolkit.layout.mouse_handlers import MouseHandlers
 from prompt_toolkit.layout.screen import Char, Screen
 from prompt_toolkit.output import ColorDepth
 from prompt_toolkit.output.vt100 import Vt100_Output
-from prompt_toolkit.renderer import _StyleStringHasStyleCache, _StyleStringToAttrsCache
-from prompt_toolkit.styles import DummyStyleTransformation, Style
+from prompt_toolkit.styles import Style
 
+from dashfloat.ui import _ptk_private as ptk
 from dashfloat.ui._screen_diff import (
     ORIGINAL_SCREEN_DIFF,
     ORIGINAL_SET_MOUSE_HANDLER_FOR_RANGE,
@@ -91,7 +91,7 @@ def _diff_counted(
 ) -> tuple[str, Point, str | None, int]:
     out = io.StringIO()
     output = _CountingOutput(out, lambda: Size(rows=LINES, columns=COLUMNS), term="xterm-256color")
-    attrs = _StyleStringToAttrsCache(STYLE.get_attrs_for_style_str, DummyStyleTransformation())
+    attrs, has_style = ptk.style_caches(STYLE)
     new_pos, new_style = diff(
         _App(),
         output,
@@ -103,7 +103,7 @@ def _diff_counted(
         done,
         full_screen=False,
         attrs_for_style_string=attrs,
-        style_string_has_style=_StyleStringHasStyleCache(attrs),
+        style_string_has_style=has_style,
         size=Size(rows=LINES, columns=COLUMNS),
         previous_width=width,
     )
@@ -150,10 +150,8 @@ def test_a_changed_row_is_one_write_and_an_unchanged_row_none() -> None:
 
 
 def test_install_replaces_the_renderers_diff() -> None:
-    import prompt_toolkit.renderer
-
     install()
-    assert prompt_toolkit.renderer._output_screen_diff is output_screen_diff
+    assert ptk.screen_diff() is output_screen_diff
     assert MouseHandlers.set_mouse_handler_for_range is set_mouse_handler_for_range
 
 

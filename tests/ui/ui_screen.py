@@ -116,7 +116,7 @@ class Ui:
     def resize(self, cols: int, rows: int) -> None:
         self.size[:] = [cols, rows]
         self.screen.resize(rows, cols)
-        self.shell.app._on_resize()
+        self.shell.on_resize()  # what SIGWINCH calls
 
     async def until(self, check: Callable[[], bool], timeout_s: float = 5.0) -> None:
         loop = asyncio.get_running_loop()
