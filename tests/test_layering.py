@@ -307,6 +307,6 @@ def test_the_llm_transport_base_knows_no_implementation() -> None:
     base = {edge.target for edge in edges if edge.source == "dashfloat.llm._transport"}
     assert base <= {"dashfloat.llm._chunked", "dashfloat.llm._errors", "dashfloat.llm._limits"}
     implementations = {"dashfloat.llm._http", "dashfloat.llm._plain"}
-    # the stream's choice (_route), and the discovery's getters: through requests (_discover) or http.client (_probe)
+    # the stream's choice (_route), and the discovery's getters (through requests or http.client, by the same rule)
     choosers = {edge.source for edge in edges if edge.target in implementations}
-    assert choosers == {"dashfloat.llm._route", "dashfloat.llm._discover", "dashfloat.llm._probe"}
+    assert choosers == {"dashfloat.llm._route", "dashfloat.llm._discover"}

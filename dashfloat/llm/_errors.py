@@ -1,7 +1,8 @@
 """The failure taxonomy: every way a stream can fail becomes one StreamError(kind, sentence).
 
 The kinds themselves are ``protocol.StreamFailureKind``; this module maps exceptions, HTTP statuses and
-non-SSE bodies onto them, each with a sentence that says what to do.
+non-SSE bodies onto them, each with a sentence that says what to do, and says which are tried again, after how
+long (``retry_delay``: the stream's retry policy).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from dashfloat.jsonvalue import JsonValue
+from dashfloat.llm._limits import BACKOFF_BASE_S, MAX_ATTEMPTS, RETRY_AFTER_MAX_S
 from dashfloat.protocol import ProviderConfig, StreamFailureKind
 
 Kind = StreamFailureKind
@@ -272,6 +274,35 @@ class OptionsRejected(Exception):
     def __init__(self, field: Literal["stream_options", "max_tokens"]) -> None:
         super().__init__(field)
         self.field: Literal["stream_options", "max_tokens"] = field
+
+
+DROPPED_NOTICE: Final[dict[str, str]] = {
+    "stream_options": "the provider rejected stream_options; retrying without it (no usage figures)",
+    "max_tokens": "the provider rejected max_tokens; retrying without it (only the repetition guard bounds answers)",
+}
+"""What the user is told when a provider refused a field (OptionsRejected): the request goes again without it (not
+counted against MAX_ATTEMPTS; the field stays dropped for that provider)."""
+
+
+def retry_delay(error: StreamError, attempt: int, emitted: bool) -> float | None:
+    """Seconds to wait before trying again after ``error`` ended attempt number ``attempt`` (from 1): the server's
+    Retry-After, else BACKOFF_BASE_S doubled per retry. None: reported instead, as the kind is not retryable, the
+    answer had begun (what was shown cannot be taken back), MAX_ATTEMPTS were made, or the server asks for a wait
+    over RETRY_AFTER_MAX_S."""
+    waited = error.retry_after_s
+    if (
+        error.kind not in RETRYABLE_KINDS
+        or emitted
+        or attempt >= MAX_ATTEMPTS
+        or (waited is not None and waited > RETRY_AFTER_MAX_S)
+    ):
+        return None
+    return waited if waited is not None else BACKOFF_BASE_S * 2 ** (attempt - 1)
+
+
+def retry_notice(error: StreamError, delay_s: float, next_attempt: int) -> str:
+    """The status line shown while the stream waits ``delay_s`` before attempt ``next_attempt``."""
+    return f"{error.reason}; retrying in {delay_s:.1f} s (attempt {next_attempt} of {MAX_ATTEMPTS})"
 
 
 def retry_after_s(value: str | None, now: float | None = None) -> float | None:

@@ -44,8 +44,7 @@ from dashfloat.protocol import (
 
 if TYPE_CHECKING:
     from dashfloat.llm._provider import ProviderMemory
-    from dashfloat.llm._stream import DeltaKind, Stream
-    from dashfloat.llm._threads import StreamThreads
+    from dashfloat.llm._stream import DeltaKind, Stream, StreamThreads
 
 _ABORT_JOIN_S = 0.5
 PLAIN_STACK_MODULES: Final = ("dashfloat.llm._plain", "dashfloat.llm._stream")
@@ -91,7 +90,7 @@ class _Loop:
             self.stack.wait()
             # Lazy: imported by the stack's preload (through _stream), never on the loop's start path (ADR 0045).
             from dashfloat.llm._provider import ProviderMemory
-            from dashfloat.llm._threads import StreamThreads
+            from dashfloat.llm._stream import StreamThreads
 
             self._memory = ProviderMemory(props=self.props, discovering=self._asking)
             self._threads = StreamThreads()

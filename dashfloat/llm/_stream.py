@@ -1,8 +1,10 @@
-"""One stream: the HTTP request and its attempts, run on a stream thread (``_threads``); the chunks go to an Episode.
+"""One stream: the HTTP request and its attempts, run on a kept thread (``StreamThreads``); the chunks go to an
+Episode.
 
 The worker never touches the pipe: it appends items to ``outbox`` and wakes the serve loop, which
-coalesces and sends them. That keeps the pipe single-writer and the terminal message unique. When an attempt is
-tried again is ``_retry``'s policy; the checks that a server passes the tools on are ``_provider``'s.
+coalesces and sends them. That keeps the pipe single-writer and the terminal message unique. Which failed attempts
+are tried again is ``_errors``' policy (``retry_delay``); the checks that a server passes the tools on to its model
+are ``_provider``'s.
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ import time
 from collections.abc import Callable, Iterator
 from urllib.parse import urljoin, urlsplit
 
+try:  # queue.SimpleQueue itself, without queue's module (heapq and more: memory in the worker, ADR 0053)
+    from _queue import SimpleQueue
+except ImportError:  # an interpreter without CPython's C module
+    from queue import SimpleQueue
+
 from dashfloat.llm._errors import (
+    DROPPED_NOTICE,
     Cancelled,
     OptionsRejected,
     StreamError,
@@ -27,6 +35,8 @@ from dashfloat.llm._errors import (
     first_byte_timeout,
     not_sse_error,
     one_line,
+    retry_delay,
+    retry_notice,
     status_error,
 )
 from dashfloat.llm._framing import decoded, event_datas, framed_batches, looks_like_sse, one_line_datas
@@ -45,14 +55,12 @@ from dashfloat.llm._limits import (
 )
 from dashfloat.llm._provider import ProviderMemory, fetch_props, prompt_tokens_warning, props_warning
 from dashfloat.llm._request import Optional, request_body
-from dashfloat.llm._retry import DROPPED_NOTICE, retry_delay, retry_notice
 from dashfloat.llm._route import transport_for
-from dashfloat.llm._threads import StreamThreads
 from dashfloat.llm._transport import Response, Transport, finish_body, read_bounded, shutdown
 from dashfloat.llm.episode import Delta, DeltaKind, Episode
 from dashfloat.protocol import StartStream, StreamDone, StreamFailed, StreamFailureKind
 
-__all__ = ["DeltaKind", "Item", "Stream", "holds_next_read"]
+__all__ = ["DeltaKind", "Item", "Stream", "StreamThreads", "holds_next_read"]
 
 Item = Delta | StreamDone | StreamFailed
 _REDIRECTS = (301, 302, 303, 307, 308)
@@ -73,6 +81,46 @@ def holds_next_read(size: int, text_arrived: bool, calls_begun: bool, finished: 
     writer's big reads go on at once. Never once the model has begun a tool call or finished: a call's arguments
     and the episode's end are not shown piece by piece, and waiting for them would only delay the turn."""
     return text_arrived and size < PACED_READ_MAX_BYTES and not calls_begun and not finished
+
+
+class StreamThreads:
+    """The threads streams run on, each kept once its stream ends and woken for the next one. A thread started per
+    stream cost every episode a thread's start (its stack mapped, then a wait until the scheduler first ran it),
+    measured 0.6–1.7 ms from StartStream to the stream's first line on the loaded machine, against a kept
+    thread's wake-up. As many threads as streams ever ran at once (the main stream, a summary); idle ones wait."""
+
+    def __init__(self) -> None:
+        self._jobs: SimpleQueue[Callable[[], None]] = SimpleQueue()
+        self._idle = 0
+        self._lock = threading.Lock()
+
+    def run(self, job: Callable[[], None]) -> None:
+        """Run ``job`` on an idle thread, or a new one when none is idle."""
+        with self._lock:
+            start = self._idle == 0
+            if not start:
+                self._idle -= 1
+        self._jobs.put(job)
+        if start:
+            threading.Thread(target=self._serve, name="llm-stream", daemon=True).start()
+
+    @property
+    def idle(self) -> int:
+        """Threads waiting for a stream."""
+        with self._lock:
+            return self._idle
+
+    def _serve(self) -> None:
+        while True:
+            job = self._jobs.get()
+            try:
+                job()
+            except Exception:  # a stream answers its own failures; whatever escapes must not cost the thread
+                import traceback  # only then (issue 19: each module the worker imports costs memory, ADR 0053)
+
+                traceback.print_exc(file=sys.stderr)
+            with self._lock:
+                self._idle += 1
 
 
 class Stream:

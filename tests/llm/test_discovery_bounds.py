@@ -14,8 +14,7 @@ import pytest
 import requests
 
 from dashfloat.llm import _window as w
-from dashfloat.llm._discover import Discovery, requests_get
-from dashfloat.llm._probe import PROBE_BODY_MAX_BYTES
+from dashfloat.llm._discover import PROBE_BODY_MAX_BYTES, Discovery, requests_get
 from dashfloat.preload import Preload
 from dashfloat.protocol import DiscoverWindow, ProviderConfig, WindowFound
 from dashfloat.testing.sse_server import ScriptedServer, redirect_reply

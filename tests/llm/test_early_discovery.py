@@ -16,8 +16,7 @@ import pytest
 
 from dashfloat.jsonvalue import JsonValue
 from dashfloat.llm import _window as w
-from dashfloat.llm._discover import Discovery, discover
-from dashfloat.llm._probe import PROBE_BODY_MAX_BYTES, PlainProber
+from dashfloat.llm._discover import PROBE_BODY_MAX_BYTES, Discovery, PlainProber, discover
 from dashfloat.llm._route import plain_probes
 from dashfloat.preload import Preload
 from dashfloat.protocol import DiscoverWindow, ProviderConfig, WindowFound

@@ -1,15 +1,22 @@
-"""The stream's retry policy as a table (dashfloat/llm/_retry.py): which failures are tried again, after how long."""
+"""The stream's retry policy as a table (``_errors.retry_delay``): which failures are tried again, after how long."""
 
 from __future__ import annotations
 
-from typing import get_args
+from typing import get_args, get_type_hints
 
 import pytest
 
-from dashfloat.llm._errors import RETRYABLE_KINDS, Kind, StreamError
+from dashfloat.llm._errors import (
+    DROPPED_NOTICE,
+    RETRYABLE_KINDS,
+    Kind,
+    OptionsRejected,
+    StreamError,
+    retry_delay,
+    retry_notice,
+)
 from dashfloat.llm._limits import BACKOFF_BASE_S, MAX_ATTEMPTS, RETRY_AFTER_MAX_S
 from dashfloat.llm._request import Optional
-from dashfloat.llm._retry import DROPPED_NOTICE, retry_delay, retry_notice
 
 
 def failed(kind: Kind = "server_error", retry_after_s: float | None = None) -> StreamError:
@@ -47,4 +54,5 @@ def test_the_notice_names_the_reason_the_wait_and_the_attempt() -> None:
 
 
 def test_every_field_a_provider_may_refuse_has_its_notice() -> None:
-    assert set(DROPPED_NOTICE) == set(get_args(Optional))
+    refusable = set(get_args(get_type_hints(OptionsRejected.__init__)["field"]))
+    assert set(DROPPED_NOTICE) == set(get_args(Optional)) == refusable

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from dashfloat.llm._threads import StreamThreads
+from dashfloat.llm._stream import StreamThreads
 from tests.e2e import wait_for
 
 WAIT_S = 30.0

@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 from dashfloat.config import is_local_url
 from dashfloat.jsonvalue import JsonValue
 from dashfloat.llm import _window as w
-from dashfloat.llm._discover import discover
-from dashfloat.llm._probe import PlainProber
+from dashfloat.llm._discover import PlainProber, discover
 from dashfloat.protocol import ProviderConfig
 from dashfloat.testing.sse_server import ScriptedServer
 from tests.llm import window_responses as r
