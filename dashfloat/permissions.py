@@ -137,6 +137,9 @@ def unscopable(words: Sequence[str]) -> str | None:
     if program == "git" and (len(words) < 2 or words[1].startswith("-")):
         # -c, --config-env and --exec-path name programs git then runs; only "git SUBCOMMAND" can be allowed
         return "only git SUBCOMMAND can be allowed (git's options before one, such as -c, run programs)"
+    if program == "git" and (flag := git_refused_flag(words[1], words[2:])) is not None:
+        # the read-only allowlist refuses these too: a rule must never admit more than the allowlist does
+        return f"git's {flag} writes a file or runs a program a repository's config can name"
     if INTERPRETERS.match(program):
         if len(words) < 2 or words[1].startswith("-") or words[1] in INLINE_CODE_FLAGS:
             return f"{program} would run inline code or a module (only a script file can be allowed)"
@@ -251,13 +254,21 @@ def verdict(rules: Iterable[SourcedRule], args: ToolArgs, cwd: str) -> tuple[Ver
 # ---------------------------------------------------------------- read-only commands
 
 
+NO_PROGRAM: Final = "/dev/null/repository-programs-are-off"
+"""The program named where a signature program was: nothing can exist below /dev/null, so git fails to start it at
+once and says so (``cannot exec '/dev/null/repository-programs-are-off'``) and shows the signature as unchecked.
+``false`` started, exited before reading the payload git writes it and killed git with SIGPIPE (now and then)."""
 GIT_NEUTRAL_CONFIG: Final = (
     "core.fsmonitor=false",
     "core.pager=cat",
     "core.hooksPath=/dev/null",
     "diff.external=",
     "log.showSignature=false",
-    "gpg.program=false",
+    f"gpg.program={NO_PROGRAM}",
+    f"gpg.openpgp.program={NO_PROGRAM}",
+    f"gpg.x509.program={NO_PROGRAM}",
+    f"gpg.ssh.program={NO_PROGRAM}",
+    f"gpg.ssh.defaultKeyCommand={NO_PROGRAM}",
     "core.sshCommand=false",
     "protocol.allow=never",
     "submodule.recurse=false",
@@ -266,7 +277,9 @@ GIT_NEUTRAL_CONFIG: Final = (
     "core.untrackedCache=false",
 )
 """``git -c`` settings that override a repository's own config (command-line config wins): programs named
-there (fsmonitor hook, pager, external diff, gpg, ssh) are replaced by no-ops, network is refused."""
+there (fsmonitor hook, pager, external diff, the signature programs of all three formats -- ``%G?``, ``%GG``,
+``%GS``, ``%GK`` run the one the signature's header picks --, ssh) are replaced by no-ops, network is refused.
+Every program key of git's config is audited in docs/decisions/0066-git-programs-and-allow-rules.md."""
 GIT_READ_ONLY: Final = {
     "status": frozenset(),
     "log": frozenset({"--no-ext-diff", "--no-textconv"}),
@@ -276,17 +289,29 @@ GIT_READ_ONLY: Final = {
 }
 """git subcommands that only read, and the flags added so that no configured program runs."""
 GIT_REFUSED_FLAGS: Final = (
-    "--output", "--ext-diff", "--textconv", "--show-signature", "--exec", "-o", "--open-files-in-pager", "-O"
+    "--output", "--ext-diff", "--textconv", "--show-signature", "--exec", "-o", "--open-files-in-pager", "-O",
+    "--help", "--upload-pack", "--receive-pack", "--extcmd", "--template",
 )  # fmt: skip
-"""Flags that write a file, run a configured program or open a pager: such a line asks."""
+"""Flags that write a file, run a configured program or open a pager (``--help`` runs the viewer the config's
+``man.<tool>.cmd`` names; ``--template`` copies hooks in): such a line asks, allowed by a rule or not. A flag
+counts with an attached value (``--output=x``, ``-ox``) and abbreviated (``--outp=x``: git takes any unique
+prefix of a long option)."""
+GIT_SUBCOMMAND_REFUSED: Final = {"rebase": ("-x",), "difftool": ("-x",), "clone": ("-u", "-c", "--config")}
+"""Short flags that name a program to run (``rebase -x``, ``difftool -x``, ``clone -u``) or config to plant
+(``clone -c``) for one subcommand only (elsewhere the same letter is harmless: ``cherry-pick -x``)."""
 BRANCH_LIST_FLAGS: Final = frozenset({"--list", "-l", "-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose"})
 FIND_REFUSED: Final = re.compile(r"^-(exec|execdir|ok|okdir|delete|fprint|fprint0|fprintf|fls)$")
 RG_REFUSED: Final = re.compile(r"^(--pre|--pre-glob|--hostname-bin|-z|--search-zip)(=.*)?$|^-[A-Za-z]*z")
 READ_ONLY_PROGRAMS: Final = frozenset({"ls", "cat", "head", "tail", "wc", "rg", "grep", "find", "git"})
 """The whole allowlist. Left out on purpose: sort (-o writes), sed and awk (run code), less and more (pagers
 run commands), anything that reaches the network."""
-GIT_ENV: Final = "export GIT_OPTIONAL_LOCKS=0 GIT_NO_LAZY_FETCH=1 GIT_TERMINAL_PROMPT=0 GIT_PAGER=cat PAGER=cat"
-"""status must not rewrite the index; a partial clone must not fetch; nothing may page or prompt."""
+GIT_ENV: Final = (
+    "export GIT_OPTIONAL_LOCKS=0 GIT_NO_LAZY_FETCH=1 GIT_ALLOW_PROTOCOL= GIT_TERMINAL_PROMPT=0 GIT_PAGER=cat PAGER=cat"
+)
+"""status must not rewrite the index; a partial clone must not fetch; nothing may page or prompt. An empty
+``GIT_ALLOW_PROTOCOL`` allows no transport whatever the config says: a repository's ``protocol.ext.allow=always``
+beats ``-c protocol.allow=never`` (the specific key wins), and a git without ``GIT_NO_LAZY_FETCH`` (before 2.39.4)
+then ran the ``ext::`` command of its promisor remote on a lazy fetch."""
 GIT_NO_FILTERS: Final = (
     "set --; f=$(git config --name-only --get-regexp '^filter[.]' 2>/dev/null); "
     'while IFS= read -r k; do case "$k" in "") ;; *=*) echo "not run: a filter driver name holds =" >&2; exit 2;; '
@@ -339,11 +364,34 @@ def read_only_command(command: str) -> str | None:
     return None
 
 
+def git_refused_flag(sub: str, args: Sequence[str]) -> str | None:
+    """The first of a git subcommand's arguments that writes a file or runs a program (GIT_REFUSED_FLAGS, or
+    GIT_SUBCOMMAND_REFUSED for ``sub``), else None."""
+    flags = (*GIT_REFUSED_FLAGS, *GIT_SUBCOMMAND_REFUSED.get(sub, ()))
+    for word in args:
+        name = word.partition("=")[0]
+        if word.startswith(flags):
+            return word
+        if name.startswith("--") and len(name) > 2 and any(f.startswith(name) for f in flags if f.startswith("--")):
+            return word  # an abbreviation: git's option parser takes --outp=x as --output=x
+    return None
+
+
+def _verbose_status(word: str) -> bool:
+    """status's -v (alone, doubled, in a cluster such as -sv) or --verbose (abbreviated too): it shows a diff,
+    through the textconv program a repository's config names, and status has no --no-textconv."""
+    if word.startswith("--"):
+        return len(word) > 2 and "--verbose".startswith(word)
+    return word.startswith("-") and "v" in word
+
+
 def _git_read_only(args: list[str]) -> str | None:
     if not args or args[0] not in GIT_READ_ONLY:
         return None  # also refuses global options before the subcommand (-c, -C, --exec-path, ...)
     sub, rest = args[0], args[1:]
-    if any(a.startswith(GIT_REFUSED_FLAGS) for a in rest):
+    if git_refused_flag(sub, rest) is not None:
+        return None
+    if sub == "status" and any(_verbose_status(a) for a in rest):
         return None
     if sub == "branch" and (
         ("--list" not in rest and "-l" not in rest)
@@ -353,3 +401,88 @@ def _git_read_only(args: list[str]) -> str | None:
     config = [w for setting in GIT_NEUTRAL_CONFIG for w in ("-c", setting)]
     line = shlex.join(["--no-pager", *config, sub, *sorted(GIT_READ_ONLY[sub]), *rest])
     return f'{GIT_ENV}; {GIT_NO_FILTERS}git "$@" {line}'
+
+
+# ---------------------------------------------------------------- git lines an allow rule runs
+
+
+GIT_RULED_CONFIG: Final = (
+    "core.fsmonitor=false",
+    "core.pager=cat",
+    "core.hooksPath=/dev/null",
+    "core.editor=false",
+    "sequence.editor=false",
+    "diff.external=",
+    "protocol.ext.allow=never",
+)
+"""``git -c`` settings for every git line an allow rule runs: programs none of them needs are off (no terminal for a
+pager or an editor; fsmonitor only saves time; hooks are the repository's; ``ext::`` runs what a URL says). Network,
+filters and transport programs stay: ``git fetch`` and git-lfs must work (ADR 0066)."""
+GIT_REPOSITORY_PROGRAMS: Final = {
+    "filter.*.clean": "",
+    "filter.*.smudge": "",
+    "filter.*.process": "",
+    "diff.*.textconv": "",
+    "diff.*.command": "",
+    "merge.*.driver": "",
+    "alias.*": "",
+    "gpg.program": NO_PROGRAM,
+    "gpg.*.program": NO_PROGRAM,
+    "gpg.ssh.defaultkeycommand": NO_PROGRAM,
+    "core.sshcommand": "ssh",
+    "core.askpass": "",
+    "core.alternaterefscommand": "true",
+    "credential.helper": "",
+    "credential.*.helper": "",
+    "interactive.difffilter": "",
+    "submodule.*.update": "checkout",
+    "remote.*.uploadpack": None,
+    "remote.*.receivepack": None,
+}
+"""Program keys (``*``: any subsection) that, set by the repository's own config (scope local or worktree, its
+includes too), are overridden for a rule-allowed git line, and the value they get: git's default, or a no-op (an
+empty filter is none, so a ``required`` one then fails; an empty diff or merge driver or alias fails; an empty
+credential helper empties the list). The same key set in your config (global, system) runs: your git-lfs, ssh
+command and credential helper work. None: git takes the key's first value, so ``-c`` cannot override it and the
+line stops. ``core.gitProxy`` takes its first value too; an empty ``GIT_PROXY_COMMAND`` comes before all of them."""
+
+
+def _glob_regex(glob: str) -> str:
+    """A key glob of GIT_REPOSITORY_PROGRAMS as the POSIX regular expression ``git config --get-regexp`` takes."""
+    return re.escape(glob).replace(r"\*", ".+")
+
+
+def _repository_programs(git: str) -> str:
+    """Shell that puts ``-c KEY=VALUE`` in ``"$@"`` for each program key the repository's own config sets. A git
+    that cannot say a key's scope (``--show-scope``: 2.26) or a key that ``-c`` cannot name (a subsection with
+    ``=``) stops the line: nothing runs unneutralised."""
+    keys = "|".join(_glob_regex(glob) for glob in [*GIT_REPOSITORY_PROGRAMS, "core.gitproxy"])
+    stuck = (
+        "not run: the repository's own config names a program ($k) that cannot be overridden; ask the user to run it"
+    )
+    cases = "".join(
+        f'{glob}) echo "{stuck}" >&2; exit 2;; ' if value is None else f"{glob}) v={shlex.quote(value)};; "
+        for glob, value in GIT_REPOSITORY_PROGRAMS.items()
+    )
+    stop = "not run: this git cannot tell which programs the repository's own config names; ask the user to run it"
+    odd = "not run: the repository's config names a program under a key holding = ($k); ask the user to run it"
+    return (
+        f"set --; r=$({shlex.quote(git)} config --show-scope --name-only --get-regexp {shlex.quote(f'^({keys})$')}); "
+        f'case $? in 0|1) ;; *) echo "{stop}" >&2; exit 2;; esac; '
+        'while IFS= read -r l; do k="${l#*\t}"; case "$l" in "local\t"*|"worktree\t"*) ;; *) continue;; esac; '
+        f'case "$k" in *=*) echo "{odd}" >&2; exit 2;; core.gitproxy) export GIT_PROXY_COMMAND=; continue;; '
+        f'{cases}esac; set -- "$@" -c "$k=$v"; done <<EOF\n$r\nEOF\n'
+    )
+
+
+def ruled_git_line(command: str) -> str:
+    """The line to run for ``command`` when an allow rule lets it through: for git, the same command with the
+    programs a repository can name neutralised (GIT_RULED_CONFIG, GIT_REPOSITORY_PROGRAMS, and for log, diff and
+    show ``--no-ext-diff --no-textconv``); any other line as it is."""
+    words = command_words(command)
+    if words is None or posixpath.basename(words[0]) != "git" or len(words) < 2 or words[1].startswith("-"):
+        return command  # not a line a git allow rule covers (unscopable refuses it)
+    git, sub, rest = words[0], words[1], words[2:]
+    config = [w for setting in GIT_RULED_CONFIG for w in ("-c", setting)]
+    line = shlex.join(["--no-pager", *config, sub, *sorted(GIT_READ_ONLY.get(sub, ())), *rest])
+    return f'{_repository_programs(git)}{shlex.quote(git)} "$@" {line}'

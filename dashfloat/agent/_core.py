@@ -31,7 +31,7 @@ from dashfloat.agent._resumed import Resumed
 from dashfloat.catalogue import UNNAMED_CALL, call_name, mutates
 from dashfloat.command_env import describe_env
 from dashfloat.jsonvalue import JsonValue
-from dashfloat.permissions import SourcedRule, call_scope, no_scope_reason, read_only_command, verdict
+from dashfloat.permissions import SourcedRule, call_scope, no_scope_reason, read_only_command, ruled_git_line, verdict
 from dashfloat.protocol import (
     AgentReady,
     ApprovalMode,
@@ -847,6 +847,11 @@ class AgentCore:
             )
         if not rules:
             lines.append("no permission rules (a at a confirmation grants one for this session)")
+        if any(r.effect == "allow" and r.rule.prefix[:1] == ("git",) for r in rules):
+            lines.append(
+                "git lines a rule allows run without hooks, pager, editor, fsmonitor or diff programs, nor the"
+                " programs the repository's own config names (filters, drivers, aliases, signing, ssh, credentials)"
+            )
         for n, sourced in enumerate(rules, 1):
             lines.append(f"{n:>3}  {sourced.effect:<5}  {sourced.rule.text()}  ({sourced.source})")
         if rules:
@@ -1393,7 +1398,10 @@ class AgentCore:
                     )
                     if isinstance(args, ExecuteCommandArgs):
                         self._expect_change(call, approver, f"$ {args.command}", [])
-                        self._run(None, by_keypress=False)
+                        # A rule's git line runs without the programs the repository names (ADR 0066); the record
+                        # keeps what the model asked. --approve all runs lines as written: it allows any program.
+                        ruled = ruled_git_line(args.command) if permit == "allow" else args.command
+                        self._run(None, by_keypress=False, args=msgspec.structs.replace(args, command=ruled))
                     else:  # previewed for the record (and its digest): what is recorded is what lands
                         self.auto_approval = approver
                         self.waiting = "preview"

@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from dashfloat.agent import AgentCore, AgentOptions, MemoryJournal, provider_message
-from dashfloat.permissions import SourcedRule, parse_rule
+from dashfloat.permissions import SourcedRule, parse_rule, ruled_git_line
 from dashfloat.protocol import (
     AgentReady,
     CapturedOutput,
+    ChangeRecorded,
     ClearSession,
     CommandExited,
     ConfirmRequested,
@@ -29,6 +30,7 @@ from dashfloat.protocol import (
     StreamDone,
     SubmitPrompt,
     SystemEntry,
+    ToolCallShown,
     ToolFinished,
     ToolReply,
     result_json,
@@ -249,3 +251,58 @@ def test_a_decision_for_a_confirmation_no_longer_pending_is_ignored_and_logged()
     core.on_ui(DecideConfirmation(ref=ask.ref, decision="approve"))
     assert take(core) == []
     assert core.log == [f"ignored decision 'approve' for confirmation {ask.ref}: pending is none"]
+
+
+def allowing(*prefixes: str) -> list[SourcedRule]:
+    return [SourcedRule(parse_rule(f"execute_command({p})", "allow"), "allow", "u") for p in prefixes]
+
+
+def test_a_rule_allowed_git_line_runs_neutralised_and_the_record_keeps_the_models_line() -> None:
+    core = make_core(rules=allowing("git add", "npm test"))
+    out = command_turn(core, "git add a.txt")
+    [run] = runs(out)
+    assert run.args == ExecuteCommandArgs(command=ruled_git_line("git add a.txt"))
+    assert "core.hooksPath=/dev/null" in ruled_git_line("git add a.txt")
+    assert [m.args for m in out if isinstance(m, ToolCallShown)] == [ExecuteCommandArgs(command="git add a.txt")]
+    core.on_executor(
+        ToolFinished(
+            call_id="c",
+            result=CommandExited(exit_code=0, output=CapturedOutput(output="", truncated=False, total_bytes=0)),
+        )
+    )
+    [change] = [m for m in take(core) if isinstance(m, ChangeRecorded)]
+    assert change.summary == "$ git add a.txt" and change.rule == "execute_command(git add)"
+    core.on_llm(StreamDone(request_id=core.request_id, content="done", tool_calls=[], finish_reason="stop"))
+    take(core)
+    [run] = runs(command_turn(core, "npm test", "c2"))
+    assert run.args == ExecuteCommandArgs(command="npm test")  # only git lines are rewritten
+
+
+def test_an_allow_rule_never_covers_git_flags_the_allowlist_refuses() -> None:
+    """With ``allow git show`` this rewrote .git/config with no keypress; with ``allow git diff`` --ext-diff ran the
+    repository's diff driver."""
+    core = make_core(rules=allowing("git show", "git diff"))
+    ask = confirm(core, command_turn(core, "git show --output=.git/config --format=x"))
+    assert ask.scope == ""
+    assert ask.no_scope == "git's --output=.git/config writes a file or runs a program a repository's config can name"
+    core.on_ui(DecideConfirmation(ref=ask.ref, decision="reject"))
+    core.on_llm(StreamDone(request_id=core.request_id, content="ok", tool_calls=[], finish_reason="stop"))
+    take(core)
+    confirm(core, command_turn(core, "git diff --ext-diff", "c2"), "c2")
+
+
+def test_approve_all_runs_a_git_line_as_written_and_a_rule_under_it_neutralised() -> None:
+    # --yes lets the model run any program at all; rewriting its git lines would guard nothing
+    core = make_core("all")
+    [run] = runs(command_turn(core, "git add a.txt"))
+    assert run.args == ExecuteCommandArgs(command="git add a.txt")
+    finish_ok(core, "c")
+    core = make_core("all", rules=allowing("git add"))
+    [run] = runs(command_turn(core, "git add a.txt"))
+    assert run.args == ExecuteCommandArgs(command=ruled_git_line("git add a.txt"))
+
+
+def test_permissions_says_what_a_git_rule_runs_without() -> None:
+    assert "git lines a rule allows" not in make_core(rules=allowing("npm test")).permissions_report()
+    report = make_core(rules=allowing("git add")).permissions_report()
+    assert "git lines a rule allows run without hooks, pager, editor, fsmonitor or diff programs" in report
