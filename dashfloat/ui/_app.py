@@ -13,14 +13,13 @@ import msgspec
 from msgspec.structs import replace
 from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
-from prompt_toolkit.completion import CompleteEvent, merge_completers
+from prompt_toolkit.completion import merge_completers
 from prompt_toolkit.data_structures import Size
-from prompt_toolkit.filters import Condition, has_completions
+from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import Input
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
+from prompt_toolkit.key_binding import merge_key_bindings
 from prompt_toolkit.key_binding.bindings.basic import load_basic_bindings
-from prompt_toolkit.keys import Keys
 from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, Window
 from prompt_toolkit.layout.controls import FormattedTextControl
 from prompt_toolkit.layout.dimension import Dimension
@@ -34,7 +33,6 @@ from dashfloat.catalogue import call_name
 from dashfloat.protocol import (
     AgentToUi,
     ApprovalMode,
-    Cancel,
     ConfirmRequested,
     Decision,
     PathsFound,
@@ -51,6 +49,7 @@ from dashfloat.ui._frames import frame_mark, frame_marks_on
 from dashfloat.ui._history import HistoryCursor, ReverseSearch
 from dashfloat.ui._input_window import InputWindow
 from dashfloat.ui._kept_content import KeptBufferControl
+from dashfloat.ui._keys import bindings
 from dashfloat.ui._markdown import render_markdown
 from dashfloat.ui._mentions import MentionCompleter, PathCompletion, partial_in
 from dashfloat.ui._notify import NOTIFY_LONG_TURN_S, notification
@@ -80,14 +79,9 @@ from dashfloat.ui.state import (
     Tick,
     UiState,
     close_open,
-    close_viewer,
-    confirm_key,
-    ctrl_c,
     decide,
     initial,
-    open_viewer,
     reduce,
-    scroll_viewer,
     strand_open,
     take_outbox,
 )
@@ -167,7 +161,8 @@ class TuiShell:
         self.link = link
         self.options = options
         self._turn_started: float | None = None
-        self._search: ReverseSearch | None = None
+        self.search: ReverseSearch | None = None
+        """The Ctrl-R search while it takes keys (ui/_keys.py)."""
         self._first_prompt = options.first_prompt
         self.clock = clock
         self.state: UiState = initial(clock(), model=options.model, cwd=options.cwd, approval=options.approval)
@@ -181,18 +176,19 @@ class TuiShell:
         self._fd: int | None = None
         self._fd_identity: tuple[int, int, int] | None = None
         """The watched fd, and the device and inode of the pipe it was when it was registered."""
-        self._history = HistoryCursor()
+        self.history = HistoryCursor()
+        """Up and Down through earlier prompts."""
         self.paths = PathCompletion()
         self.completer = merge_completers(
             [commands.SlashCompleter(lambda: self.state.prompt_files), MentionCompleter(self.paths)]
         )
         self.buffer = Buffer(multiline=True, completer=self.completer, complete_while_typing=True, name="input")
-        self.buffer.on_text_changed += self._on_text_changed
+        self.buffer.on_text_changed += self.on_text_changed
         self.buffer.on_text_changed += self._ask_paths
         self.buffer.on_cursor_position_changed += self._ask_paths
         self.app: Application[int] = Application(
             layout=self._layout(),
-            key_bindings=merge_key_bindings([load_basic_bindings(), self._bindings()]),
+            key_bindings=merge_key_bindings([load_basic_bindings(), bindings(self)]),
             style=options.theme.style(options.no_color),
             full_screen=False,
             input=input,
@@ -292,18 +288,18 @@ class TuiShell:
         for message in messages:
             if self._shown_chars is not None and isinstance(message, TokenReceived):
                 self._shown_chars += len(message.text)
-            self._apply(message)
+            self.apply(message)
             self._notify(message)
             if isinstance(message, PathsFound) and self.paths.answer(message):
-                self._show_paths()
+                self.show_paths()
         if self._first_prompt is not None and self.state.ready:
             # `dashfloat PROMPT`: entered as if typed, so a /command or an @mention in it works as typed ones do
-            self._set_text(self._first_prompt)
+            self.set_text(self._first_prompt)
             self._first_prompt = None
             self.submit()
         if self.state.input_restore is not None:
             # a rewind gave the prompt back: into the input, to edit and resend
-            self._set_text(self.state.input_restore)
+            self.set_text(self.state.input_restore)
             self.state = replace(self.state, input_restore=None)
         if messages:
             self._watch(self.link.fileno())
@@ -342,7 +338,7 @@ class TuiShell:
             or state.hint is not None
             or state.outbox
             or self.pending
-            or self._search is not None
+            or self.search is not None
             or self._probe_sent is not None
             or time.monotonic() < self._settle_until
         )
@@ -352,12 +348,12 @@ class TuiShell:
         size = self.app.output.get_size()
         if self._settling() and (drawn_at := ptk.frame_size(self.app.renderer)) is not None:
             size = drawn_at  # the region is still to be erased as it was drawn: keep its size
-        self._on_text_changed()
+        self.on_text_changed()
         before = self.state
         self.state = reduce(before, Tick(self.clock(), size.columns, size.rows))
-        if self._search is not None and self.state.hint is None:
+        if self.search is not None and self.state.hint is None:
             # The turn's end cleared the hint line; a search still taking keys must keep saying so.
-            self.state = reduce(self.state, Hint(self._search.prompt(self.state.history)))
+            self.state = reduce(self.state, Hint(self.search.prompt(self.state.history)))
         # Only time moved unless the tick committed rows or the screen changed size.
         if (self.state.open_skip, self.state.hint, self.state.width, self.state.height, self.state.confirm_armed) != (
             before.open_skip,
@@ -380,10 +376,11 @@ class TuiShell:
             # and the next tick's committed rows would no longer be the frame's top rows (_scroll_drawn).
             self._redraw()
 
-    def _on_text_changed(self, _: Buffer | None = None) -> None:
+    def on_text_changed(self, _: Buffer | None = None) -> None:
+        """Tell the core whether the input is empty, when that changed."""
         # Also called by the tick and before a decision key: Buffer.reset() does not fire on_text_changed.
         if (self.buffer.text == "") != self.state.input_empty:
-            self._apply(InputChanged(empty=self.buffer.text == ""))
+            self.apply(InputChanged(empty=self.buffer.text == ""))
 
     def _ask_paths(self, _: Buffer | None = None) -> None:
         """@ completion: ask the executor (through the agent) for the mention at the cursor; never waits."""
@@ -391,7 +388,7 @@ class TuiShell:
         if request is not None:
             self.link.send(request)
 
-    def _show_paths(self) -> None:
+    def show_paths(self) -> None:
         """The newest answer arrived: open (or refresh) the menu with it, unless the user is choosing in it."""
         state = self.buffer.complete_state
         if state is not None and state.complete_index is not None:
@@ -411,7 +408,8 @@ class TuiShell:
             self.app.output.write_raw(notification(text, self.options.env))
             self.app.output.flush()
 
-    def _apply(self, event: Event) -> None:
+    def apply(self, event: Event) -> None:
+        """Feed ``event`` to the pure core."""
         self.state = reduce(self.state, event)
         self._dirty = True
 
@@ -700,251 +698,13 @@ class TuiShell:
         menu = CompletionsMenu(max_height=COMPLETION_MENU_ROWS)
         return Layout(HSplit([live, hint, prompt, menu, status]), focused_element=prompt)
 
-    # ------------------------------------------------------------ keys
-
-    def _bindings(self) -> KeyBindings:
-        kb = KeyBindings()
-        confirming = Condition(lambda: self.state.confirm is not None)
-
-        @kb.add("enter", filter=~confirming)
-        def _(event: KeyPressEvent) -> None:
-            state = self.buffer.complete_state
-            if state is not None and state.current_completion is not None:
-                self.buffer.apply_completion(state.current_completion)
-                if self.paths.candidates(partial_in(self.buffer.document))[0]:
-                    self._show_paths()  # a directory was chosen: what is in it, at once
-                return
-            self.submit()
-
-        @kb.add("escape", "enter")
-        @kb.add("c-j")
-        def _(event: KeyPressEvent) -> None:
-            self.buffer.insert_text("\n")
-
-        @kb.add("escape", filter=~confirming)
-        def _(event: KeyPressEvent) -> None:
-            if self.buffer.complete_state is not None:
-                self.buffer.cancel_completion()
-            elif self.state.busy:
-                self.link.send(Cancel())
-
-        @kb.add("c-c")
-        def _(event: KeyPressEvent) -> None:
-            self.state, action = ctrl_c(self.state, self.clock(), self.buffer.text == "")
-            self._dirty = True
-            match action:
-                case "cancel":
-                    self.link.send(Cancel())
-                    self.tick()  # its hint drawn now (see "arm")
-                case "clear":
-                    self.buffer.reset()
-                    self._history.reset()
-                case "exit":
-                    self.app.exit(result=0)
-                case "arm":
-                    # Drawn now, not by the next tick: the hint lives a second from the key, and a tick delayed past
-                    # that (a loaded machine) cleared it before any frame had shown it.
-                    self.tick()
-
-        @kb.add("c-d")
-        def _(event: KeyPressEvent) -> None:
-            if self.buffer.text == "":
-                self.app.exit(result=0)
-            else:
-                self.buffer.delete()
-
-        @kb.add("up", filter=~has_completions)
-        def _(event: KeyPressEvent) -> None:
-            if self.buffer.document.cursor_position_row > 0:
-                self.buffer.cursor_up()
-                return
-            text = self._history.older(self.state.history, self.buffer.text)
-            if text is not None:
-                self._set_text(text)
-
-        @kb.add("down", filter=~has_completions)
-        def _(event: KeyPressEvent) -> None:
-            doc = self.buffer.document
-            if doc.cursor_position_row < doc.line_count - 1:
-                self.buffer.cursor_down()
-                return
-            text = self._history.newer(self.state.history)
-            if text is not None:
-                self._set_text(text)
-
-        @kb.add("tab")
-        def _(event: KeyPressEvent) -> None:
-            if self.buffer.complete_state is not None and self.buffer.complete_state.completions:
-                self.buffer.complete_next()
-                return
-            # Computed here, not in the background: a Tab typed right after the text must still complete.
-            request = CompleteEvent(completion_requested=True)
-            found = list(self.completer.get_completions(self.buffer.document, request))
-            if len(found) == 1:
-                self.buffer.apply_completion(found[0])
-            elif found:
-                self.buffer.start_completion(select_first=True)
-
-        @kb.add("s-tab")
-        def _(event: KeyPressEvent) -> None:
-            if self.buffer.complete_state is not None:
-                self.buffer.complete_previous()
-
-        @kb.add("c-a")
-        def _(event: KeyPressEvent) -> None:
-            self.buffer.cursor_position += self.buffer.document.get_start_of_line_position()
-
-        @kb.add("c-e")
-        def _(event: KeyPressEvent) -> None:
-            self.buffer.cursor_position += self.buffer.document.get_end_of_line_position()
-
-        @kb.add("c-u")
-        def _(event: KeyPressEvent) -> None:
-            document = self.buffer.document
-            if document.cursor_position_col == 0:  # at a line's start: the line break before it (as readline's own)
-                self.buffer.delete_before_cursor(1)
-            else:
-                self.buffer.delete_before_cursor(-document.get_start_of_line_position())
-
-        @kb.add("c-k")
-        def _(event: KeyPressEvent) -> None:
-            self.buffer.delete(self.buffer.document.get_end_of_line_position())
-
-        @kb.add("c-w")
-        def _(event: KeyPressEvent) -> None:
-            start = self.buffer.document.find_start_of_previous_word()
-            if start:
-                self.buffer.delete_before_cursor(-start)
-
-        # ---- daily habits (issue 17), kept together
-        @kb.add("c-x", "c-e")
-        @kb.add("c-g", filter=Condition(lambda: self._search is None))
-        def _(event: KeyPressEvent) -> None:
-            # $VISUAL / $EDITOR on the input (prompt_toolkit's temp file, in the UI process: ADR 0023). Not
-            # submitted on return: the text comes back into the input to read once more and send with Enter.
-            self.buffer.open_in_editor(validate_and_handle=False)
-
-        searching = Condition(lambda: self._search is not None)
-
-        @kb.add("<any>", filter=searching)
-        def _(event: KeyPressEvent) -> None:
-            search = self._search
-            assert search is not None
-            data = event.key_sequence[0].data
-            if data.isprintable() and len(data) == 1:
-                self._show_search(search.type(self.state.history, data))
-                self._apply(Hint(search.prompt(self.state.history)))
-                return
-            self._search = None  # any other key ends the search with the match in the input
-            self._apply(Hint(None))
-
-        @kb.add("c-r")
-        def _(event: KeyPressEvent) -> None:
-            if self._search is None:
-                self._search = ReverseSearch(self.buffer.text, len(self.state.history))
-            else:
-                self._show_search(self._search.again(self.state.history))
-            self._apply(Hint(self._search.prompt(self.state.history)))
-
-        @kb.add("backspace", filter=searching)
-        def _(event: KeyPressEvent) -> None:
-            assert self._search is not None
-            self._show_search(self._search.erase(self.state.history))
-            self._apply(Hint(self._search.prompt(self.state.history)))
-
-        @kb.add("enter", filter=searching)
-        def _(event: KeyPressEvent) -> None:
-            self._search = None  # the match stays in the input, to edit or to submit with the next Enter
-            self._apply(Hint(None))
-
-        @kb.add("escape", filter=searching, eager=True)
-        @kb.add("c-g", filter=searching)
-        def _(event: KeyPressEvent) -> None:
-            assert self._search is not None
-            self._set_text(self._search.draft)
-            self._search = None
-            self._apply(Hint(None))
-
-        @kb.add("c-z")
-        def _(event: KeyPressEvent) -> None:
-            # Suspend like any shell program (the agent and its workers stop with us; `fg` continues all).
-            # prompt_toolkit erases the live region first and draws it again on SIGCONT.
-            event.app.suspend_to_background()
-
-        def decision(key: str, value: Decision) -> None:
-            # Not while Ctrl-R searches: its keys are a query (a "y" searched for would otherwise approve).
-            @kb.add(key, filter=confirming & ~viewing & ~searching)
-            def _(event: KeyPressEvent) -> None:
-                self._on_text_changed()
-                match confirm_key(self.state, printable=len(key) == 1):
-                    case "decide" if value == "approve_always" and not (
-                        self.state.confirm and self.state.confirm.scope
-                    ):
-                        self._apply(Hint("no always for this call (shell syntax or inline code): y approves it once"))
-                    case "decide":
-                        self.decide(value)
-                    case "type":
-                        self.buffer.insert_text(key)
-                    case "ignore":
-                        if self.buffer.text:
-                            self._apply(Hint("a confirmation is waiting: your text stays; clear it to answer"))
-
-        viewing = Condition(lambda: self.state.viewer is not None)
-        can_view = Condition(lambda: self.state.confirm is not None and self.buffer.text == "")
-
-        @kb.add("v", filter=confirming & can_view & ~viewing & ~searching)
-        def _(event: KeyPressEvent) -> None:
-            self._view(open_viewer(self.state))
-
-        @kb.add("q", filter=viewing)
-        @kb.add("v", filter=viewing)
-        @kb.add("escape", filter=viewing)
-        def _(event: KeyPressEvent) -> None:
-            self._view(close_viewer(self.state))
-
-        @kb.add(Keys.Any, filter=viewing)
-        def _(event: KeyPressEvent) -> None:
-            # The viewer is modal: a key it does not use must not type into the input hidden behind it (a "y" meant
-            # to approve landed there, and the typed text then held the confirmation back).
-            pass
-
-        for keys, step in (
-            (("up",), -1), (("k",), -1), (("down",), 1), (("j",), 1), (("enter",), 1),
-            (("pageup",), -10**0), (("pagedown",), 10**0), (("space",), 10**0),
-            (("home",), -(10**9)), (("end",), 10**9),
-        ):  # fmt: skip
-
-            def scroll(keys: tuple[str, ...] = keys, step: int = step) -> None:
-                @kb.add(*keys, filter=viewing)
-                def _(event: KeyPressEvent) -> None:
-                    page = max(1, self.state.height - 5)
-                    delta = step * page if keys[0] in ("pageup", "pagedown", "space") else step
-                    self._view(scroll_viewer(self.state, delta))
-
-            scroll()
-
-        for key, value in (
-            ("y", "approve"),
-            ("Y", "approve"),
-            ("enter", "approve"),
-            ("n", "reject"),
-            ("N", "reject"),
-            ("escape", "reject_stop"),
-            ("a", "approve_always"),
-            ("A", "approve_always"),
-        ):
-            decision(key, value)  # type: ignore[arg-type]
-        return kb
-
-    def _show_search(self, match: str | None) -> None:
-        if match is not None:
-            self._set_text(match)
-
-    def _view(self, state: UiState) -> None:
+    def show(self, state: UiState) -> None:
+        """Take ``state`` (made by the pure core from this one) and draw it."""
         self.state = state
         self._dirty = True
 
-    def _set_text(self, text: str) -> None:
+    def set_text(self, text: str) -> None:
+        """Replace the input's text, the cursor at its end."""
         self.buffer.text = text
         self.buffer.cursor_position = len(text)
 
@@ -966,32 +726,32 @@ class TuiShell:
         match parsed:
             case commands.Prompt():
                 if self.state.busy:
-                    self._apply(Hint("busy — Esc cancels; your text is kept"))
+                    self.apply(Hint("busy — Esc cancels; your text is kept"))
                     return
-                self._apply(Submitted(parsed.text))
+                self.apply(Submitted(parsed.text))
                 self._turn_started = self.clock()
                 self.link.send(SubmitPrompt(text=parsed.text))
             case commands.Send():
-                self._apply(Submitted(text))
+                self.apply(Submitted(text))
                 message = parsed.message
                 if isinstance(message, RewindTo):
                     # the number is one of the list shown last: the agent refuses it for another session
                     message = RewindTo(prompt=message.prompt, session_id=self.state.prompts_session or "")
                 self.link.send(message)
             case commands.ShowHelp():
-                self._apply(Submitted(text))
-                self._apply(LocalNotice(commands.help_text(self.state.prompt_files)))
+                self.apply(Submitted(text))
+                self.apply(LocalNotice(commands.help_text(self.state.prompt_files)))
             case commands.ShowDiff():
-                self._apply(Submitted(text))
-                self._apply(ShowChanges())
+                self.apply(Submitted(text))
+                self.apply(ShowChanges())
             case commands.Exit():
                 self.app.exit(result=0)
                 return
             case commands.Invalid():
-                self._apply(LocalNotice(parsed.error, "error"))
+                self.apply(LocalNotice(parsed.error, "error"))
                 return
         self.buffer.reset()
-        self._history.reset()
+        self.history.reset()
         self._ask_paths()  # reset() fires no change event: the mention that was being typed is over
 
 
