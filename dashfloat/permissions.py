@@ -435,6 +435,8 @@ GIT_REPOSITORY_PROGRAMS: Final = {
     "credential.helper": "",
     "credential.*.helper": "",
     "interactive.difffilter": "",
+    "trailer.*.cmd": "",
+    "trailer.*.command": "",
     "submodule.*.update": "checkout",
     "remote.*.uploadpack": None,
     "remote.*.receivepack": None,

@@ -314,14 +314,18 @@ def test_hooks_editors_aliases_and_merge_drivers_of_the_repository_do_not_run(tm
         ("core.editor", str(program(markers, "editor"))),
         ("alias.lg", f"!touch {markers}/alias"),
         ("merge.evil.driver", f"touch {markers}/merge; false"),
+        ("trailer.sign.cmd", f"touch {markers}/trailer; echo x"),
     ]:
         git(repo, "config", key, value)
-    assert run(repo, "git lg").returncode == 0 and marked(markers) == {"alias", "hook"}  # hook ran at the setup
-    (markers / "alias").unlink()
-    (markers / "hook").unlink()
+    run(repo, "git lg && git commit -q --allow-empty -m t --trailer sign:x")
+    assert marked(markers) == {"alias", "hook", "trailer"}  # the attacks are real
+    for p in markers.iterdir():
+        p.unlink()
 
     done = run(repo, ruled_git_line("git commit -q -am main"))
     assert done.returncode == 0 and git_out(repo, "log", "-1", "--format=%s") == "main"  # committed, hook not run
+    done = run(repo, ruled_git_line("git commit -q --allow-empty -m t --trailer sign:x"))
+    assert done.returncode == 0 and "running trailer command '' failed" in done.stderr
     done = run(repo, ruled_git_line("git commit --allow-empty"))
     assert done.returncode != 0 and "problem with the editor 'false'" in done.stderr  # it says what to do (-m)
     done = run(repo, ruled_git_line("git lg"))
@@ -474,9 +478,9 @@ def test_a_turn_the_repository_cannot_turn_into_its_programs(tree: Path, isolate
         done = headless(server, tree, isolated_env, "--json", "-p", "stage it")
     assert done.returncode == 0, done.stderr
     results = {e["id"]: e for e in map(json.loads, done.stdout.splitlines()) if e["type"] == "tool_result_shown"}
-    assert results["c1"]["status"] == "ok", results["c1"]
+    seen = {i: (r["status"], "REPOSITORY-PROGRAM-RAN" in r.get("output", "")) for i, r in results.items()}
+    # c1 ran by the rule; c2 asked (headless asks nobody); c3 ran unasked, and the repository's program did not
+    assert seen == {"c1": ("ok", False), "c2": ("rejected", False), "c3": ("ok", False)}, results
     assert git_out(tree, "diff", "--cached", "--name-only") == "a.txt"  # the rule's git add did its job
-    assert results["c2"]["status"] == "rejected"  # it asked; headless asks nobody
     assert (tree / ".git" / "config").read_text() == config_before
-    assert results["c3"]["status"] == "ok" and "REPOSITORY-PROGRAM-RAN" not in json.dumps(results["c3"])
     assert marked(markers) == set()
