@@ -371,9 +371,9 @@ def test_fetch_uses_the_network_and_your_transport_but_not_the_repositorys_progr
         ("remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*"),
         ("remote.evil.url", f"ext::sh -c touch% {markers}/ext"),
         ("protocol.ext.allow", "always"),
-        ("remote.ssh.url", "ssh://example.invalid/x"),
+        ("remote.ssh.url", "ssh://127.0.0.1:9/x"),  # port 9: refused at once, no name to look up
         ("core.sshCommand", str(program(markers, "ssh"))),
-        ("remote.proxied.url", "git://example.invalid/x"),
+        ("remote.proxied.url", "git://127.0.0.1:9/x"),
         ("core.gitProxy", str(program(markers, "proxy"))),
         ("credential.helper", f"!touch {markers}/credential; :"),
     ]:
