@@ -72,7 +72,7 @@ class Command:
                 os.close(self._status)
                 os.close(status_w)
                 raise
-            pass_fds = (wrap.root_fd, status_w)
+            pass_fds = (wrap.root_fd, status_w, *wrap.fds)
         # The gate is the sandbox's parent too: bwrap (and its --die-with-parent) starts only once released.
         gate_r, gate_w = os.pipe()
         self._gate: int | None = gate_w

@@ -1,9 +1,9 @@
 """The command sandbox: bubblewrap's namespaces around ``/bin/sh -c``, detected once at start.
 
-What a sandboxed command gets (docs/tools.md, ADR 0016): the whole file system read-only, the working
-directory writable (``workspace-write``) or not (``read-only``), a private empty ``/tmp``, the configured
-credential stores and the user's bus and agent sockets hidden, its own PID namespace (every process dies with the
-shell), a network namespace with only a loopback device unless the call may use the network, and no privilege: every
+What a sandboxed command gets (docs/tools.md, ADR 0016): the whole file system read-only, the working directory
+writable (``workspace-write``, but for its git metadata: ``_git_meta``) or not (``read-only``), a private empty
+``/tmp``, the configured credential stores and the user's bus and agent sockets hidden, its own PID namespace (every
+process dies with the shell), a network namespace with only a loopback device unless the call may use the network, and no privilege: every
 capability dropped, so the mounts that confine it are not its to undo, run by root or not (ADR 0067).
 """
 
@@ -14,11 +14,13 @@ import os
 import signal
 import stat
 import subprocess
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Final
 
 import msgspec
 
+from dashfloat.executor._git_meta import GitBinds
 from dashfloat.protocol import SandboxMode, SandboxPolicy, SandboxState
 
 with contextlib.suppress(ImportError):  # bwrap_binary says what its absence means
@@ -339,9 +341,11 @@ def bwrap_argv(
     command: str,
     status_fd: int,
     private_home: bool = False,
+    git_binds: Sequence[str] = (),
 ) -> list[str]:
     """The bwrap command line for one call; ``root_fd`` (the executor's held root) and ``status_fd`` are
-    passed to bwrap, which binds the very directory the file tools use, even if the path was swapped."""
+    passed to bwrap, which binds the very directory the file tools use, even if the path was swapped.
+    ``git_binds``: what makes the git metadata in it read-only (``GitBinds.args``), after the working directory."""
     assert mode != "off"
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     if private_home:
@@ -355,7 +359,7 @@ def bwrap_argv(
             argv += ["--tmpfs", path, "--remount-ro", path]
         else:
             argv += ["--ro-bind", "/dev/null", path]
-    argv += ["--bind-fd" if mode == "workspace-write" else "--ro-bind-fd", str(root_fd), root]
+    argv += ["--bind-fd" if mode == "workspace-write" else "--ro-bind-fd", str(root_fd), root, *git_binds]
     argv += ["--unshare-all", *(["--share-net"] if network else []), "--die-with-parent", *DROP_PRIVILEGES]
     for name in state.hide_env:
         argv += ["--unsetenv", name]
@@ -414,7 +418,7 @@ class Sandbox(msgspec.Struct, frozen=True):
         return Wrap(self, mode, policy.network, root_fd, root, policy.private_home)
 
 
-class Wrap(msgspec.Struct, frozen=True):
+class Wrap(msgspec.Struct, frozen=True, weakref=True):
     """One call's confinement: builds its bwrap command line."""
 
     sandbox: Sandbox
@@ -423,6 +427,9 @@ class Wrap(msgspec.Struct, frozen=True):
     root_fd: int
     root: str
     private_home: bool = False
+    fds: list[int] = msgspec.field(default_factory=list)
+    """The descriptors ``argv`` names besides the root's (the git metadata it binds), passed to bwrap with it: closed
+    when this Wrap goes, once its command has started (bwrap has its own copies, and closes them once bound)."""
 
     def env(self) -> dict[str, str] | None:
         """The environment the call runs with: None (the executor's) unless it runs unasked (``unasked_env``)."""
@@ -432,6 +439,10 @@ class Wrap(msgspec.Struct, frozen=True):
         """The command line; OSError naming why when bwrap cannot be run at all."""
         if not self.sandbox.bwrap:
             raise OSError(f"no bwrap to run: {self.sandbox.bwrap_error}")
+        git = GitBinds(self.root_fd, self.root, cwd) if self.mode == "workspace-write" else None
+        if git is not None and git.fds:
+            self.fds.extend(git.fds)
+            weakref.finalize(self, _close_all, list(git.fds))
         return bwrap_argv(
             self.sandbox.bwrap,
             self.sandbox.state,
@@ -443,4 +454,11 @@ class Wrap(msgspec.Struct, frozen=True):
             command,
             status_fd,
             self.private_home,
+            git.args if git is not None else (),
         )
+
+
+def _close_all(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
