@@ -296,9 +296,16 @@ GIT_REFUSED_FLAGS: Final = (
 ``man.<tool>.cmd`` names; ``--template`` copies hooks in): such a line asks, allowed by a rule or not. A flag
 counts with an attached value (``--output=x``, ``-ox``) and abbreviated (``--outp=x``: git takes any unique
 prefix of a long option)."""
-GIT_SUBCOMMAND_REFUSED: Final = {"rebase": ("-x",), "difftool": ("-x",), "clone": ("-u", "-c", "--config")}
-"""Short flags that name a program to run (``rebase -x``, ``difftool -x``, ``clone -u``) or config to plant
-(``clone -c``) for one subcommand only (elsewhere the same letter is harmless: ``cherry-pick -x``)."""
+GIT_SUBCOMMAND_REFUSED: Final = {
+    "rebase": ("-x",),
+    "difftool": ("-x",),
+    "grep": ("-O",),
+    "archive": ("-o",),
+    "clone": ("-u", "-c", "--config"),
+}
+"""Flags of one subcommand only that name a program to run (``rebase -x``, ``difftool -x``, ``grep -O``,
+``clone -u``), write a file (``archive -o``) or plant config (``clone -c``); elsewhere the same letter is harmless
+(``cherry-pick -x``). A short one counts anywhere in a cluster too: ``grep -nO./x.sh`` runs ./x.sh."""
 BRANCH_LIST_FLAGS: Final = frozenset({"--list", "-l", "-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose"})
 FIND_REFUSED: Final = re.compile(r"^-(exec|execdir|ok|okdir|delete|fprint|fprint0|fprintf|fls)$")
 RG_REFUSED: Final = re.compile(r"^(--pre|--pre-glob|--hostname-bin|-z|--search-zip)(=.*)?$|^-[A-Za-z]*z")
@@ -368,10 +375,13 @@ def git_refused_flag(sub: str, args: Sequence[str]) -> str | None:
     """The first of a git subcommand's arguments that writes a file or runs a program (GIT_REFUSED_FLAGS, or
     GIT_SUBCOMMAND_REFUSED for ``sub``), else None."""
     flags = (*GIT_REFUSED_FLAGS, *GIT_SUBCOMMAND_REFUSED.get(sub, ()))
+    letters = "".join(f[1] for f in GIT_SUBCOMMAND_REFUSED.get(sub, ()) if len(f) == 2)
     for word in args:
         name = word.partition("=")[0]
         if word.startswith(flags):
             return word
+        if word.startswith("-") and not word.startswith("--") and any(c in word[1:] for c in letters):
+            return word  # in a cluster (an attached value holding the letter counts too: erring strict)
         if name.startswith("--") and len(name) > 2 and any(f.startswith(name) for f in flags if f.startswith("--")):
             return word  # an abbreviation: git's option parser takes --outp=x as --output=x
     return None

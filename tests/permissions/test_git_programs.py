@@ -197,6 +197,10 @@ REFUSED = [
     ("show", "--show-signature"),
     ("grep", "-O"),
     ("grep", "-Ovi"),
+    ("grep", "-nO./x.sh"),
+    ("rebase", "-ix"),
+    ("clone", "-qu"),
+    ("archive", "-vo"),
     ("grep", "--open-files-in-pager=vi"),
     ("status", "--help"),
     ("fetch", "--upload-pack=x"),
@@ -228,6 +232,8 @@ ADMITTED = [
     ("diff", "--relative"),
     ("checkout", "--ours"),
     ("cherry-pick", "-x"),
+    ("log", "-Sfoo"),
+    ("grep", "-no"),
     ("push", "-u"),
     ("commit", "-m"),
 ]
@@ -249,6 +255,15 @@ def test_an_allow_rule_never_covers_a_refused_git_flag(sub: str, word: str) -> N
 def test_near_misses_stay_covered(sub: str, word: str) -> None:
     assert git_refused_flag(sub, [word]) is None
     assert matches(parse_rule(f"execute_command(git {sub})", "allow"), "allow", cmd(f"git {sub} {word} x"), "/w")
+
+
+def test_a_pager_named_in_a_grep_cluster_would_run_so_no_rule_covers_it(tmp_path: Path) -> None:
+    repo, markers = repository(tmp_path)
+    program(markers, "pager")
+    line = f"git grep -nO{markers.parent}/pager.sh one"
+    run(repo, line)
+    assert marked(markers) == {"pager"}  # the attack is real: -O in a cluster opens the matches in ./pager.sh
+    assert not matches(parse_rule("execute_command(git grep)", "allow"), "allow", cmd(line), "/w")
 
 
 LONG_REFUSED = [f for f in GIT_REFUSED_FLAGS if f.startswith("--")]
