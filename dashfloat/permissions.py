@@ -5,6 +5,8 @@ A rule is ``TOOL`` or ``TOOL(SPEC)``:
 - ``write_file`` / ``edit_file``: the tool anywhere in the workspace, or ``edit_file(src/*.py)``: paths matching
   an ``fnmatch`` pattern, relative to the workspace.
 ``allow`` rules run a call without asking; ``deny`` rules refuse it; deny wins (docs/permissions.md, ADR 0026).
+A git line an allow rule lets through runs as ``ruled_git_line`` rewrites it, without the repository's programs
+(ADR 0066).
 """
 
 from __future__ import annotations
