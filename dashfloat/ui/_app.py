@@ -14,7 +14,6 @@ from msgspec.structs import replace
 from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.completion import merge_completers
-from prompt_toolkit.data_structures import Size
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import Input
@@ -25,9 +24,7 @@ from prompt_toolkit.layout.controls import FormattedTextControl
 from prompt_toolkit.layout.dimension import Dimension
 from prompt_toolkit.layout.menus import CompletionsMenu
 from prompt_toolkit.layout.processors import TabsProcessor
-from prompt_toolkit.layout.screen import Screen
 from prompt_toolkit.output import ColorDepth, Output
-from prompt_toolkit.renderer import CPR_Support
 
 from dashfloat.catalogue import call_name
 from dashfloat.protocol import (
@@ -50,30 +47,20 @@ from dashfloat.ui._history import HistoryCursor, ReverseSearch
 from dashfloat.ui._input_window import InputWindow
 from dashfloat.ui._kept_content import KeptBufferControl
 from dashfloat.ui._keys import bindings
-from dashfloat.ui._markdown import render_markdown
 from dashfloat.ui._mentions import MentionCompleter, PathCompletion, partial_in
 from dashfloat.ui._notify import NOTIFY_LONG_TURN_S, notification
-from dashfloat.ui._reflow import (
-    overlaid_cells,
-    resize_settle_s,
-    rows_above_cursor,
-    stranded_lines,
-    stranded_rows,
-    terminal_reflows,
-    terminal_wraps_erased_cells,
-)
+from dashfloat.ui._resize import ResizeGuard
 from dashfloat.ui._rows_control import RowsControl, RowsWindow
 from dashfloat.ui._screen_diff import install as install_screen_diff
-from dashfloat.ui._text import Row, row_width, sanitize
+from dashfloat.ui._scrollback import LiveDrawn, Scrollback
+from dashfloat.ui._text import Row
 from dashfloat.ui._theme import Theme
-from dashfloat.ui.render import PROMPT_MARK, render_entry, render_live, render_status, to_formatted
+from dashfloat.ui.render import PROMPT_MARK, render_live, render_status
 from dashfloat.ui.state import (
-    Entry,
     Event,
     Hint,
     InputChanged,
     LocalNotice,
-    ProseRows,
     ShowChanges,
     Submitted,
     Tick,
@@ -82,7 +69,6 @@ from dashfloat.ui.state import (
     decide,
     initial,
     reduce,
-    strand_open,
     take_outbox,
 )
 
@@ -97,15 +83,7 @@ ESC_TIMEOUT_S = 0.05
 KEY_SEQUENCE_TIMEOUT_S = 0.15
 """How long Esc waits for a following key (Esc Enter is Alt-Enter) before it means Cancel."""
 INPUT_MAX_ROWS = 12
-ERASE_BELOW = "\r\x1b[2K\x1b[C\x1b[J\r"
-"""Erase the cursor's row and all below it, never with ED at the screen's first cell: tmux (scroll-on-clear)
-copies a screen erased from its home position into its history, stale frame and all."""
 COMPLETION_MENU_ROWS = 8
-CPR_WAIT_S = 2.0
-"""How long after a resize the erase waits for the cursor-position report it asked for; then it erases
-without it (a terminal that stopped answering), and rows in the terminal's history may show twice."""
-UNWRAPPED_COLUMNS = 1 << 20
-"""A width no row reaches: how a terminal that cuts lines (xterm) keeps each row on a resize."""
 
 
 class AgentLink(Protocol):
@@ -166,13 +144,11 @@ class TuiShell:
         self._first_prompt = options.first_prompt
         self.clock = clock
         self.state: UiState = initial(clock(), model=options.model, cwd=options.cwd, approval=options.approval)
-        self.pending: tuple[Entry, ...] = ()
-        """Entries taken from the outbox, drawn live until they are printed into the scrollback."""
         self._wake = asyncio.Event()
         self._dirty_flag = True
         self._status_key: tuple[str, ...] = ()
         self._status_rows: list[Row] = []
-        self._live_cache: tuple[UiState, tuple[Entry, ...], int, list[Row]] | None = None
+        self._live_cache: LiveDrawn | None = None
         self._fd: int | None = None
         self._fd_identity: tuple[int, int, int] | None = None
         """The watched fd, and the device and inode of the pipe it was when it was registered."""
@@ -199,33 +175,27 @@ class TuiShell:
         )
         self.app.ttimeoutlen = ESC_TIMEOUT_S
         self.app.timeoutlen = KEY_SEQUENCE_TIMEOUT_S
-        self._reflows = terminal_reflows(options.env)
-        self._settle_s = resize_settle_s(options.env)
-        self._wraps_erased = terminal_wraps_erased_cells(options.env)
-        self._kept_widths: dict[int, int] = {}
-        """Per row of the live region: the widest drawing since the renderer last erased from the region's top,
-        which the terminal still holds as cells (what tmux re-wraps on a resize)."""
-        self._resized_at = 0.0
-        self._probe_sent: float | None = None
-        self._probe_row: int | None = None
-        self._size_seen: Size | None = None
-        self._settle_until = 0.0
-        # prompt_toolkit's own resize erase counts the rows it drew, not the rows the terminal re-wrapped
-        # them into (ADR 0033); a key or the tick may also draw before SIGWINCH is handled. Every redraw
-        # goes through _redraw, which holds it while a resize settles (ADR 0035).
+        # Resizes (ui/_resize.py): SIGWINCH, every frame, every size the renderer reads and every cursor-position
+        # report go through the guard, which erases what the terminal re-wrapped and holds frames while a resize
+        # settles (ADR 0033, 0035). Its arguments are the application's own, taken before they are replaced.
+        self.resize = ResizeGuard(
+            self.app,
+            options.env,
+            draw=ptk.own_redraw(self.app),
+            terminal_size=self.app.output.get_size,
+            report_cursor_row=self.app.renderer.report_absolute_cursor_row,
+            changed=self._changed,
+            strand=self._strand,
+        )
         ptk.replace_resize_handler(self.app, self.on_resize)
-        self._draw = ptk.own_redraw(self.app)
-        ptk.replace_redraw(self.app, self._redraw)
-        self._frame_size: Size | None = None
-        self._terminal_size = self.app.output.get_size
-        ptk.replace_output_size(self.app.output, self._output_size)
-        self.app.before_render += lambda _: self._before_render()
-        self._report_cursor_row = self.app.renderer.report_absolute_cursor_row
-        ptk.replace_cursor_row_report(self.app.renderer, self._on_cursor_row)
-        self._drawn: tuple[Screen, list[Row]] | None = None
-        """The renderer's screen after the last frame, and the live rows that frame drew at its top."""
-        self.app.after_render += lambda _: self._note_drawn()
-        self.app.after_render += lambda _: self._after_render()
+        ptk.replace_redraw(self.app, self.resize.draw)
+        ptk.replace_output_size(self.app.output, self.resize.output_size)
+        ptk.replace_cursor_row_report(self.app.renderer, self.resize.on_cursor_row)
+        self.app.before_render += lambda _: self.resize.before_render()
+        # Finished entries (ui/_scrollback.py): drawn live, then printed above the live region once.
+        self.scrollback = Scrollback(self.app, self.resize, self._live_window, self._live_rows)
+        self.app.after_render += lambda _: self.scrollback.note_drawn()
+        self.app.after_render += lambda _: self.resize.after_render()
         self._shown_chars: int | None = 0 if frame_marks_on(options.env) else None
         """Answer text received so far, when frames are marked (None: not marked)."""
         if self._shown_chars is not None:
@@ -241,6 +211,9 @@ class TuiShell:
         self._dirty_flag = value
         if value:
             self._wake.set()
+
+    def _changed(self) -> None:
+        self._dirty = True
 
     # ------------------------------------------------------------ running
 
@@ -258,11 +231,7 @@ class TuiShell:
     def _print_remaining(self) -> None:
         """At exit the live region is erased; what it still held goes to the scrollback like the rest."""
         self.state, entries = take_outbox(close_open(self.state))
-        batch, self.pending = self.pending + entries, ()
-        if batch:
-            width = self.app.output.get_size().columns
-            rows = [scrub(row) for entry in batch for row in render_entry(entry, width)]
-            self.app.print_text([*to_formatted(rows), ("", "\n")])
+        self.scrollback.print_remaining(entries)
 
     def _start(self) -> None:
         self._watch(self.link.fileno())
@@ -337,17 +306,14 @@ class TuiShell:
             or state.last_ctrl_c is not None
             or state.hint is not None
             or state.outbox
-            or self.pending
+            or self.scrollback.pending
             or self.search is not None
-            or self._probe_sent is not None
-            or time.monotonic() < self._settle_until
+            or self.resize.waiting()
         )
 
     def tick(self) -> None:
         """One frame: advance time, commit finished entries, redraw if anything visible changed."""
-        size = self.app.output.get_size()
-        if self._settling() and (drawn_at := ptk.frame_size(self.app.renderer)) is not None:
-            size = drawn_at  # the region is still to be erased as it was drawn: keep its size
+        size = self.resize.tick_size()
         self.on_text_changed()
         before = self.state
         self.state = reduce(before, Tick(self.clock(), size.columns, size.rows))
@@ -365,16 +331,17 @@ class TuiShell:
             self._dirty = True
         self.state, entries = take_outbox(self.state)
         if entries:
-            self.pending += entries
+            self.scrollback.pending += entries
             self._dirty = True
-        self._print_pending()
+        if self.scrollback.print_pending():
+            self._dirty = True
         status = self._status_text()
         if self._dirty or status != self._status_key:
             self._status_key = status
             self._dirty = False
             # Drawn now, not scheduled: a message read in between would draw rows past the ones this tick kept,
             # and the next tick's committed rows would no longer be the frame's top rows (_scroll_drawn).
-            self._redraw()
+            self.resize.draw()
 
     def on_text_changed(self, _: Buffer | None = None) -> None:
         """Tell the core whether the input is empty, when that changed."""
@@ -413,241 +380,25 @@ class TuiShell:
         self.state = reduce(self.state, event)
         self._dirty = True
 
-    def _print_pending(self) -> None:
-        """Print finished entries above the live region, once; they then belong to the scrollback.
-
-        Not ``run_in_terminal``: that switches the tty to cooked mode while printing, so keys typed
-        meanwhile would be echoed and Enter would arrive as a newline. Erase, print, redraw is all
-        it needs, and it stays in raw mode.
-        """
-        if not self.pending or not self.app.is_running or self._settling():
-            return
-        self._erase_if_resized()
-        batch, self.pending = self.pending, ()
-        width = self.app.output.get_size().columns
-        rows = [scrub(row) for entry in batch for row in render_entry(entry, width)]
-        if self._scroll_drawn(rows, width):
-            self._dirty = True
-            return
-        renderer, output = self.app.renderer, self.app.output
-        # Back to the top of the live region, then overwrite it (each row cleared whole first) and erase
-        # only what is left below. renderer.erase() would erase downwards from the region's top, and when that
-        # is the screen's top row tmux (scroll-on-clear) copies the stale frame into its history.
-        cursor = ptk.frame_cursor(renderer)
-        output.cursor_backward(cursor.x)
-        output.cursor_up(cursor.y)
-        output.reset_attributes()
-        text: StyleAndTextTuples = []
-        for row in rows:
-            # The whole line first: tmux re-wraps a row by every cell written on it since (ADR 0035).
-            text.extend([("[ZeroWidthEscape]", "\x1b[2K"), *row, ("", "\n")])
-        self.app.print_text(text)
-        output.erase_down()
-        output.enable_autowrap()
-        output.flush()
-        renderer.reset()
-        renderer.request_absolute_cursor_position()
-        self._dirty = True
-
-    def _note_drawn(self) -> None:
-        screen = self.app.renderer.last_rendered_screen
-        self._drawn = (screen, self._live_rows()) if screen else None
-
-    def _scroll_drawn(self, rows: list[Row], width: int) -> bool:
-        """When the rows to print are exactly the top rows the last frame drew, leave them where they are: the
-        region's top moves below them and the renderer diffs the next frame against what stays on screen.
-
-        A stream that overflows the screen commits rows every tick; printing them again and redrawing the whole
-        region from an erased screen was the largest cost of a frame (issue 19, ADR 0036). Any doubt (another
-        frame drew since, a row that wraps, the live rows not at the region's top) prints them as before.
-        """
-        renderer, drawn, count = self.app.renderer, self._drawn, len(rows)
-        screen, info = renderer.last_rendered_screen, self._live_window.render_info
-        if drawn is None or screen is None or drawn[0] is not screen or drawn[1][:count] != rows or info is None:
-            return False
-        cursor = ptk.frame_cursor(renderer)
-        if ptk.window_top(info) or info.vertical_scroll or info.window_height < count or cursor.y < count:
-            return False
-        if any(row_width(row) > width for row in rows):
-            return False
-        ptk.move_region_top_down(renderer, count)
-        self._kept_widths = {y - count: width for y, width in self._kept_widths.items() if y >= count}
-        self._drawn = None
-        return True
-
     def _mark_frame(self) -> None:
         """After a frame: how much answer text it shows (the renderer has flushed the frame itself)."""
         assert self._shown_chars is not None
         self.app.output.write_raw(frame_mark(self._shown_chars))
         self.app.output.flush()
 
-    # ------------------------------------------------------------ resizing
+    # ------------------------------------------------------------ resizes
 
     def on_resize(self) -> None:
         """SIGWINCH: erase the live region from where the terminal's re-wrap left its top, draw it anew."""
-        self._erase_if_resized()
-        self._redraw()
+        self.resize.erase_if_resized()
+        self.resize.draw()
         self._wake.set()  # an idle tick looks at the new size now
 
-    def _redraw(self, render_as_done: bool = False) -> None:
-        """Every frame: none while a resize settles (the tick draws once it has: ``_dirty``).
-
-        The frame is drawn at the size just checked, even if the window changes while it is drawn: a size read
-        anew by the renderer would draw the new size over a region not yet erased for it (seen under load).
-        """
-        if not render_as_done and self._settling():
-            self._dirty = True
-            return
-        self._frame_size = self._size_seen
-        try:
-            self._draw(render_as_done)
-        finally:
-            self._frame_size = None
-
-    def _output_size(self) -> Size:
-        """The terminal's size; during a frame, the size that frame was checked at."""
-        return self._frame_size or self._terminal_size()
-
-    def _settling(self) -> bool:
-        """Whether the live region must not be drawn yet: a resize is still to be erased, or settles.
-
-        Inside tmux a resize reaches the program up to 250 ms after tmux re-wrapped its screen, so a frame
-        drawn soon after one resize may meet the re-wrap of the next one, unannounced (ADR 0035).
-        """
-        return self._erase_if_resized() or time.monotonic() < self._settle_until
-
-    def _before_render(self) -> None:
-        self._erase_if_resized()
-        if self.app.renderer.last_rendered_screen is None:
-            # A reset renderer draws after erasing from the region's top (ED from the first column): the
-            # terminal forgets every cell below, so the rows hold only what is drawn from now on.
-            self._kept_widths.clear()
-
-    def _after_render(self) -> None:
-        """Note how wide each row was drawn (tmux re-wraps by the widest drawing, not by the last frame)."""
-        screen = self.app.renderer.last_rendered_screen
-        if not self._wraps_erased or screen is None:
-            return
-        has_style = ptk.styles_drawn(self.app.renderer)
-        kept = self._kept_widths
-        for y in range(screen.height):
-            width = drawn_width(screen, y, has_style)
-            if width > kept.get(y, 0):
-                kept[y] = width
-
-    def _on_cursor_row(self, row: int) -> None:
-        """A cursor-position report: the answer to the probe sent after a resize, else the renderer's."""
-        if self._probe_sent is not None and self._probe_row is None:
-            self._probe_row = row
-            self._erase_if_resized()
-            self._dirty = True
-            return
-        self._report_cursor_row(row)
-
-    def _erase_if_resized(self) -> bool:
-        """Erase the live region if the window changed size since it was drawn; whether that still waits.
-
-        First the cursor's row is asked for (CPR, where the terminal answers them): rows of the region that
-        went into the terminal's history are then known, and are not drawn again (ADR 0035).
-        """
-        size = self.app.output.get_size()
-        now = time.monotonic()
-        if size != self._size_seen:
-            if self._size_seen is not None:
-                self._resized_at = now
-                if self._settle_s:
-                    self._settle_until = now + self._settle_s
-            self._size_seen = size
-        renderer = self.app.renderer
-        last = ptk.frame_size(renderer)
-        if last is None or last == size:
-            return False
-        if renderer.cpr_support == CPR_Support.SUPPORTED and now - self._resized_at < CPR_WAIT_S:
-            if self._probe_sent is None:
-                if renderer.waiting_for_cpr:
-                    return True  # the renderer's own request is answered first: ask after it
-                self._probe_sent, self._probe_row = now, None
-                self.app.output.ask_for_cpr()
-                return True
-            if self._probe_row is None:
-                return True
-        self._erase(size, self._probe_row)
-        self._probe_sent = self._probe_row = None
-        return False
-
-    def _erase(self, size: Size, cursor_row: int | None) -> None:
-        renderer = self.app.renderer
-        screen, cursor, output = renderer.last_rendered_screen, ptk.frame_cursor(renderer), self.app.output
-        up, lines = cursor.y, []
-        if screen is not None:
-            has_style = ptk.styles_drawn(renderer)
-            if self._wraps_erased:
-                lines = [
-                    overlaid_cells([1] * self._kept_widths.get(y, 0), drawn_cells(screen, y, has_style))
-                    for y in range(cursor.y + 1)
-                ]
-            else:
-                lines = [drawn_cells(screen, y, has_style) for y in range(cursor.y + 1)]
-        columns = size.columns if self._reflows else UNWRAPPED_COLUMNS
-        if self._reflows and lines:
-            up = rows_above_cursor(lines, cursor.y, cursor.x, columns)
-        if cursor_row is not None:
-            stranded = stranded_rows(up, cursor_row)
-            if stranded:
-                self._strand(lines[: cursor.y], stranded, columns)
-                up -= stranded
-        output.write_raw("\r")
-        output.cursor_up(up)
-        output.write_raw(ERASE_BELOW)
-        output.reset_attributes()
-        output.enable_autowrap()
-        output.flush()
-        renderer.reset(leave_alternate_screen=False)
-        renderer.request_absolute_cursor_position()
-        self._dirty = True
-
     def _strand(self, lines: list[list[int]], stranded: int, columns: int) -> None:
-        """The region's top ``stranded`` rows are in the terminal's history, so they are the scrollback's now:
-        entries waiting to be printed there (``strand_pending``) and the open block's rows (``strand_open``).
-        Other live rows there (a tool row, a preview: rare) are drawn again."""
-        cache = self._live_cache
-        state = self.state
-        if cache is None or cache[2] != state.width:
-            return
-        rows, width = cache[3], cache[2]
-        whole_lines, cells = stranded_lines(lines, stranded, columns)
-        done = y = 0  # live rows wholly in the history; a row wider than the screen took more lines
-        while done < len(rows) and y + (span := max(1, -(-row_width(rows[done]) // max(1, width)))) <= whole_lines:
-            y += span
-            done += 1
-        partial = cells if done < len(rows) and y == whole_lines else 0
-        drawn_pending = cache[1]
-        if drawn_pending and self.pending[: len(drawn_pending)] == drawn_pending:
-            self.pending = strand_pending(drawn_pending, done, width) + self.pending[len(drawn_pending) :]
-        drawn_state = cache[0]
-        if not drawn_state.open_prose.strip():
-            return
-        prose = render_markdown(drawn_state.open_prose.rstrip(), width)[drawn_state.open_skip :]
-        starts = range(len(rows) - len(prose), -1, -1)
-        start = next((i for i in starts if tuple(rows[i : i + len(prose)]) == prose), None)
-        if start is None or not prose or done < start:
-            return  # not all of the block was drawn (taller than its budget), or none of it is in the history
-        whole = min(done - start, len(prose))
-        cells = partial if whole < len(prose) else 0
-        # Text may have arrived since that frame: only what it drew is in the history.
-        if state.open_skip != drawn_state.open_skip or not state.open_prose.startswith(drawn_state.open_prose.rstrip()):
-            return
-        now = render_markdown(state.open_prose.rstrip(), width)[state.open_skip :]
-        same = 0
-        while same < min(len(now), len(prose)) and now[same] == prose[same]:
-            same += 1
-        if whole > same:  # the first row that changed since (the last one grew): its drawn part only
-            drawn, grown = _text_of(prose[same]), _text_of(now[same]) if same < len(now) else ""
-            whole, cells = same, len(drawn) if grown.startswith(drawn) else 0
-        elif cells and (whole >= len(now) or _text_of(now[whole])[:cells] != _text_of(prose[whole])[:cells]):
-            cells = 0
-        self.state = strand_open(state, whole, cells)
-        self._dirty = True
+        """The resize pushed the live region's top rows into the terminal's history: they are the scrollback's."""
+        state = self.scrollback.strand(self._live_cache, self.state, lines, stranded, columns)
+        if state is not self.state:
+            self.show(state)
 
     # ------------------------------------------------------------ drawing
 
@@ -660,10 +411,11 @@ class TuiShell:
         width = self.app.output.get_size().columns
         # States are immutable, so identity is enough: a keystroke redraw reuses the last rows.
         cache = self._live_cache
-        if cache is not None and cache[0] is self.state and cache[1] is self.pending and cache[2] == width:
+        pending = self.scrollback.pending
+        if cache is not None and cache[0] is self.state and cache[1] is pending and cache[2] == width:
             return cache[3]
-        rows = render_live(self.state, self.pending + self.state.outbox, width)
-        self._live_cache = (self.state, self.pending, width, rows)
+        rows = render_live(self.state, pending + self.state.outbox, width)
+        self._live_cache = (self.state, pending, width, rows)
         return rows
 
     def _status(self) -> list[Row]:
@@ -753,64 +505,6 @@ class TuiShell:
         self.buffer.reset()
         self.history.reset()
         self._ask_paths()  # reset() fires no change event: the mention that was being typed is over
-
-
-def scrub(row: Row) -> Row:
-    """The last guard before the scrollback: no fragment may carry a line break or a control character.
-
-    The live region shows control characters in caret form, but printed text goes to the terminal as is.
-    """
-    if "".join([text for _, text in row]).isprintable():
-        return row  # what sanitize leaves as it is (no line break either): a streamed paragraph's rows, every tick
-    return tuple((style, sanitize(text.replace("\n", " "))) for style, text in row)
-
-
-def _text_of(row: Row) -> str:
-    return "".join(text for _, text in row)
-
-
-def strand_pending(pending: tuple[Entry, ...], rows: int, width: int) -> tuple[Entry, ...]:
-    """Entries waiting to be printed, less their top ``rows`` rows (drawn at ``width``) that a resize pushed
-    into the terminal's history: a whole entry there is printed already, of one cut across only the rest is."""
-    left: list[Entry] = []
-    for entry in pending:
-        drawn = render_entry(entry, width)
-        if rows >= len(drawn):
-            rows -= len(drawn)
-        elif rows > 0:
-            left.append(ProseRows(tuple(drawn[rows:])))
-            rows = 0
-        else:
-            left.append(entry)
-    return tuple(left)
-
-
-def drawn_width(screen: Screen, y: int, has_style: Mapping[str, bool] | None) -> int:
-    """The columns prompt_toolkit wrote on row ``y`` (``drawn_cells``' total), found from the row's end: per frame."""
-    row = screen.data_buffer[y]
-    if not row:
-        return 0
-    x = max(row)
-    while x >= 0:
-        ch = row.get(x)
-        if ch is not None and (ch.char != " " or (has_style is not None and has_style[ch.style])):
-            return x + max(1, ch.width)
-        x -= 1
-    return 0
-
-
-def drawn_cells(screen: Screen, y: int, has_style: Mapping[str, bool] | None) -> list[int]:
-    """The widths of the cells prompt_toolkit wrote on row ``y`` (it skips trailing unstyled blanks)."""
-    row = screen.data_buffer[y]
-    written = [x for x, ch in row.items() if ch.char != " " or (has_style is not None and has_style[ch.style])]
-    end = max(written, default=-1)
-    cells: list[int] = []
-    x = 0
-    while x <= end:
-        width = max(1, row[x].width)
-        cells.append(width)
-        x += width
-    return cells
 
 
 def run_tui(link: AgentLink, options: UiOptions) -> int:

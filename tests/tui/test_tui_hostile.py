@@ -6,8 +6,8 @@ import unicodedata
 from pathlib import Path
 
 from dashfloat.testing.sse_server import ScriptedServer, text_reply, tool_calls_reply
-from dashfloat.ui._app import scrub
 from dashfloat.ui._markdown import render_markdown
+from dashfloat.ui._scrollback import scrub
 from tests.e2e import dashfloat_argv
 from tests.pty_harness import Terminal
 

@@ -11,9 +11,9 @@ from prompt_toolkit.layout.mouse_handlers import MouseHandlers
 from prompt_toolkit.layout.screen import Screen, WritePosition
 from prompt_toolkit.utils import get_cwidth
 
-from dashfloat.ui._app import scrub
 from dashfloat.ui._markdown import _PLAIN_PARAGRAPH, render_markdown, render_parsed
 from dashfloat.ui._rows_control import RowsControl, RowsWindow
+from dashfloat.ui._scrollback import scrub
 from dashfloat.ui._text import Row, row_width, sanitize, width_of
 from dashfloat.ui.state import _source_cut
 

@@ -149,7 +149,7 @@ def test_stranded_cells_are_a_prefix_that_fills_exactly_the_stranded_rows(
 
 
 def test_entries_waiting_to_be_printed_lose_the_rows_already_in_the_history() -> None:
-    from dashfloat.ui._app import strand_pending
+    from dashfloat.ui._scrollback import strand_pending
     from dashfloat.ui.render import plain, render_entry
     from dashfloat.ui.state import Notice, Prose, ProseRows, UserPrompt
 

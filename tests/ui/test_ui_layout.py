@@ -413,7 +413,7 @@ def test_the_end_of_an_answer_is_drawn_when_it_arrives_not_at_the_next_tick() ->
             ui.link.push(TokenReceived(text=" and LAST PART"), TurnEnded(outcome="completed"))
             # the reader runs here, synchronously: no tick (nor any other task) can run in between
             ui.shell._on_readable()
-            assert ui.shell.pending == () and ui.shell.state.outbox == ()
+            assert ui.shell.scrollback.pending == () and ui.shell.state.outbox == ()
             assert "the whole answer, first part and LAST PART" in ui.text()
 
     asyncio.run(main())
