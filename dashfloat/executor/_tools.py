@@ -18,7 +18,7 @@ from dashfloat.executor._confine import bounds_for
 from dashfloat.executor._errors import ToolError, error_result, os_message
 from dashfloat.executor._exec import Command
 from dashfloat.executor._limits import EDIT_MAX_FILE_BYTES, EXEC_TIMEOUT_S, PREVIEW_FULL_MAX_BYTES, PREVIEW_MAX_LINES
-from dashfloat.executor._sandbox import Sandbox, describe
+from dashfloat.executor._sandbox import Sandbox, describe, git_metadata_note
 from dashfloat.executor.path_policy import PathError, Root, protected_reason
 from dashfloat.protocol import (
     EditFileArgs,
@@ -279,12 +279,16 @@ def _preview(args: ToolArgs, root: Root, sandbox: SandboxState | None) -> Previe
             first, *rest = command.splitlines() or [""]
             # A confirmation is a keypress: the line says what the command will run in if approved.
             command_lines = [f"$ {first}", *(f"  {line}" for line in rest)]
-            where = f"in {command_cwd(args, root)}"
-            confinement = describe(sandbox or SandboxState(), None)
+            cwd = command_cwd(args, root)
+            where = f"in {cwd}"
+            state = sandbox or SandboxState()
+            # A command that would change .git's config or hooks: the sandbox will stop it, said before the keypress.
+            note = git_metadata_note(command, state, root.path, cwd)
+            said = [describe(state, None), *([note] if note else [])]
             return Preview(
-                [*_window(command_lines), where, confinement],
+                [*_window(command_lines), where, *said],
                 summary=where,
-                full=full_text([*command_lines, where, confinement]),
+                full=full_text([*command_lines, where, *said]),
             )
         case ReadFileArgs(path=path) | ListDirectoryArgs(path=path):
             root.locate(path)

@@ -467,7 +467,8 @@ def test_every_command_confirmation_names_the_sandbox(fixed: Root) -> None:
     for mode, expected in [
         (
             "workspace-write",
-            "sandbox workspace-write (writes: working directory + private /tmp; network: allowed once you approve)",
+            "sandbox workspace-write (writes: working directory (not .git's hooks, config, info) + private /tmp; "
+            "network: allowed once you approve)",
         ),
         ("read-only", "sandbox read-only (writes: private /tmp only; network: allowed once you approve)"),
         ("off", "not sandboxed (--sandbox off): runs with your full permissions"),

@@ -16,9 +16,15 @@ from typing import Any
 
 import pytest
 
-from dashfloat.executor import _git_meta, detect_sandbox
+from dashfloat.executor import _git_meta, detect_sandbox, preview
 from dashfloat.executor._git_meta import GITFILE_MAX_BYTES, GitBinds
-from dashfloat.executor._sandbox import Sandbox
+from dashfloat.executor._sandbox import (
+    GIT_METADATA_NOTE,
+    Sandbox,
+    describe,
+    git_metadata_note,
+    git_metadata_writer,
+)
 from dashfloat.executor.path_policy import Root
 from dashfloat.protocol import SandboxPolicy
 from tests.executor.conftest import run_json
@@ -431,3 +437,113 @@ def test_the_binds_put_a_folder_before_what_is_in_it(repo: Path, fixed: Root) ->
     finally:
         for fd in binds.fds:
             os.close(fd)
+
+
+# ---------------------------------------------------------------- said in the confirmation
+
+
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [
+        ("git config user.name Someone", "git config"),
+        ("git config --local core.hooksPath .githooks", "git config"),
+        ("git config set core.editor vim", "git config"),
+        ("git config --unset core.bare", "git config"),
+        ("git config --add remote.o.fetch x", "git config"),
+        ("git config -e", "git config"),
+        ("git config user.name", ""),
+        ("git config --get user.name", ""),
+        ("git config --list", ""),
+        ("git config get user.name", ""),
+        ("git config --type bool core.bare", ""),
+        ("git config --global user.name Someone", ""),  # ~/.gitconfig: read-only anyway, not .git's
+        ("git config -f other.cfg a.b c", ""),
+        ("git remote add origin https://example.com/r.git", "git remote add"),
+        ("git remote set-url origin x", "git remote set-url"),
+        ("git remote rename a b", "git remote rename"),
+        ("git remote remove a", "git remote remove"),
+        ("git remote -v", ""),
+        ("git init", "git init in an existing repository"),
+        ("git submodule add ../lib lib", "git submodule add"),
+        ("git submodule update --init --recursive", "git submodule update"),
+        ("git submodule init", "git submodule init"),
+        ("git submodule status", ""),
+        ("git branch -u origin/main", "git branch -u"),
+        ("git branch --set-upstream-to=origin/main", "git branch --set-upstream-to"),
+        ("git branch -m old new", "git branch -m"),
+        ("git branch feature", ""),
+        ("git push -u origin main", "git push -u"),
+        ("git push --set-upstream origin main", "git push --set-upstream"),
+        ("git push origin main", ""),
+        ("git checkout -b topic --track origin/topic", "git checkout --track"),
+        ("git checkout -b topic", ""),
+        ("git switch -c topic -t origin/topic", "git switch -t"),
+        ("git lfs install", "git lfs install"),
+        ("git lfs track '*.bin'", ""),
+        ("git-lfs install", "git-lfs install"),
+        ("git sparse-checkout set src", "git sparse-checkout set"),
+        ("git secrets --install", "git secrets --install"),
+        ("git -C sub -c core.pager=cat config a.b c", "git config"),
+        ("git --git-dir=.git config a.b c", "git config"),
+        ("/usr/bin/git config a.b c", "git config"),
+        ("pre-commit install", "pre-commit install"),
+        ("pip install pre-commit && pre-commit install --install-hooks", "pre-commit install"),
+        ("pre-commit run --all-files", ""),
+        ("npx husky install", "husky install"),
+        ("npx --yes husky init", "husky init"),
+        ("npx husky", "husky"),
+        ("pnpm exec husky", "husky"),
+        ("yarn husky", "husky"),
+        ("lefthook install", "lefthook install"),
+        ("overcommit --install", "overcommit --install"),
+        ("dvc install", "dvc install"),
+        ("FOO=1 sudo env -i BAR=2 git remote add o u", "git remote add"),
+        ("cd sub; make && git remote add o u | cat", "git remote add"),
+        ("make\ngit config a.b c", "git config"),
+        ("echo 'git config a.b c'", ""),
+        ("git status && git log --oneline", ""),
+        ("git commit -m 'git config a.b c'", ""),
+        ("echo 'unclosed", ""),
+        ("A=1 sudo", ""),
+        ("git -C sub --no-pager", ""),
+        ("", ""),
+    ],
+)
+def test_which_commands_would_write_the_git_metadata(command: str, said: str) -> None:
+    assert git_metadata_writer(command) == said
+
+
+def test_git_init_writes_the_metadata_only_inside_a_repository() -> None:
+    assert git_metadata_writer("git init", in_repository=False) == ""
+    assert git_metadata_writer("git init -q && git remote add o u", in_repository=False) == "git remote add"
+
+
+def test_the_confirmation_says_when_a_command_would_need_the_git_metadata(
+    repo: Path, fixed: Root, sandbox: Sandbox
+) -> None:
+    (repo / "plain").mkdir()
+    note = GIT_METADATA_NOTE.format(what="`git remote add`")
+    lines = preview("execute_command", {"command": "git remote add o https://x"}, fixed, sandbox.state).lines
+    assert lines[-2:] == [describe(sandbox.state, None), note]
+    assert "read-only in this sandbox" in note and "--sandbox off" in note
+    assert preview("execute_command", {"command": "git status"}, fixed, sandbox.state).lines[-1] == describe(
+        sandbox.state, None
+    )
+    init = preview("execute_command", {"command": "git init"}, fixed, sandbox.state).lines
+    assert "`git init in an existing repository`" in init[-1]
+    read_only = Sandbox.for_session(detect_sandbox("read-only", False, [], os.environ), os.environ).state
+    assert (
+        "read-only in this sandbox"
+        not in preview("execute_command", {"command": "git config a.b c"}, fixed, read_only).full
+    )
+    assert (
+        git_metadata_note("git init", sandbox.state, str(repo.parent / "elsewhere"), str(repo.parent / "elsewhere"))
+        == ""
+    )
+
+
+def test_describe_says_the_git_metadata_is_read_only(sandbox: Sandbox) -> None:
+    assert describe(sandbox.state, None) == (
+        "sandbox workspace-write (writes: working directory (not .git's hooks, config, info) + private /tmp; "
+        "network: allowed once you approve)"
+    )
