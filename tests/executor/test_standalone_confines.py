@@ -215,11 +215,14 @@ def test_a_bad_sandbox_value_is_a_usage_error(root: Path, tmp_path: Path) -> Non
     assert "workspace-write" in done.stderr and "read-only" in done.stderr and "off" in done.stderr
 
 
+WORKSPACE_WRITES = "working directory (not .git's hooks, config, info) + private /tmp"
+
+
 @pytest.mark.parametrize(
     ("flags", "said"),
     [
-        ((), "sandbox workspace-write (writes: working directory + private /tmp; network: denied)"),
-        (("--network",), "sandbox workspace-write (writes: working directory + private /tmp; network: allowed)"),
+        ((), f"sandbox workspace-write (writes: {WORKSPACE_WRITES}; network: denied)"),
+        (("--network",), f"sandbox workspace-write (writes: {WORKSPACE_WRITES}; network: allowed)"),
         (("--sandbox", "read-only"), "sandbox read-only (writes: private /tmp only; network: denied)"),
         (("--sandbox", "off"), "not sandboxed (--sandbox off): runs with your full permissions"),
     ],
