@@ -31,7 +31,9 @@ from typing import Final
 from dashfloat.executor._openat2 import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2
 
 GIT_READ_ONLY_DIRS: Final = ("hooks", "info")
+"""Folders of a git directory read-only in the sandbox: the hooks, and ``info`` (attributes naming drivers)."""
 GIT_READ_ONLY_FILES: Final = ("config",)
+"""Files of a git directory read-only in the sandbox: the config (``core.fsmonitor``, ``core.hooksPath``, aliases)."""
 GIT_WALK_MAX: Final = 64
 """Folders below the git directories' ``modules/`` and ``worktrees/`` bound one by one for a command; past it, the
 ``modules/`` or ``worktrees/`` being walked is bound read-only whole (its submodules' git writes fail)."""
