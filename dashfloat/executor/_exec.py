@@ -19,9 +19,12 @@ import time
 from collections.abc import Mapping
 from typing import Final
 
+import msgspec
+
 from dashfloat import procutil
 from dashfloat.executor._capture import HeadTail, LiveTail
 from dashfloat.executor._confine import Bounds
+from dashfloat.executor._git_meta import sweep_commondirs
 from dashfloat.executor._limits import EXEC_DRAIN_AFTER_EXIT_S, EXEC_READ_CHUNK_BYTES, REAP_TIMEOUT_S
 from dashfloat.executor._sandbox import Wrap, sandbox_started
 from dashfloat.protocol import CapturedOutput, CommandExited, CommandTimedOut, ToolCancelled, ToolFailed
@@ -63,6 +66,7 @@ class Command:
         pass_fds: tuple[int, ...] = ()
         # bwrap writes JSON status documents here; no "exit-code" one means the sandbox never started.
         self._status: int | None = None
+        self._git_dirs: tuple[int, list[str]] = (-1, [])
         status_w = -1
         if wrap is not None:
             self._status, status_w = os.pipe()
@@ -73,6 +77,8 @@ class Command:
                 os.close(status_w)
                 raise
             pass_fds = (wrap.root_fd, status_w, *wrap.fds)
+            # A commondir the command plants is removed once it is over (held: the root fd, not the Wrap and its fds).
+            self._git_dirs = (wrap.root_fd, list(wrap.main_git_dirs))
         # The gate is the sandbox's parent too: bwrap (and its --die-with-parent) starts only once released.
         gate_r, gate_w = os.pipe()
         self._gate: int | None = gate_w
@@ -304,6 +310,10 @@ class Command:
         if self._status is not None:
             os.close(self._status)
             self._status = None
+        note = sweep_commondirs(*self._git_dirs) if self._git_dirs[1] else ""
+        if note and not isinstance(result, ToolFailed) and result.output is not None:
+            output = msgspec.structs.replace(result.output, output=result.output.output + note)
+            result = msgspec.structs.replace(result, output=output)
         self.result = result
 
 

@@ -88,6 +88,8 @@ class GitBinds:
         self._targets: list[int] = []
         """What links lead to, bound read-only: kept when a walk falls back."""
         self._opened: list[int] = []
+        self.main_dirs: list[str] = []
+        """Main git directories (relative to the root) that had no ``commondir``: ``sweep_commondirs`` looks again."""
         rel = os.path.relpath(cwd, root)
         parts = [] if rel == "." or rel.startswith("..") else rel.split("/")
         try:
@@ -225,6 +227,7 @@ class GitBinds:
         for entry, _ in entries.values():
             assert entry is not None
             self._bind(entry, read_only=True)
+        self.main_dirs.append(where)
         config, whole = self._config(fd)
         self._config_worktree(fd, where, _worktree_config(config, whole))
         self._work_tree_pointer(where, config)
@@ -361,3 +364,35 @@ class GitBinds:
             entry, _ = self._walked_entry(rel, name)
             if entry is not None:
                 self._bind(entry, read_only=True)
+
+
+COMMONDIR_NOTE: Final = (
+    "\n[DashFloat removed {paths}: the command wrote it, and git would have taken the repository's hooks and config "
+    "from where it points at your next git command]"
+)
+"""What a command's result says when ``sweep_commondirs`` removed a ``commondir`` it planted."""
+
+
+def sweep_commondirs(root_fd: int, main_dirs: list[str]) -> str:
+    """Remove a ``commondir`` that appeared during a command in a main git directory that had none (git reads one in
+    any git directory and takes hooks and config from where it points, so a command could move them out of their
+    read-only binds; nothing can stop its creation, as git refuses an empty or unreadable one). The note to add to
+    the command's result; empty when there was none. Opened beneath the held root: never follows a link out."""
+    removed: list[str] = []
+    for where in main_dirs:
+        try:
+            directory = openat2(root_fd, os.fsencode(where), os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW, 0, _BENEATH)
+        except OSError:
+            continue
+        try:
+            os.unlink("commondir", dir_fd=directory)
+        except FileNotFoundError:
+            continue
+        except OSError:  # a folder there: git refuses to run in that repository anyway, and it is the user's to see
+            with contextlib.suppress(OSError):
+                os.rmdir("commondir", dir_fd=directory)
+            continue
+        finally:
+            os.close(directory)
+        removed.append(os.path.normpath(os.path.join(where, "commondir")))
+    return COMMONDIR_NOTE.format(paths=", ".join(removed)) if removed else ""

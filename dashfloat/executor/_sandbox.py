@@ -596,6 +596,8 @@ class Wrap(msgspec.Struct, frozen=True, weakref=True):
     root_fd: int
     root: str
     private_home: bool = False
+    main_git_dirs: list[str] = msgspec.field(default_factory=list)
+    """The main git directories its binds protect (``GitBinds.main_dirs``): ``sweep_commondirs`` after the command."""
     fds: list[int] = msgspec.field(default_factory=list)
     """The descriptors ``argv`` names besides the root's (the git metadata it binds), passed to bwrap with it: closed
     when this Wrap goes, once its command has started (bwrap has its own copies, and closes them once bound)."""
@@ -609,6 +611,8 @@ class Wrap(msgspec.Struct, frozen=True, weakref=True):
         if not self.sandbox.bwrap:
             raise OSError(f"no bwrap to run: {self.sandbox.bwrap_error}")
         git = GitBinds(self.root_fd, self.root, cwd) if self.mode == "workspace-write" else None
+        if git is not None:
+            self.main_git_dirs.extend(git.main_dirs)
         if git is not None and git.fds:
             self.fds.extend(git.fds)
             weakref.finalize(self, _close_all, list(git.fds))

@@ -128,6 +128,9 @@ ATTACKS = {
     "link over hooks": "mkdir evil && echo x > evil/pre-commit; rm -rf .git/hooks; ln -s ../evil .git/hooks",
     "hard link": "ln .git/config cfg; echo '[core]' >> cfg; ln .git/hooks/pre-commit.sample h; echo x >> h",
     "reinit": "mkdir -p /tmp/t/hooks && echo x > /tmp/t/hooks/post-checkout && git init -q --template=/tmp/t",
+    # git takes hooks and config from where a commondir points: nothing can stop its creation, so it is removed after
+    "commondir": "mkdir -p evil/hooks && printf '[core]\\n\\tfsmonitor = touch PWNED\\n' > evil/config && "
+    "echo x > evil/hooks/pre-commit && echo ../evil > .git/commondir",
 }
 
 
@@ -139,6 +142,17 @@ def test_the_git_metadata_cannot_be_changed(repo: Path, fixed: Root, sandbox: Sa
     assert metadata(repo / ".git") == before
     assert not (repo / "PWNED").exists() and not (repo / ".git2").exists()
     assert git(repo, "log", "--format=%s").split() == ["first"]  # the repository still works on the host
+
+
+def test_a_planted_commondir_is_removed_and_the_result_says_so(repo: Path, fixed: Root, sandbox: Sandbox) -> None:
+    (repo / "evil" / "hooks").mkdir(parents=True)
+    result = run(fixed, "echo ../evil > .git/commondir; echo written", sandbox)
+    assert result["ok"], result
+    assert not (repo / ".git" / "commondir").exists()
+    assert result["output"].startswith("written\n") and "removed .git/commondir" in result["output"]
+    assert git(repo, "log", "--format=%s").split() == ["first"]
+    # A command that plants none gets no note.
+    assert "commondir" not in run(fixed, "echo quiet", sandbox)["output"]
 
 
 def test_missing_hooks_info_and_config_are_made_empty_and_stay_read_only(
