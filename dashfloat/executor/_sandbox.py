@@ -174,30 +174,6 @@ def home_dirs(home: str, env: Mapping[str, str]) -> tuple[list[str], list[str]]:
     return dirs, keep
 
 
-UNASKED_ENV_KEEP: Final = (
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "SHELL",
-    "LANG",
-    "LANGUAGE",
-    "TERM",
-    "TZ",
-    "COLUMNS",
-    "NO_COLOR",
-)
-"""The environment variables a command run unasked (a read-only one, ``SandboxPolicy.private_home``) gets, with every
-``LC_*`` one: a hostile tree's link to ``/proc/self/environ`` passes its word check, and the environment is where
-tokens live (``AWS_SECRET_ACCESS_KEY``, ``GITHUB_TOKEN``); what is left only says where programs are and how to
-print. A command you approve gets the whole environment, as build tools need their tokens."""
-
-
-def unasked_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The part of ``environ`` a command run unasked gets (``UNASKED_ENV_KEEP``, ``LC_*``)."""
-    return {name: value for name, value in environ.items() if name in UNASKED_ENV_KEEP or name.startswith("LC_")}
-
-
 DROP_PRIVILEGES: Final = ("--cap-drop", "ALL")
 """On every bwrap line: the command keeps no capability, in its user namespace or after an exec (the bounding set is
 empty too). Run by root, bwrap otherwise leaves it every one: it could remount ``/`` read-write and unmount what hides
@@ -363,8 +339,6 @@ def bwrap_argv(
             argv += ["--ro-bind", "/dev/null", path]
     argv += ["--bind-fd" if mode == "workspace-write" else "--ro-bind-fd", str(root_fd), root, *git_binds]
     argv += ["--unshare-all", *(["--share-net"] if network else []), "--die-with-parent", *DROP_PRIVILEGES]
-    for name in state.hide_env:
-        argv += ["--unsetenv", name]
     argv += ["--json-status-fd", str(status_fd), "--setenv", "TMPDIR", "/tmp", "--chdir", cwd]
     return [*argv, "--", "/bin/sh", "-c", command]
 
@@ -601,10 +575,6 @@ class Wrap(msgspec.Struct, frozen=True, weakref=True):
     fds: list[int] = msgspec.field(default_factory=list)
     """The descriptors ``argv`` names besides the root's (the git metadata it binds), passed to bwrap with it: closed
     when this Wrap goes, once its command has started (bwrap has its own copies, and closes them once bound)."""
-
-    def env(self) -> dict[str, str] | None:
-        """The environment the call runs with: None (the executor's) unless it runs unasked (``unasked_env``)."""
-        return unasked_env(os.environ) if self.private_home else None
 
     def argv(self, command: str, cwd: str, status_fd: int) -> list[str]:
         """The command line; OSError naming why when bwrap cannot be run at all."""
