@@ -10,9 +10,8 @@ that test by name, not the TUI silently (ADR 0072).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
-import msgspec
 import prompt_toolkit.renderer
 from prompt_toolkit.data_structures import Point, Size
 from prompt_toolkit.layout.containers import Window, WindowAlign
@@ -31,18 +30,11 @@ if TYPE_CHECKING:
     from prompt_toolkit.renderer import Renderer
     from prompt_toolkit.styles import Attrs
 
+    class Redraw(Protocol):
+        """``Application._redraw``'s signature."""
 
-class Reliance(msgspec.Struct, frozen=True):
-    """One prompt_toolkit name used here, as the test checks it."""
-
-    owner: str
-    """The module or class that has it, by its dotted name."""
-    name: str
-    kind: Literal["function", "method", "class", "attribute"]
-    parameters: tuple[str, ...] = ()
-    """A function's or method's parameter names in order (a class's: its constructor's, without ``self``)."""
-    type: str = ""
-    """An attribute's type, by its dotted name: a module's now, an instance's once a frame is drawn."""
+        def __call__(self, render_as_done: bool = False) -> None:
+            """Draw a frame now (``render_as_done``: the last one, at exit)."""
 
 
 _APPLICATION = "prompt_toolkit.application.Application"
@@ -59,40 +51,35 @@ SCREEN_DIFF_PARAMETERS: Final = (
 )  # fmt: skip
 """``prompt_toolkit.renderer._output_screen_diff``'s: the renderer calls ours (ui/_screen_diff.py) with these."""
 
-RELIED_ON: Final = (
+RELIED_ON: Final[tuple[tuple[str, str, str, tuple[str, ...] | str], ...]] = (
+    # (the module or class that has it, the name, its kind, then: a function's, method's or class's parameters in
+    # order, a class's without self; an attribute's type, on the module or on an instance once a frame is drawn)
     # private
-    Reliance(_APPLICATION, "_redraw", "method", ("self", "render_as_done")),
-    Reliance(_APPLICATION, "_on_resize", "method", ("self",)),
-    Reliance(_RENDERER, "_last_size", "attribute", type="prompt_toolkit.data_structures.Size"),
-    Reliance(_RENDERER, "_cursor_pos", "attribute", type="prompt_toolkit.data_structures.Point"),
-    Reliance(_RENDERER, "_last_screen", "attribute", type="prompt_toolkit.layout.screen.Screen"),
-    Reliance(_RENDERER, "_min_available_height", "attribute", type="builtins.int"),
-    Reliance(_RENDERER, "_style_string_has_style", "attribute", type="builtins.dict"),
-    Reliance("prompt_toolkit.layout.containers.WindowRenderInfo", "_y_offset", "attribute", type="builtins.int"),
-    Reliance(_WINDOW, "_copy_body", "method", _COPY_BODY_PARAMETERS),
-    Reliance(_WINDOW, "_scroll_when_linewrapping", "method", ("self", "ui_content", "width", "height")),
-    Reliance(_RENDERING, "_output_screen_diff", "function", SCREEN_DIFF_PARAMETERS),
-    Reliance(_RENDERING, "_StyleStringToAttrsCache", "class", ("get_attrs_for_style_str", "style_transformation")),
-    Reliance(_RENDERING, "_StyleStringHasStyleCache", "class", ("style_string_to_attrs",)),
-    Reliance("prompt_toolkit.layout.screen", "_CHAR_CACHE", "attribute", type="prompt_toolkit.cache.FastDictCache"),
+    (_APPLICATION, "_redraw", "method", ("self", "render_as_done")),
+    (_APPLICATION, "_on_resize", "method", ("self",)),
+    (_RENDERER, "_last_size", "attribute", "prompt_toolkit.data_structures.Size"),
+    (_RENDERER, "_cursor_pos", "attribute", "prompt_toolkit.data_structures.Point"),
+    (_RENDERER, "_last_screen", "attribute", "prompt_toolkit.layout.screen.Screen"),
+    (_RENDERER, "_min_available_height", "attribute", "builtins.int"),
+    (_RENDERER, "_style_string_has_style", "attribute", "builtins.dict"),
+    ("prompt_toolkit.layout.containers.WindowRenderInfo", "_y_offset", "attribute", "builtins.int"),
+    (_WINDOW, "_copy_body", "method", _COPY_BODY_PARAMETERS),
+    (_WINDOW, "_scroll_when_linewrapping", "method", ("self", "ui_content", "width", "height")),
+    (_RENDERING, "_output_screen_diff", "function", SCREEN_DIFF_PARAMETERS),
+    (_RENDERING, "_StyleStringToAttrsCache", "class", ("get_attrs_for_style_str", "style_transformation")),
+    (_RENDERING, "_StyleStringHasStyleCache", "class", ("style_string_to_attrs",)),
+    ("prompt_toolkit.layout.screen", "_CHAR_CACHE", "attribute", "prompt_toolkit.cache.FastDictCache"),
     # public, but replaced at run time: prompt_toolkit must go on calling them through the attribute
-    Reliance("prompt_toolkit.output.Output", "get_size", "method", ("self",)),
-    Reliance(_RENDERER, "report_absolute_cursor_row", "method", ("self", "row")),
-    Reliance(
+    ("prompt_toolkit.output.Output", "get_size", "method", ("self",)),
+    (_RENDERER, "report_absolute_cursor_row", "method", ("self", "row")),
+    (
         "prompt_toolkit.layout.mouse_handlers.MouseHandlers",
         "set_mouse_handler_for_range",
         "method",
         ("self", "x_min", "x_max", "y_min", "y_max", "handler"),
     ),
 )  # fmt: skip
-"""What this module relies on, one entry per name: the test reads it."""
-
-
-class Redraw(Protocol):
-    """``Application._redraw``'s signature."""
-
-    def __call__(self, render_as_done: bool = False) -> None:
-        """Draw a frame now (``render_as_done``: the last one, at exit)."""
+"""What this module relies on, one entry per name: tests/ui/test_ptk_private.py reads it."""
 
 
 # ------------------------------------------------------------ the application's frames, resizes and size
