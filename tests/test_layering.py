@@ -149,10 +149,10 @@ def module_name(root: Path, path: Path) -> str:
 
 
 def _type_checking_only(tree: ast.Module) -> set[int]:
-    """The ids of imports under ``if TYPE_CHECKING:``: they never run."""
+    """The ids of imports under ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``): they never run."""
     skipped: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
             skipped.update(id(inner) for branch in node.body for inner in ast.walk(branch))
     return skipped
 
@@ -160,7 +160,7 @@ def _type_checking_only(tree: ast.Module) -> set[int]:
 def _in_functions(tree: ast.Module) -> set[int]:
     inside: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             inside.update(id(inner) for inner in ast.walk(node) if inner is not node)
     return inside
 
@@ -213,7 +213,7 @@ def import_edges(root: Path) -> list[Edge]:
         seen: set[str] = set()
         for target, line, when in found:
             if target is not None and target != source and target not in seen:
-                seen.add(target)  # one edge per imported module: its first import in the file
+                seen.add(target)  # one edge per imported module: its outermost import (ast.walk is breadth first)
                 edges.append(Edge(source, target, relative, line, when))
     return edges
 
@@ -282,7 +282,11 @@ def test_the_cycle_check_sees_imports_in_functions_and_lazy_exports_but_not_type
     (package / "_lazy.py").write_text("def lazy_exports(*args): ...\n")
     (package / "_a.py").write_text("from pkg import _b\n")
     (package / "_b.py").write_text("import os\n\n\ndef later():\n    from pkg._a import thing\n")
-    (package / "_c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import _a\n")
+    (package / "_c.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from pkg import _a\n"
+        "if not TYPE_CHECKING:\n    import pkg._b\n"
+    )
     (package / "_d.py").write_text("from pkg import Thing\n")
     edges = import_edges(package)
     assert [" -> ".join(str(edge) for edge in cycle) for cycle in import_cycles(edges)] == [
@@ -293,6 +297,7 @@ def test_the_cycle_check_sees_imports_in_functions_and_lazy_exports_but_not_type
     assert whens[("pkg", "pkg._c")] == "lazy export"
     assert whens[("pkg._d", "pkg")] == "top"  # a name the package exports, not a module
     assert ("pkg._c", "pkg._a") not in whens  # under TYPE_CHECKING: it never runs
+    assert whens[("pkg._c", "pkg._b")] == "top"  # under ``not TYPE_CHECKING``: it does
     (package / "_c.py").write_text("from pkg import _d\n")  # _d imports the package, whose lazy export is _c
     assert [" -> ".join(str(edge) for edge in cycle) for cycle in import_cycles(import_edges(package))] == [
         "pkg/__init__.py:2 imports pkg._c (a lazy export) -> pkg/_c.py:1 imports pkg._d -> pkg/_d.py:1 imports pkg",
