@@ -25,13 +25,27 @@ from dashfloat.agent._context import (
     hard_limit,
     sends_before_window,
 )
+from dashfloat.agent._decide import (
+    Approval,
+    Ask,
+    Deny,
+    Fail,
+    PreviewThenRun,
+    Refuse,
+    RunAllowed,
+    RunReadOnly,
+    RunUnasked,
+    asks_after_preview,
+    confirmation,
+    decide,
+)
 from dashfloat.agent._options import AgentOptions
 from dashfloat.agent._prompt import system_message
 from dashfloat.agent._resumed import Resumed
-from dashfloat.catalogue import UNNAMED_CALL, call_name, mutates
+from dashfloat.catalogue import UNNAMED_CALL, call_name
 from dashfloat.command_env import describe_env
 from dashfloat.jsonvalue import JsonValue
-from dashfloat.permissions import SourcedRule, call_scope, no_scope_reason, read_only_command, ruled_git_line, verdict
+from dashfloat.permissions import SourcedRule, call_scope
 from dashfloat.protocol import (
     AgentReady,
     ApprovalMode,
@@ -146,7 +160,6 @@ EMPTY_ANSWER_SUSPECT_PERCENT: Final = 50
 
 Dest = Literal["ui", "llm", "executor"]
 Outcome = Literal["completed", "failed", "cancelled", "stopped", "limit"]
-Approver = Literal["keypress", "rule", "flag"]
 Waiting = Literal[
     "nothing", "window", "stream", "summary", "preview", "confirm", "tool", "restore", "user_command", "mention"
 ]
@@ -162,12 +175,6 @@ APPROVE_ALL_WARNING: Final = (
 PLAN_NOTICE: Final = "approve: plan — nothing changes: edits, writes and commands are refused; read-only commands run"
 REJECTED: Final = ToolRejected()
 CANCELLED: Final = ToolCancelled()
-PLAN_REFUSAL: Final = (
-    "not run: plan mode — nothing may change. Read, search and plan; describe the changes you would make and "
-    "wait for the user to leave plan mode (/approve ask)"
-)
-PROTECTED_NO_SCOPE: Final = "writes in .git/ always ask"
-"""The key line's note on a protected write (the confirmation's ``always_asks`` says why at length)."""
 
 
 class Journal(Protocol):
@@ -470,7 +477,7 @@ class AgentCore:
         self.preview_digest: str | None = None
         self.preview_lines: list[str] = []
         self.preview_summary = ""
-        self.auto_approval: tuple[Approver, str] | None = None
+        self.auto_approval: Approval | None = None
         """A file mutation a rule or a flag lets run: previewed for the record, then run without asking."""
         self.change: ChangeRecorded | None = None
         """The record of the mutation running now, sent once it lands."""
@@ -1371,62 +1378,31 @@ class AgentCore:
             self._ui(ToolCallShown(id=call.id, args=_shown(call)))
             if self.stop_result is not None:
                 self._finish_call(_not_run(call, self.stop_result))
-            elif call.args is None:
-                self._finish_call(ToolFailed(error=call.error or "the call's arguments did not parse"))
-            elif not mutates(call.args):
-                self._run(None, by_keypress=False)
-                return
-            else:
-                args = call.args
-                permit, rule = verdict(self._all_rules(), args, self.cwd)
-                safe_line = self._read_only_line(args)
-                if permit == "deny":
-                    assert rule is not None
-                    error = f"denied by the rule {rule.rule.text()} ({rule.source}): do not retry it; ask the user"
+                continue
+            decision = decide(call, self._all_rules(), self.approval, self.sandbox, self.read_only_commands, self.cwd)
+            match decision:
+                case Fail(error=error) | Deny(error=error) | Refuse(error=error):
                     self._finish_call(ToolFailed(error=error))
-                elif safe_line is not None:
-                    assert isinstance(args, ExecuteCommandArgs)
-                    self._run(
-                        None, by_keypress=False, args=msgspec.structs.replace(args, command=safe_line), read_only=True
-                    )
+                case RunUnasked():
+                    self._run(None, by_keypress=False)
                     return
-                elif self.approval == "plan":
-                    self._finish_call(ToolFailed(error=PLAN_REFUSAL))
-                elif permit == "allow" or self._auto_approved(args):
-                    approver: tuple[Approver, str] = (
-                        ("rule", rule.rule.text()) if rule is not None else ("flag", f"--approve {self.approval}")
-                    )
-                    if isinstance(args, ExecuteCommandArgs):
-                        self._expect_change(call, approver, f"$ {args.command}", [])
-                        # A rule's git line runs without the programs the repository names (ADR 0066); the record
-                        # keeps what the model asked. --approve all runs lines as written: it allows any program.
-                        ruled = ruled_git_line(args.command) if permit == "allow" else args.command
-                        self._run(None, by_keypress=False, args=msgspec.structs.replace(args, command=ruled))
-                    else:  # previewed for the record (and its digest): what is recorded is what lands
-                        self.auto_approval = approver
-                        self.waiting = "preview"
-                        self.outbox.append(("executor", PreviewTool(call_id=call.id, args=args)))
+                case RunReadOnly(args=args):
+                    self._run(None, by_keypress=False, args=args, read_only=True)
                     return
-                else:
+                case RunAllowed(args=args, approval=approval):
+                    assert isinstance(call.args, ExecuteCommandArgs)
+                    self._expect_change(call, approval, f"$ {call.args.command}", [])
+                    self._run(None, by_keypress=False, args=args)
+                    return
+                case PreviewThenRun() | Ask():
+                    assert call.args is not None  # decide fails a call whose arguments did not parse
+                    self.auto_approval = decision.approval if isinstance(decision, PreviewThenRun) else None
                     self.waiting = "preview"
-                    self.outbox.append(("executor", PreviewTool(call_id=call.id, args=args)))
+                    self.outbox.append(("executor", PreviewTool(call_id=call.id, args=call.args)))
                     return
+                case _:
+                    assert_never(decision)
         self._after_calls()
-
-    def _read_only_line(self, args: ToolArgs) -> str | None:
-        """The neutralised line of a read-only command that runs unasked, else None."""
-        if not self.read_only_commands or not isinstance(args, ExecuteCommandArgs):
-            return None
-        if self.sandbox.mode == "off":
-            return None  # unconfined, a workspace symlink lets `cat notes` read ~/.ssh: such a line asks
-        if args.cwd not in (".", "", "./"):
-            return None  # another cwd: asked, like any command (its path is the executor's to check)
-        return read_only_command(args.command)
-
-    def _auto_approved(self, args: ToolArgs) -> bool:
-        if self.approval == "all":
-            return True
-        return self.approval == "edits" and isinstance(args, WriteFileArgs | EditFileArgs)
 
     def _run(
         self, digest: str | None, by_keypress: bool, args: ToolArgs | None = None, read_only: bool = False
@@ -1647,32 +1623,19 @@ class AgentCore:
                     self._advance()
                     return
                 call = self._current()
-                assert call.args is not None  # only a parsed call is previewed
-                if self.auto_approval is not None and not message.protected:
-                    approver, self.auto_approval = self.auto_approval, None
-                    self._expect_change(call, approver, message.summary, message.lines)
+                approved, self.auto_approval = self.auto_approval, None
+                if not asks_after_preview(approved, message):
+                    assert approved is not None
+                    self._expect_change(call, approved, message.summary, message.lines)
                     self._run(message.digest, by_keypress=False)
                     return
-                self.auto_approval = None  # a protected write is asked whatever allowed it
+                # A protected write is asked whatever allowed it.
                 self.preview_lines, self.preview_summary = message.lines, message.summary
                 self.confirm_ref += 1
                 self.preview_digest = message.digest
                 self.waiting = "confirm"
                 self._set_phase("confirming")
-                scope = None if message.protected else call_scope(call.args)
-                self._ui(
-                    ConfirmRequested(
-                        ref=self.confirm_ref,
-                        id=call.id,
-                        subject=call.args,
-                        lines=message.lines,
-                        summary=message.summary,
-                        full=message.full,
-                        scope=scope.text() if scope is not None else "",
-                        no_scope=PROTECTED_NO_SCOPE if message.protected else no_scope_reason(call.args),
-                        always_asks=message.protected,
-                    )
-                )
+                self._ui(confirmation(self.confirm_ref, call, message))
             case ToolFinished(call_id=call_id, result=result) if (
                 self.waiting == "user_command" and self.user_command and call_id == self.user_command[0]
             ):
@@ -1712,9 +1675,7 @@ class AgentCore:
             case _:
                 assert_never(message)
 
-    def _expect_change(
-        self, call: AssembledCall, approver: tuple[Approver, str], summary: str, diff: list[str]
-    ) -> None:
+    def _expect_change(self, call: AssembledCall, approver: Approval, summary: str, diff: list[str]) -> None:
         args = call.args
         self.change = ChangeRecorded(
             id=call.id,
