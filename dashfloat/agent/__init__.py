@@ -5,7 +5,8 @@ from typing import TYPE_CHECKING
 from dashfloat._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from dashfloat.agent._core import MAX_EPISODES_PER_TURN, AgentCore, Journal, MemoryJournal, provider_message
+    from dashfloat.agent._core import MAX_EPISODES_PER_TURN, AgentCore, provider_message
+    from dashfloat.agent._journal import Journal, MemoryJournal
     from dashfloat.agent._main import agent_process_main
     from dashfloat.agent._options import AgentOptions
     from dashfloat.agent._process import AgentShell, Worker, Workers, serve
@@ -38,8 +39,8 @@ __getattr__ = lazy_exports(
     {
         "MAX_EPISODES_PER_TURN": "_core",
         "AgentCore": "_core",
-        "Journal": "_core",
-        "MemoryJournal": "_core",
+        "Journal": "_journal",
+        "MemoryJournal": "_journal",
         "provider_message": "_core",
         "agent_process_main": "_main",
         "AgentOptions": "_options",

@@ -112,3 +112,8 @@ def compact_threshold(window: int, percent: int) -> int:
 def fill_percent(tokens: int, window: int) -> int:
     """How full the window is, rounded, for the status bar and /status."""
     return round(100 * tokens / window) if window > 0 else 0
+
+
+def tokens_text(tokens: int) -> str:
+    """A token count as the user reads it: ``950``, ``12.3k``."""
+    return f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)

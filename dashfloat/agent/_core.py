@@ -6,16 +6,16 @@ path out of a turn leaves a conversation with a tool message for every announced
 
 from __future__ import annotations
 
-import collections
-import os
-import re
+import itertools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final, Literal, Protocol, assert_never
+from typing import TYPE_CHECKING, Final, Literal, assert_never
 
 import msgspec
 
 from dashfloat.agent import _compaction as compaction
 from dashfloat.agent import _mentions as mentions
+from dashfloat.agent import _reports as reports
+from dashfloat.agent._compactor import Summarised, SummaryFlow, Then, entries, plan_summary, shrink
 from dashfloat.agent._context import (
     Calibration,
     calibrate,
@@ -24,6 +24,7 @@ from dashfloat.agent._context import (
     fill_percent,
     hard_limit,
     sends_before_window,
+    tokens_text,
 )
 from dashfloat.agent._decide import (
     Approval,
@@ -41,11 +42,10 @@ from dashfloat.agent._decide import (
 )
 from dashfloat.agent._options import AgentOptions
 from dashfloat.agent._prompt import system_message
-from dashfloat.agent._resumed import Resumed
-from dashfloat.catalogue import UNNAMED_CALL, call_name
-from dashfloat.command_env import describe_env
-from dashfloat.jsonvalue import JsonValue
-from dashfloat.permissions import SourcedRule, call_scope
+from dashfloat.agent._replay import NOT_RUN_ROWS_MAX, not_run, not_run_row, replay_rows, result_row, shown
+from dashfloat.agent._rules import Rules
+from dashfloat.agent._window import Window
+from dashfloat.permissions import call_scope
 from dashfloat.protocol import (
     AgentReady,
     ApprovalMode,
@@ -79,7 +79,6 @@ from dashfloat.protocol import (
     ListPrompts,
     ListSessions,
     LlmToAgent,
-    MalformedCall,
     Message,
     PathsFound,
     Phase,
@@ -95,7 +94,6 @@ from dashfloat.protocol import (
     ReasoningReceived,
     RemovePermission,
     RestoreApplied,
-    RestoreEnded,
     RestorePreviewed,
     ResumeSession,
     RewindTo,
@@ -104,7 +102,6 @@ from dashfloat.protocol import (
     SandboxPolicy,
     SavePermission,
     SessionCleared,
-    SessionInfo,
     SessionsListed,
     SessionStarted,
     SetApproval,
@@ -129,31 +126,25 @@ from dashfloat.protocol import (
     ToolRejected,
     ToolReply,
     ToolResult,
-    ToolResultShown,
     TurnEnded,
     UiToAgent,
     UndoTurn,
     Usage,
     UsageShown,
-    UserPromptShown,
     WindowFound,
-    WindowSource,
     WriteFileArgs,
     WriteFileResult,
     result_json,
 )
-from dashfloat.tool_args import parse_args
 
 if TYPE_CHECKING:
     # Imported where first used: undo and restore serve /undo and /rewind, the summary a tool's result; an idle
     # agent runs none of them, and each module the agent imports is copied into the executor too (ADR 0053).
     from dashfloat.agent import undo
+    from dashfloat.agent._journal import Journal
     from dashfloat.agent._restore import RestoreFlow
 
 MAX_EPISODES_PER_TURN: Final = 50
-NOT_RUN_ROWS_MAX: Final = 3
-"""Calls a stopped turn leaves unrun are shown a row each up to this many; more are one row that counts them (an
-answer stopped at its 65th call printed 65 identical rows)."""
 EMPTY_ANSWER_SUSPECT_PERCENT: Final = 50
 """An empty 200 to a request filling at least this much of the window is read as "context exceeded"
 (LM Studio answers an over-window prompt that way), and handled like the explicit errors."""
@@ -163,10 +154,6 @@ Outcome = Literal["completed", "failed", "cancelled", "stopped", "limit"]
 Waiting = Literal[
     "nothing", "window", "stream", "summary", "preview", "confirm", "tool", "restore", "user_command", "mention"
 ]
-AfterSummary = Literal["request", "retry", "idle"]
-SHRINK_TARGET_PERCENT: Final = 75
-"""Stage 1 shrinks until the request is this far below the threshold, so that the next few requests keep
-the same front (a warm prompt cache) instead of shrinking one more result each time."""
 
 APPROVE_ALL_WARNING: Final = (
     "approve: all — every edit, write and command now runs without asking "
@@ -177,185 +164,8 @@ REJECTED: Final = ToolRejected()
 CANCELLED: Final = ToolCancelled()
 
 
-class Journal(Protocol):
-    """Where the conversation becomes durable (the session log), before anything depends on it."""
-
-    @property
-    def session_id(self) -> str: ...
-
-    def record(self, entry: ConversationEntry) -> None: ...
-
-    def record_usage(self, turn: int, usage: Usage) -> None: ...
-
-    def record_compaction(self, conversation: list[ChatMessage]) -> None: ...
-
-    def record_prompt(self, text: str) -> None: ...
-
-    def new_session(self) -> None: ...
-
-    def take_warning(self) -> str | None: ...
-
-    def list_sessions(self, skipped: list[str] | None = None) -> list[SessionInfo]: ...
-
-    def resume(self, session_id: str) -> Resumed: ...
-
-    @property
-    def checkpoint_store(self) -> str: ...
-
-    def loaded_changes(self) -> list[undo.CheckpointEntry | undo.CommandEntry]: ...
-
-    def record_change(self, entry: undo.CheckpointEntry | undo.CommandEntry) -> None: ...
-
-    def record_undone(self, turns: list[int]) -> None: ...
-
-    def record_rewind(self, turns: int) -> None: ...
-
-    def save_rules(self, path: str, rules: list[SourcedRule]) -> None: ...
-
-
-class MemoryJournal:
-    """A journal that keeps nothing on disk (tests; persistence disabled)."""
-
-    def __init__(self) -> None:
-        self.session_id = ""
-        self.messages: list[ConversationEntry] = []
-        self.saved_rules: list[SourcedRule] = []
-
-    def record(self, entry: ConversationEntry) -> None:
-        self.messages.append(entry)
-
-    def record_usage(self, turn: int, usage: Usage) -> None:
-        pass
-
-    def record_compaction(self, conversation: list[ChatMessage]) -> None:
-        self.messages = list(conversation)
-
-    def record_prompt(self, text: str) -> None:
-        pass
-
-    def new_session(self) -> None:
-        self.messages = []
-
-    def take_warning(self) -> str | None:
-        return None
-
-    def list_sessions(self, skipped: list[str] | None = None) -> list[SessionInfo]:
-        return []
-
-    def resume(self, session_id: str) -> Resumed:
-        raise LookupError("sessions are not saved in this run")
-
-    @property
-    def checkpoint_store(self) -> str:
-        return ""  # nothing on disk: no checkpoints, nothing to undo
-
-    def loaded_changes(self) -> list[undo.CheckpointEntry | undo.CommandEntry]:
-        return []
-
-    def record_change(self, entry: undo.CheckpointEntry | undo.CommandEntry) -> None:
-        pass
-
-    def record_undone(self, turns: list[int]) -> None:
-        pass
-
-    def record_rewind(self, turns: int) -> None:
-        pass
-
-    def save_rules(self, path: str, rules: list[SourcedRule]) -> None:
-        self.saved_rules = list(rules)
-
-
 def _canonical(call: AssembledCall) -> ToolCallRecord:
     return ToolCallRecord(id=call.id, function=FunctionCall(name=call.name or "unknown", arguments=call.arguments))
-
-
-def _shown(call: AssembledCall) -> ToolArgs | MalformedCall:
-    """What a tool row shows of ``call``: its arguments, or what the model wrote when they did not parse."""
-    if call.args is not None:
-        return call.args
-    if call.cut:  # what had come, nothing when nothing had (not the recorded {})
-        return MalformedCall(name=call.name, arguments=call.written, cut=True)
-    return MalformedCall(name=call.name, arguments=call.written or call.arguments)
-
-
-def _not_run(call: AssembledCall, stopped: ToolResult) -> ToolResult:
-    """The result of ``call``, not run because the turn stopped: a call the failure cut off says what had come
-    (the conversation keeps it with the arguments ``{}``, the only JSON a provider takes back)."""
-    if call.cut and isinstance(stopped, ToolFailed):
-        return ToolFailed(error=f"{stopped.error}{_NOT_RUN_CUT}: {call.error}{_CUT_RECORDED}")
-    return stopped
-
-
-def _not_run_row(names: list[str], why: str, cut: bool) -> str:
-    """The one row for calls a stopped turn left unrun: how many, why, of which tools."""
-    counts = collections.Counter(name or UNNAMED_CALL for name in names)
-    tools = ", ".join(f"{count} {name}" for name, count in counts.most_common())
-    return f"{len(names)} tool calls not run, {why}: {tools}{' (the last one cut off)' if cut else ''}"
-
-
-_NOT_RUN_CUT = " while this call was arriving"
-_CUT_RECORDED = (
-    ". It is recorded with the arguments {} and nothing of it ran: call it again, whole, if it is still needed"
-)
-_CUT_CAME = re.compile(r"its arguments were cut off after \d+ characters: (?P<came>'.*'|\".*\")(?P<more>…?)\Z", re.S)
-"""What ``llm.toolcalls`` says had come of a cut call's arguments (a repr, then "…" when there was more)."""
-
-
-def _cut_call(record: ToolCallRecord, reply: ToolReply | None) -> MalformedCall | None:
-    """For a replay: the call a stream failure cut off, as its live row showed it (the record holds ``{}``; its
-    result says what had come), or None for any other call."""
-    result = reply.result if reply is not None else None
-    if not isinstance(result, ToolFailed) or not result.error.startswith("not run: "):
-        return None
-    error = result.error
-    if _NOT_RUN_CUT not in error or not error.endswith(_CUT_RECORDED):
-        return None
-    came = _CUT_CAME.search(error.removesuffix(_CUT_RECORDED))
-    written = ""
-    if came is not None:
-        import ast  # only a replay of a cut call needs it
-
-        try:
-            written = str(ast.literal_eval(came["came"])) + came["more"]
-        except (ValueError, SyntaxError):
-            written = ""
-    return MalformedCall(name=record.function.name, arguments=written, cut=True)
-
-
-def _folded_not_run(messages: Sequence[ConversationEntry]) -> dict[str, str]:
-    """For a replay: the calls a stream failure left unrun that the live turn showed as one row (more than
-    ``NOT_RUN_ROWS_MAX`` at an answer's end), each mapped to "" but the last, mapped to that row."""
-    folded: dict[str, str] = {}
-    for at, message in enumerate(messages):
-        if not isinstance(message, ChatMessage) or not message.tool_calls:
-            continue
-        replies = [m for m in messages[at + 1 : at + 1 + len(message.tool_calls)] if isinstance(m, ToolReply)]
-        tail: list[ToolReply] = []
-        for reply in reversed(replies):
-            result = reply.result
-            if not isinstance(result, ToolFailed) or not result.error.startswith("not run: "):
-                break
-            tail.insert(0, reply)
-        if len(tail) <= NOT_RUN_ROWS_MAX:
-            continue
-        first = tail[0].result
-        assert isinstance(first, ToolFailed)
-        why = first.error.removeprefix("not run: ").split(_NOT_RUN_CUT, 1)[0]
-        last = tail[-1].result
-        cut = isinstance(last, ToolFailed) and _NOT_RUN_CUT in last.error
-        folded.update({reply.call_id: "" for reply in tail})
-        folded[tail[-1].call_id] = _not_run_row([reply.name for reply in tail], why, cut)
-    return folded
-
-
-def _replayed(record: ToolCallRecord) -> ToolArgs | MalformedCall:
-    """A saved call's row: its arguments parsed again (as they were when it ran) or shown as written."""
-    try:
-        raw: JsonValue = msgspec.json.decode(record.function.arguments)
-    except (msgspec.DecodeError, RecursionError):
-        raw = None
-    parsed = parse_args(record.function.name, raw)
-    return MalformedCall(record.function.name, record.function.arguments) if isinstance(parsed, str) else parsed
 
 
 def tool_message(reply: ToolReply) -> ChatMessage:
@@ -366,31 +176,6 @@ def tool_message(reply: ToolReply) -> ChatMessage:
 def provider_message(entry: ConversationEntry) -> ChatMessage:
     """A conversation entry as the provider's chat message."""
     return tool_message(entry) if isinstance(entry, ToolReply) else entry
-
-
-def _compact(tokens: int) -> str:
-    return f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
-
-
-class Attaching(msgspec.Struct):
-    """A submitted prompt while its @mentions are read, one at a time."""
-
-    text: str
-    """The prompt as typed (what a cancel puts back into the input)."""
-    context: list[str]
-    """The !command outputs that go with it (back to waiting on a cancel)."""
-    prompt: str
-    """The user message before the attachments."""
-    paths: list[str]
-    next: int = 0
-    call: tuple[str, str, str] | None = None
-    """The read in flight: (call id, tool name, mentioned path)."""
-    parts: list[str] = msgspec.field(default_factory=list)
-    budget: int = mentions.MENTIONS_ATTACHED_MAX_BYTES
-
-    @property
-    def call_id(self) -> str | None:
-        return self.call[0] if self.call is not None else None
 
 
 class AgentCore:
@@ -413,10 +198,7 @@ class AgentCore:
         self.compaction_points: list[tuple[int, list[ConversationEntry]]] = []
         """(transcript length, compacted conversation) of each compaction: what a rewind goes back to."""
         self.outbox: list[tuple[Dest, Message]] = []
-        self.session_rules: list[SourcedRule] = []
-        """Grants made with "always allow" in this session: revoked by /approve ask, /clear, /permissions."""
-        self.saved_rules: list[SourcedRule] = list(options.rules)
-        self.rules_path = options.rules_path
+        self.rules = Rules(options.rules, options.rules_path)
         self.read_only_commands = options.read_only_commands
         self.log: list[str] = []
         """Lines for the agent's log file (stderr), not for the user: ignored stale input and the like."""
@@ -425,14 +207,7 @@ class AgentCore:
         self.compact_at_percent = options.compact_at_percent
         self.restoring = options.restoring
         """Started by ``--undo`` / ``--rewind``: headless, no input a rewound prompt could go back into."""
-        self.window: int | None = options.provider.context_window
-        self.window_source: WindowSource | None = "config" if self.window else None
-        self.window_detail = options.provider.context_window_from if self.window else ""
-        self.windows: dict[tuple[str, str], WindowFound] = {}
-        """Discovered windows by (base URL, model), so /model back and forth asks only once."""
-        self.discovery_id = 0
-        self.discovering = False
-        """A DiscoverWindow is unanswered: the next request waits for it (a short wait; never twice)."""
+        self.window = Window(options.provider)
         self.calibration: Calibration | None = None
         self.last_sent: list[ChatMessage] = []
         self.last_estimate = 0
@@ -451,7 +226,7 @@ class AgentCore:
         self.prompt_files: list[PromptFile] = []
         self.pending_context: list[str] = []
         """Outputs of !commands, sent to the model with the next prompt."""
-        self.mentions_read = 0
+        self.mention_ids = itertools.count(1)
         self.finding: FindPaths | None = None
         """The @ completion request the executor is answering (answered for it if the executor dies)."""
         self.find_next: FindPaths | None = None
@@ -466,7 +241,7 @@ class AgentCore:
         self.waiting: Waiting = "nothing"
         self.user_command: tuple[str, str] | None = None
         """The running !command: (call id, command line)."""
-        self.attaching: Attaching | None = None
+        self.attaching: mentions.Attaching | None = None
         """A submitted prompt whose @mentions are being read (it goes to the model once they all are)."""
         self.episodes = 0
         self.partial: list[str] = []
@@ -484,14 +259,9 @@ class AgentCore:
         self.stop_result: ToolResult | None = None
         self.stop_outcome: Outcome = "completed"
         self.last_usage: Usage | None = None
-        self.held: list[LlmToAgent] | None = None
-        """The answer so far to a request sent before the window was known (``sends_before_window``): kept, not
-        shown or acted on, until the window says the request fits (the discovery answers within its deadline)."""
+        self.window.held = None
         self.restore: RestoreFlow | None = None
-        self.summary_plan: compaction.SummaryPlan | None = None
-        self.summary_back: dict[int, ConversationEntry] = {}
-        self.summary_parts: list[str] = []
-        self.after_summary: AfterSummary = "idle"
+        self.summary: SummaryFlow | None = None
         self.summarised = False
         """A summary was tried at this episode boundary (it is not tried twice in a row)."""
         self.exceeded_retried = False
@@ -522,11 +292,11 @@ class AgentCore:
             provider=self.provider.name,
             cwd=self.cwd,
             approval=self.approval,
-            context_window=self.window,
-            window_source=self.window_source,
+            context_window=self.window.size,
+            window_source=self.window.source,
             history=self.history,
             sandbox=self.sandbox,
-            rules=len(self.session_rules) + len(self.saved_rules),
+            rules=len(self.rules.all()),
             prompt_files=self.prompt_files,
         )
 
@@ -556,25 +326,8 @@ class AgentCore:
         self.show_context()  # the resumed conversation goes with the next request, not 0 tokens
         if not replay:
             return
-        messages = conversation if transcript is None else transcript
-        folded = _folded_not_run(messages)  # as the live turn showed them: one row past NOT_RUN_ROWS_MAX
-        replies = {message.call_id: message for message in messages if isinstance(message, ToolReply)}
-        for message in messages:
-            if isinstance(message, ToolReply):
-                if message.call_id not in folded:
-                    self._show_result(message.call_id, message.name, message.result)
-                elif folded[message.call_id]:
-                    self._ui(SystemEntry(text=folded[message.call_id], level="warning"))
-            elif message.role == "user" and message.content is not None:
-                self._ui(UserPromptShown(text=mentions.typed_prompt(message.content)))  # not the files it attached
-            elif message.role == "assistant":
-                if message.content:
-                    self._ui(TokenReceived(text=message.content))
-                for record in message.tool_calls or []:
-                    if record.id not in folded:
-                        shown = _cut_call(record, replies.get(record.id)) or _replayed(record)
-                        self._ui(ToolCallShown(id=record.id, args=shown))
-        self._ui(PhaseChanged(phase="idle"))
+        for message in replay_rows(conversation if transcript is None else transcript):
+            self._ui(message)
 
     # ------------------------------------------------------------ UI -> agent
 
@@ -593,8 +346,7 @@ class AgentCore:
             case SetModel(model=model):
                 self.provider = msgspec.structs.replace(self.provider, model=model)
                 self._ui(SystemEntry(text=f"model set to {model} (from the next request on)"))
-                if self.window_source != "config":
-                    self.window, self.window_source = None, None
+                if self.window.forget():
                     self.calibration = None
                     self.discover_window()
                 self._ui(self.ready_message())
@@ -606,15 +358,15 @@ class AgentCore:
                     self._ui(SystemEntry(text=PLAN_NOTICE))
                 else:
                     self._ui(SystemEntry(text=f"approval mode: {mode}"))
-                if mode == "ask" and self.session_rules:
-                    self._revoke_session_rules()
+                if mode == "ask" and self.rules.session:
+                    self._ui(self.rules.revoke())
                 self._ui(self.ready_message())
             case ListPermissions():
                 self._ui(SystemEntry(text=self.permissions_report()))
             case RemovePermission(number=number):
-                self._remove_rule(number)
+                self._rules_changed(*self.rules.remove(number, self.journal))
             case SavePermission(number=number):
-                self._save_rule(number)
+                self._rules_changed(*self.rules.save(number, self.journal))
             case ClearSession():
                 if self._busy("/clear"):
                     return
@@ -627,8 +379,8 @@ class AgentCore:
                 self._undo_log = None
                 self._fresh_front()
                 self._announced_session = ""
-                if self.session_rules:
-                    self._revoke_session_rules()
+                if self.rules.session:
+                    self._ui(self.rules.revoke())
                     self._ui(self.ready_message())
                 # no session file yet; a restart after a crash must not bring the old one back
                 self._ui(SessionCleared())
@@ -705,7 +457,7 @@ class AgentCore:
             self._start_stream()
             return
         # Each @mention is read like a read_file call (its row, read_file's caps); the prompt goes once all are.
-        self.attaching = Attaching(text, context, prompt, found.paths)
+        self.attaching = mentions.Attaching(text, context, prompt, found.paths)
         self.waiting = "mention"
         self._set_phase("running")
         if found.beyond:
@@ -718,43 +470,18 @@ class AgentCore:
         """Read the next mention, or send the prompt with every attachment once none is left."""
         attaching = self.attaching
         assert attaching is not None
-        while attaching.next < len(attaching.paths):
-            path = attaching.paths[attaching.next]
-            attaching.next += 1
-            self.mentions_read += 1
-            call_id = f"mention-{self.mentions_read}"
-            # Which read only: the executor still applies its path policy to the directory listed.
-            args = mentions.read_call(path, os.path.isdir(os.path.join(self.cwd, path)))
-            name = call_name(args)
-            self._ui(ToolCallShown(id=call_id, args=args))
-            if attaching.budget <= 0:
-                limit = mentions.MENTIONS_ATTACHED_MAX_BYTES
-                reason = f"not read: this prompt's attachments reached their bound of {limit} bytes"
-                self._show_result(call_id, name, ToolFailed(error=reason))
-                attaching.parts.append(mentions.not_attached(path, reason).text)
-                continue
-            attaching.call = (call_id, name, path)
-            self.outbox.append(("executor", RunTool(call_id=call_id, args=args)))
+        self.outbox += attaching.read_next(self.mention_ids, self.cwd)
+        if not attaching.done:
             return
         self.attaching = None
         self.waiting = "nothing"
-        self._record(ChatMessage(role="user", content=mentions.with_attachments(attaching.prompt, attaching.parts)))
+        self._record(ChatMessage(role="user", content=attaching.message()))
         self._start_stream()
 
     def _attached(self, result: ToolResult) -> None:
         """The read of the current mention is back: its row, its part of the prompt, then the next one."""
-        attaching = self.attaching
-        assert attaching is not None and attaching.call is not None
-        call_id, name, path = attaching.call
-        attaching.call = None
-        self._show_result(call_id, name, result)
-        part = mentions.attachment(path, result, attaching.budget)
-        attaching.budget = 0 if part.cut else attaching.budget - part.used  # cut: nothing more fits
-        attaching.parts.append(part.text)
-        if part.cut:
-            limit = mentions.MENTIONS_ATTACHED_MAX_BYTES
-            note = f"@{path} is attached cut short: this prompt's attachments are bounded at {limit} bytes in all"
-            self._ui(SystemEntry(text=note, level="warning"))
+        assert self.attaching is not None and self.attaching.call is not None
+        self.outbox += self.attaching.read(result)
         self._attach_next()
 
     def _run_user_command(self, command: str) -> None:
@@ -799,127 +526,26 @@ class AgentCore:
         self._ui(SystemEntry(text="the command's output goes to the model with your next prompt"))
         self._set_phase("idle")
 
-    def window_report(self) -> str:
-        """The window, where it came from, and how full the next request would be."""
-        if self.window is None:
-            return "context window: not known yet (asking the server)"
-        tokens = estimate(self._request_messages(), self.calibration)
-        where = {
-            "config": "configured",
-            "server": "reported by the server",
-            "table": "known model",
-            "assumed": "ASSUMED",
-        }
-        source = self.window_source or "assumed"
-        if source == "config":
-            why = self.window_detail or where[source]  # the provider says where it was set (the demo: its own)
-        else:
-            why = where[source] + (f", {self.window_detail}" if self.window_detail else "")
-        return (
-            f"context window: {_compact(self.window)} tokens ({why}); "
-            f"fill: ~{_compact(tokens)} ({fill_percent(tokens, self.window)}%); "
-            f"compacts at {self.compact_at_percent}%; {_count(self.compactions, 'compaction')} this session"
-        )
-
     def usage_report(self) -> str:
-        """/usage and /status: the window and its fill, what commands' environment leaves out, then tokens of this
-        session by turn."""
-        environment = describe_env(self.sandbox.hide_env, self.sandbox.pass_env)
-        if not self.turn_usage:
-            return f"{self.window_report()}\n{environment}\nno usage reported yet in this session"
-        rows = [self.window_report(), environment, "turn  prompt  completion  total"]
-        for turn, usage in enumerate(self.turn_usage, 1):
-            rows.append(f"{turn:<4}  {usage.prompt_tokens:>6}  {usage.completion_tokens:>10}  {usage.total_tokens:>5}")
-        total = sum(u.total_tokens for u in self.turn_usage)
-        rows.append(f"all   {_compact(total)} tokens in {_count(len(self.turn_usage), 'turn')}")
-        return "\n".join(rows)
+        """/usage and /status: the window and its fill, what commands' environment leaves out, tokens by turn."""
+        window = self.window
+        tokens = estimate(self._request_messages(), self.calibration) if window.size is not None else 0
+        line = reports.window_report(
+            window.size, window.source, window.detail, tokens, self.compact_at_percent, self.compactions
+        )
+        return reports.usage_report(line, self.sandbox, self.turn_usage)
 
     # ------------------------------------------------------------ permissions
 
-    def _all_rules(self) -> list[SourcedRule]:
-        return [*self.session_rules, *self.saved_rules]
-
-    def _revoke_session_rules(self) -> None:
-        names = ", ".join(r.rule.text() for r in self.session_rules)
-        self.session_rules = []
-        self._ui(SystemEntry(text=f"session grants revoked: {names}"))
-
     def permissions_report(self) -> str:
         """/permissions: every rule in force, numbered, with where it comes from."""
-        rules = self._all_rules()
-        lines = [f"approval mode: {self.approval}"]
-        if self.read_only_commands:
-            lines.append(
-                "read-only commands (ls, cat, head, tail, wc, rg, grep, find, git status|log|diff|show) run unasked"
-            )
-        if not rules:
-            lines.append("no permission rules (a at a confirmation grants one for this session)")
-        if any(r.effect == "allow" and r.rule.prefix[:1] == ("git",) for r in rules):
-            lines.append(
-                "git lines a rule allows run without hooks, pager, editor, fsmonitor or diff programs, nor the"
-                " programs the repository's own config names (filters, drivers, aliases, signing, ssh, credentials)"
-            )
-        for n, sourced in enumerate(rules, 1):
-            lines.append(f"{n:>3}  {sourced.effect:<5}  {sourced.rule.text()}  ({sourced.source})")
-        if rules:
-            lines.append("/permissions remove N drops one; /permissions save N keeps a session grant in your rule file")
-        return "\n".join(lines)
+        return reports.permissions_report(self.approval, self.read_only_commands, self.rules.all())
 
-    def _numbered(self, number: int) -> SourcedRule | None:
-        rules = self._all_rules()
-        if 1 <= number <= len(rules):
-            return rules[number - 1]
-        self._ui(SystemEntry(text=f"no rule {number}: /permissions lists {len(rules)}", level="error"))
-        return None
-
-    def _remove_rule(self, number: int) -> None:
-        sourced = self._numbered(number)
-        if sourced is None:
-            return
-        if sourced in self.session_rules:
-            self.session_rules.remove(sourced)
-            self._ui(SystemEntry(text=f"removed {sourced.effect} {sourced.rule.text()} (session)"))
-        elif sourced.source != self.rules_path:
-            self._ui(
-                SystemEntry(
-                    text=f"{sourced.rule.text()} comes from {sourced.source}: edit that file to remove it",
-                    level="warning",
-                )
-            )
-            return
-        else:
-            kept = [r for r in self.saved_rules if r is not sourced]
-            if not self._write_saved(kept):
-                return
-            self._ui(SystemEntry(text=f"removed {sourced.effect} {sourced.rule.text()} from {self.rules_path}"))
-        self._ui(self.ready_message())
-
-    def _save_rule(self, number: int) -> None:
-        sourced = self._numbered(number)
-        if sourced is None:
-            return
-        if sourced not in self.session_rules:
-            self._ui(SystemEntry(text=f"rule {number} is already saved in {sourced.source}", level="warning"))
-            return
-        saved = SourcedRule(sourced.rule, sourced.effect, self.rules_path)
-        if not self._write_saved([*self.saved_rules, saved]):
-            return
-        self.session_rules.remove(sourced)
-        self._ui(SystemEntry(text=f"saved {saved.effect} {saved.rule.text()} in {self.rules_path}"))
-        self._ui(self.ready_message())
-
-    def _write_saved(self, rules: list[SourcedRule]) -> bool:
-        if not self.rules_path:
-            self._ui(SystemEntry(text="rules are not saved in this run", level="error"))
-            return False
-        ours = [r for r in rules if r.source == self.rules_path]
-        try:
-            self.journal.save_rules(self.rules_path, ours)
-        except OSError as exc:
-            self._ui(SystemEntry(text=f"cannot write {self.rules_path}: {exc.strerror or exc}", level="error"))
-            return False
-        self.saved_rules = rules
-        return True
+    def _rules_changed(self, said: list[SystemEntry], changed: bool) -> None:
+        for entry in said:
+            self._ui(entry)
+        if changed:
+            self._ui(self.ready_message())
 
     # ------------------------------------------------------------ episodes
 
@@ -927,60 +553,39 @@ class AgentCore:
 
     def discover_window(self) -> None:
         """Ask the LLM process for the window of the current provider and model (once per pair)."""
-        if self.window_source == "config":
-            return
-        cached = self.windows.get((self.provider.base_url, self.provider.model))
-        if cached is not None:
-            # The question is answered: one still open (for the model before a /model back and forth) is stale, and
-            # its answer must not replace this window; an answer held for a window is let through or refused now.
-            self.discovery_id += 1
-            self.discovering = False
-            self._adopt_window(cached)
-            if self.held is not None:
+        asked = self.window.ask(self.provider)
+        if isinstance(asked, DiscoverWindow):
+            self.outbox.append(("llm", asked))
+        elif asked is not None:  # known already: an answer held for a window is let through or refused now
+            self._adopt_window(asked)
+            if self.window.held is not None:
                 self._release_held()
-            return
-        self.discovery_id += 1
-        self.discovering = True
-        self.outbox.append(("llm", DiscoverWindow(request_id=self.discovery_id, provider=self.provider)))
 
     def _adopt_window(self, found: WindowFound) -> None:
-        self.window, self.window_source, self.window_detail = found.window, found.source, found.detail
-        if found.source == "assumed":
-            self._ui(
-                SystemEntry(
-                    text=f"the server did not say how large the model's context window is: assuming "
-                    f"{_compact(found.window)} tokens; set context_window in config.toml if you know it",
-                    level="warning",
-                )
-            )
+        assumed = self.window.adopt(found)
+        if assumed is not None:
+            self._ui(assumed)
         self._ui(self.ready_message())
 
     def _window_found(self, found: WindowFound) -> None:
-        if found.request_id != self.discovery_id or self.window_source == "config":
+        if not self.window.answers(found, self.provider):
             return  # an answer for a model we no longer use
-        self.discovering = False
-        self.windows[(self.provider.base_url, self.provider.model)] = found
         if found.notice:
             self._ui(SystemEntry(text=found.notice, level="warning"))
         self._adopt_window(found)
         if self.waiting == "window":
             self.waiting = "nothing"
             self._next_request()
-        elif self.held is not None:
+        elif self.window.held is not None:
             self._release_held()
-
-    def answer_held(self) -> bool:
-        """Whether the whole answer to a request sent before the window was known has come and is held for it: the
-        LLM process owes only the window now (its discovery's deadline bounds that), no stream to watch for silence."""
-        held = self.held
-        return bool(held) and held is not None and isinstance(held[-1], StreamDone | StreamFailed)
 
     def _release_held(self) -> None:
         """The window came while a request sent before it streams: refuse it as ``_next_request`` would have (it
         could not be compacted), or let its answer through."""
-        assert self.window is not None
-        held, self.held = self.held or [], None
-        if self.last_estimate > hard_limit(self.window):
+        size = self.window.size
+        assert size is not None
+        held, self.window.held = self.window.held or [], None
+        if self.last_estimate > hard_limit(size):
             self.outbox.append(("llm", CancelStream(request_id=self.request_id)))
             self.waiting = "nothing"  # the cancelled stream's last word is not waited for
             self._does_not_fit(self.last_estimate)
@@ -989,11 +594,12 @@ class AgentCore:
             self.on_llm(message)
 
     def _does_not_fit(self, tokens: int) -> None:
-        assert self.window is not None
+        size = self.window.size
+        assert size is not None
         self._ui(
             SystemEntry(
-                text=f"the conversation (~{_compact(tokens)} tokens) does not fit the model's context window "
-                f"({_compact(self.window)}) even after compaction: /clear starts a fresh session, or use a "
+                text=f"the conversation (~{tokens_text(tokens)} tokens) does not fit the model's context window "
+                f"({tokens_text(size)}) even after compaction: /clear starts a fresh session, or use a "
                 "model with a larger window (context_window in config.toml if the server's is larger)",
                 level="error",
             )
@@ -1013,10 +619,6 @@ class AgentCore:
         chat = [provider_message(e) for e in self.conversation]
         return chat, {id(c): e for c, e in zip(chat, self.conversation, strict=True)}
 
-    @staticmethod
-    def _entries(messages: list[ChatMessage], back: dict[int, ConversationEntry]) -> list[ConversationEntry]:
-        return [back.get(id(m), m) for m in messages]
-
     def _request_messages(self, conversation: Sequence[ConversationEntry] | None = None) -> list[ChatMessage]:
         if self._system is None:
             # Built once per session: a byte-identical front keeps the server's prompt cache warm
@@ -1032,23 +634,24 @@ class AgentCore:
 
     def _next_request(self) -> None:
         self._set_phase("streaming")
-        if self.window is None:
+        size = self.window.size
+        if size is None:
             tokens = estimate(self._request_messages(), self.calibration)
-            if not self.discovering:
+            if not self.window.discovering:
                 self._send_request(tokens)  # nothing to count against
             elif sends_before_window(self._chat()[0], tokens):
                 self._send_request(tokens)  # no compaction could help it: its answer waits for the window instead
-                self.held = []
+                self.window.held = []
             else:
                 self.waiting = "window"  # WindowFound continues; each discovery request has a short timeout
             return
         tokens = estimate(self._request_messages(), self.calibration)
-        if tokens >= compact_threshold(self.window, self.compact_at_percent):
+        if tokens >= self._threshold():
             tokens = self._shrink(tokens)
-            over = tokens >= compact_threshold(self.window, self.compact_at_percent)
+            over = tokens >= self._threshold()
             if over and not self.summarised and self._start_summary("", "request"):
                 return
-        if tokens > hard_limit(self.window):
+        if tokens > hard_limit(size):
             self._does_not_fit(tokens)
             return
         self._send_request(tokens)
@@ -1056,7 +659,7 @@ class AgentCore:
     def _send_request(self, tokens: int) -> None:
         self.request_id += 1
         self.answered = False
-        self.held = None
+        self.window.held = None
         self.partial = []
         self.reasoning_chars = 0
         self.last_usage = None
@@ -1081,62 +684,50 @@ class AgentCore:
     # ------------------------------------------------------------ compaction
 
     def _threshold(self) -> int:
-        return compact_threshold(self.window or 0, self.compact_at_percent)
+        return compact_threshold(self.window.size or 0, self.compact_at_percent)
 
     def _shrink(self, tokens: int) -> int:
-        """Stage 1 (synchronous): cut old tool results, the oldest first, protecting fewer recent units only
-        while the request stays above the threshold; returns the new estimate."""
+        """Stage 1 (synchronous): cut old tool results while the request stays above the threshold; returns the new
+        estimate."""
         chat, back = self._chat()
-        for keep in range(compaction.KEEP_RECENT_UNITS, -1, -1):
-            shrunk = compaction.shrink_old_results(chat, keep)
-            after = estimate(self._request_messages(shrunk.conversation), self.calibration)
-            if after < self._threshold() * SHRINK_TARGET_PERCENT // 100:
-                break
-        if not shrunk.results:
+        shrunk = shrink(chat, self._measure, self._threshold())
+        if shrunk is None:
             return tokens
         what = f"shrank {shrunk.results} old tool results"
-        self._replace_conversation(self._entries(shrunk.conversation, back), what, tokens, after)
-        return after
+        self._replace_conversation(entries(shrunk.conversation, back), what, tokens, shrunk.tokens)
+        return shrunk.tokens
+
+    def _measure(self, conversation: Sequence[ChatMessage]) -> int:
+        return estimate(self._request_messages(conversation), self.calibration)
 
     def _replace_conversation(self, conversation: list[ConversationEntry], what: str, before: int, after: int) -> None:
         self.conversation = conversation
         self.compaction_points.append((len(self.transcript), list(conversation)))
         self.compactions += 1
         self.journal.record_compaction([provider_message(e) for e in conversation])
-        window = self.window or 1
+        window = self.window.size or 1
         self._ui(
             SystemEntry(
-                text=f"compacted: {what}; context ~{_compact(before)} → ~{_compact(after)} tokens "
-                f"({fill_percent(after, window)}% of {_compact(window)})"
+                text=f"compacted: {what}; context ~{tokens_text(before)} → ~{tokens_text(after)} tokens "
+                f"({fill_percent(after, window)}% of {tokens_text(window)})"
             )
         )
         self._ui(ContextChanged(tokens=after))
 
-    def _start_summary(self, focus: str, then: AfterSummary) -> bool:
+    def _start_summary(self, focus: str, then: Then) -> bool:
         """Stage 2: ask the model for a summary of the older part (False: nothing to summarise)."""
-        if self.window is None:
+        size = self.window.size
+        if size is None:
             return False
-        plan = None
-        chat, self.summary_back = self._chat()
-        for keep in range(compaction.KEEP_RECENT_UNITS, 0, -1):
-            plan = compaction.plan_summary(chat, keep) or plan
-            kept = [*([plan.prompt] if plan and plan.prompt else []), *(plan.recent if plan else [])]
-            if plan is not None and estimate(self._request_messages(kept), None) < self._threshold() // 2:
-                break  # the kept part leaves room for the summary and for the work to go on
-        if plan is None:
+        chat, back = self._chat()
+        raw = lambda kept: estimate(self._request_messages(kept), None)  # noqa: E731
+        flow = plan_summary(chat, back, raw, self._measure, self._threshold(), hard_limit(size), focus, then)
+        if flow is None:
             return False
-        self.summarised = True
-        asked = compaction.summary_request(plan, focus)
-        limit = hard_limit(self.window)
-        dropped = 0
-        while len(asked) > 1 and estimate(self._request_messages(asked), self.calibration) > limit:
-            dropped += 1  # the oldest units do not fit even the summary request: the summary skips them
-            asked = [*compaction.drop_front_units(plan.older, dropped), asked[-1]]
-        if len(asked) <= 1:
+        self.summarised = True  # a plan was found: not tried again at this boundary, even when it cannot be sent
+        if not flow.sendable:
             return False
-        self.summary_plan = plan
-        self.summary_parts = []
-        self.after_summary = then
+        self.summary = flow
         self.request_id += 1
         self.answered = False
         self.waiting = "summary"
@@ -1147,7 +738,7 @@ class AgentCore:
                 StartStream(
                     request_id=self.request_id,
                     provider=self.provider,
-                    messages=self._request_messages(asked),
+                    messages=self._request_messages(flow.asked),
                     idle_timeout_s=self.idle_timeout_s,
                     exec_timeout_s=self.exec_timeout_s,
                     idle_timeout_from=self.idle_timeout_from,
@@ -1160,7 +751,7 @@ class AgentCore:
     def _compact_now(self, focus: str) -> None:
         """/compact [focus]: both stages now, whatever the fill."""
         self._reset_turn()
-        if self.window is None:
+        if self.window.size is None:
             self._ui(SystemEntry(text="/compact waits for the context window to be known: try again in a moment"))
             return
         before = estimate(self._request_messages(), self.calibration)
@@ -1169,30 +760,24 @@ class AgentCore:
             self._ui(SystemEntry(text="nothing older than the recent turns to summarise"))
 
     def _on_summary(self, message: LlmToAgent) -> None:
-        match message:
-            case ContentDelta(text=text):
-                self.summary_parts.append(text)
-            case ReasoningDelta() | WindowFound():
+        assert self.summary is not None
+        match self.summary.on_llm(message):
+            case Summarised(summary=summary, failure=failure):
+                self._summary_finished(summary, failure)
+            case SystemEntry() as status:
+                self._ui(status)
+            case None:
                 pass
-            case StreamStatus(text=text):
-                self._ui(SystemEntry(text=text))
-            case StreamDone(content=content):
-                self._summary_finished(content, "")
-            case StreamFailed(kind=kind, message=text):
-                self._summary_finished("", "cancelled" if kind == "cancelled" else text)
-            case _:
-                assert_never(message)
 
     def _summary_finished(self, summary: str, failure: str) -> None:
-        plan, then = self.summary_plan, self.after_summary
-        self.summary_plan = None
+        flow, self.summary = self.summary, None
+        then: Then = flow.then if flow is not None else "idle"
         self.waiting = "nothing"
-        if plan is not None and summary.strip():
+        if flow is not None and summary.strip():
             before = estimate(self._request_messages(), self.calibration)
-            compacted = self._entries(compaction.apply_summary(plan, summary), self.summary_back)
+            compacted, what = flow.compacted(summary)
             after = estimate(self._request_messages(compacted), self.calibration)
-            replaced = len(plan.older) - (1 if plan.prompt is not None else 0)
-            self._replace_conversation(compacted, f"summarised {replaced} earlier messages", before, after)
+            self._replace_conversation(compacted, what, before, after)
         elif failure == "cancelled":
             self._ui(SystemEntry(text="compaction cancelled: the conversation is unchanged"))
             if then == "idle":
@@ -1224,8 +809,8 @@ class AgentCore:
         if message.request_id != self.request_id:
             return  # a late message of a stream we already finished
         self.answered = True
-        if self.held is not None and self.waiting == "stream":
-            self.held.append(message)  # sent before the window was known: acted on once it is
+        if self.window.held is not None and self.waiting == "stream":
+            self.window.held.append(message)  # sent before the window was known: acted on once it is
             return
         if self.waiting == "summary":
             self._on_summary(message)
@@ -1252,14 +837,15 @@ class AgentCore:
 
     def _context_exceeded(self, kind: str, content: str, calls: list[AssembledCall]) -> bool:
         """The provider said the request was too large: compact and retry once (True: handled)."""
-        if content or calls or self.stop_result is not None or self.window is None:
+        size = self.window.size
+        if content or calls or self.stop_result is not None or size is None:
             return False
         if self.exceeded_retried:
             self._ui(
                 SystemEntry(
                     text="the provider still says the conversation exceeds the model's context window after "
                     "compacting it: /clear starts a fresh session; if the server's window is smaller than "
-                    f"{_compact(self.window)}, set context_window in config.toml",
+                    f"{tokens_text(size)}, set context_window in config.toml",
                     level="error",
                 )
             )
@@ -1267,8 +853,7 @@ class AgentCore:
             return True
         self.exceeded_retried = True
         sent = self.last_estimate
-        # The server's real window is at most what we sent: never send this much again.
-        self.window = max(1, min(self.window, sent))
+        self.window.shrink_to(sent)  # the server's real window is at most what we sent
         self._ui(
             SystemEntry(
                 text=f"the provider says the conversation exceeds the model's context window ({kind}): "
@@ -1302,7 +887,7 @@ class AgentCore:
             self.estimates.append((self.last_estimate, done.usage.prompt_tokens))
             self.calibration = calibrate(self.last_sent, done.usage.prompt_tokens)
         if not done.content and not done.tool_calls:
-            window = self.window or 0
+            window = self.window.size or 0
             suspect = window and fill_percent(self.last_estimate, window) >= EMPTY_ANSWER_SUSPECT_PERCENT
             if suspect and self._context_exceeded("an empty answer to a large request", "", []):
                 return
@@ -1375,11 +960,11 @@ class AgentCore:
                 self._not_run_rest(self.stop_result)
                 break
             call = self._current()
-            self._ui(ToolCallShown(id=call.id, args=_shown(call)))
+            self._ui(ToolCallShown(id=call.id, args=shown(call)))
             if self.stop_result is not None:
-                self._finish_call(_not_run(call, self.stop_result))
+                self._finish_call(not_run(call, self.stop_result))
                 continue
-            decision = decide(call, self._all_rules(), self.approval, self.sandbox, self.read_only_commands, self.cwd)
+            decision = decide(call, self.rules.all(), self.approval, self.sandbox, self.read_only_commands, self.cwd)
             match decision:
                 case Fail(error=error) | Deny(error=error) | Refuse(error=error):
                     self._finish_call(ToolFailed(error=error))
@@ -1467,50 +1052,26 @@ class AgentCore:
         self.confirm_ref += 1
         return self.confirm_ref
 
-    def _refuse_restore(self, text: str) -> None:
-        self._ui(SystemEntry(text=text, level="error"))
-        self._ui(RestoreEnded(outcome="refused"))
-
     def _start_restore(self, prompt: int | None, session_id: str) -> None:
         """/undo (``prompt`` None) or /rewind: plan it, then ask the executor for the reverse preview."""
-        if session_id and session_id != self.journal.session_id:
-            current = self.journal.session_id or "a new session"
-            self._refuse_restore(
-                f"refused: that prompt list is of session {session_id}, and this is {current}; "
-                "/rewind lists this session's prompts"
-            )
-            return
-        from dashfloat.agent import undo
-        from dashfloat.agent._restore import RestoreFlow
+        from dashfloat.agent._restore import begin
 
-        prompts = self.prompts()
-        if prompt is None:
-            first = undo.undo_turn(self.undo_log)
-            if first is None:
-                self._ui(SystemEntry(text="nothing to undo: no file change of this session is left to revert"))
-                self._ui(RestoreEnded(outcome="nothing"))
-                return
-        else:
-            found = undo.prompt_turn(prompt, len(prompts))
-            if found is None:
-                count = len(prompts)
-                if prompt < 0:
-                    self._refuse_restore(f"cannot go back {-prompt} turns: this session has {count}")
-                else:
-                    self._refuse_restore(f"no prompt {prompt} to rewind to: this session has {count}")
-                return
-            first = found
-        elsewhere = undo.other_cwds(self.undo_log, first, self.cwd)
-        if elsewhere:
-            self._refuse_restore(
-                f"refused: changes of these turns were made in {elsewhere[0]}, not in {self.cwd}; "
-                "run DashFloat there to restore them"
-            )
+        journal = self.journal
+        flow = begin(
+            prompt,
+            session_id,
+            journal.session_id,
+            self.prompts(),
+            self.undo_log,
+            self.cwd,
+            journal.checkpoint_store,
+            self._next_ref,
+            self.restoring,
+        )
+        if isinstance(flow, list):
+            self.outbox += flow  # refused, or nothing to undo
             return
-        plan = undo.plan(self.undo_log, first)
-        text = prompts[first - 1] if prompt is not None else None
-        store = self.journal.checkpoint_store
-        self.restore = RestoreFlow(self._next_ref, plan, first, text, store, headless=self.restoring)
+        self.restore = flow
         self.waiting = "restore"
         self._set_phase("running")
         self._restore_step(self.restore.start())
@@ -1563,9 +1124,7 @@ class AgentCore:
         self.turn_usage = self.turn_usage[:kept]
 
     def _show_result(self, call_id: str, name: str, result: ToolResult) -> None:
-        from dashfloat.agent._summary import result_excerpt, result_status
-
-        self._ui(ToolResultShown(id=call_id, name=name, status=result_status(result), output=result_excerpt(result)))
+        self._ui(result_row(call_id, name, result))
 
     def _finish_call(self, result: ToolResult) -> None:
         call = self._current()
@@ -1580,7 +1139,7 @@ class AgentCore:
         """The calls left when the turn stopped: each answered for the model, one row for all of them."""
         rest = self.calls[self.next_call :]
         for call in rest:
-            self._record(ToolReply(call_id=call.id, name=call.name, result=_not_run(call, stopped)))
+            self._record(ToolReply(call_id=call.id, name=call.name, result=not_run(call, stopped)))
         self.next_call = len(self.calls)
         self.waiting = "nothing"
         self.auto_approval = None
@@ -1591,7 +1150,7 @@ class AgentCore:
             from dashfloat.agent._summary import result_status
 
             why = "you stopped the turn" if isinstance(stopped, ToolRejected) else result_status(stopped)
-        text = _not_run_row([call.name for call in rest], why, rest[-1].cut)
+        text = not_run_row([call.name for call in rest], why, rest[-1].cut)
         self._ui(SystemEntry(text=text, level="warning"))
 
     def _after_calls(self) -> None:
@@ -1712,9 +1271,7 @@ class AgentCore:
             case "approve_always":
                 scope = call_scope(call.args)
                 if scope is not None:  # the UI offers no "always" without a scope; a stray one approves once
-                    self.session_rules.append(SourcedRule(scope, "allow", "session"))
-                    text = f"{scope.text()} runs without asking for the rest of this session (/permissions to revoke)"
-                    self._ui(SystemEntry(text=text))
+                    self._ui(self.rules.grant(scope))
                     self._ui(self.ready_message())
                 self._run(self.preview_digest, by_keypress=True)
             case "reject":
@@ -1732,9 +1289,9 @@ class AgentCore:
     def cancel(self) -> None:
         """Esc: stop the stream, reject-and-stop a confirmation, or kill the running command."""
         match self.waiting:
-            case "stream" if self.held is not None:
+            case "stream" if self.window.held is not None:
                 # Nothing of its answer was shown or run: the turn ends as a wait for the window does.
-                self.held = None
+                self.window.held = None
                 self.outbox.append(("llm", CancelStream(request_id=self.request_id)))
                 self.waiting = "nothing"
                 self._end_turn("cancelled")
@@ -1772,13 +1329,13 @@ class AgentCore:
 
     def on_llm_died(self, reason: str) -> None:
         """The LLM stream process died; a fresh one is already running."""
-        self.held = None  # what it sent before dying is reported as the stream's failure, not acted on
+        self.window.held = None  # what it sent before dying is reported as the stream's failure, not acted on
         if self.waiting == "summary":
             self._summary_finished("", f"the model stream process died ({reason})")
         elif self.waiting == "stream":
             text = f"the model stream process died ({reason}); a fresh one will serve the next request"
             self._stream_failed("crashed", text, "", [])
-        if self.window is None:
+        if self.window.size is None:
             self.discover_window()  # the question died with the process: ask the fresh one
 
     def on_executor_died(self, reason: str) -> None:
@@ -1803,7 +1360,7 @@ class AgentCore:
         self._ui(SystemEntry(text=f"internal error in the agent: {error}", level="error"))
         if self.waiting in ("stream", "summary"):
             self.outbox.append(("llm", CancelStream(request_id=self.request_id)))
-        self.summary_plan = None
+        self.summary = None
         self._answer_dangling(ToolFailed(error="not run: internal error in the agent"))
         self._end_turn("failed")
 
@@ -1833,8 +1390,3 @@ class AgentCore:
         self._ui(TurnEnded(outcome=outcome))
         self._reset_turn()
         self._ui(PhaseChanged(phase="idle"))
-
-
-def _count(n: int, noun: str) -> str:
-    """``1 turn``, ``2 turns``: /usage said ``in 1 turns`` (found in tmux, ADR 0063)."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -1,11 +1,12 @@
-"""The session log as the agent's Journal: created on the first message, fsynced on every append."""
+"""Where the agent's conversation becomes durable: the Journal interface, the session log (created on the first
+message, fsynced on every append) and a journal that keeps nothing (tests, --no-session)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from dashfloat import __version__
 from dashfloat.agent._resumed import Resumed
@@ -20,6 +21,94 @@ if TYPE_CHECKING:
     from dashfloat.agent import undo  # imported with the first change loaded or recorded (ADR 0053)
 
 CHECKPOINTS_DIRNAME = "checkpoints"
+
+
+class Journal(Protocol):
+    """Where the conversation becomes durable (the session log), before anything depends on it."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    def record(self, entry: ConversationEntry) -> None: ...
+
+    def record_usage(self, turn: int, usage: Usage) -> None: ...
+
+    def record_compaction(self, conversation: list[ChatMessage]) -> None: ...
+
+    def record_prompt(self, text: str) -> None: ...
+
+    def new_session(self) -> None: ...
+
+    def take_warning(self) -> str | None: ...
+
+    def list_sessions(self, skipped: list[str] | None = None) -> list[SessionInfo]: ...
+
+    def resume(self, session_id: str) -> Resumed: ...
+
+    @property
+    def checkpoint_store(self) -> str: ...
+
+    def loaded_changes(self) -> list[undo.CheckpointEntry | undo.CommandEntry]: ...
+
+    def record_change(self, entry: undo.CheckpointEntry | undo.CommandEntry) -> None: ...
+
+    def record_undone(self, turns: list[int]) -> None: ...
+
+    def record_rewind(self, turns: int) -> None: ...
+
+    def save_rules(self, path: str, rules: list[SourcedRule]) -> None: ...
+
+
+class MemoryJournal:
+    """A journal that keeps nothing on disk (tests; persistence disabled)."""
+
+    def __init__(self) -> None:
+        self.session_id = ""
+        self.messages: list[ConversationEntry] = []
+        self.saved_rules: list[SourcedRule] = []
+
+    def record(self, entry: ConversationEntry) -> None:
+        self.messages.append(entry)
+
+    def record_usage(self, turn: int, usage: Usage) -> None:
+        pass
+
+    def record_compaction(self, conversation: list[ChatMessage]) -> None:
+        self.messages = list(conversation)
+
+    def record_prompt(self, text: str) -> None:
+        pass
+
+    def new_session(self) -> None:
+        self.messages = []
+
+    def take_warning(self) -> str | None:
+        return None
+
+    def list_sessions(self, skipped: list[str] | None = None) -> list[SessionInfo]:
+        return []
+
+    def resume(self, session_id: str) -> Resumed:
+        raise LookupError("sessions are not saved in this run")
+
+    @property
+    def checkpoint_store(self) -> str:
+        return ""  # nothing on disk: no checkpoints, nothing to undo
+
+    def loaded_changes(self) -> list[undo.CheckpointEntry | undo.CommandEntry]:
+        return []
+
+    def record_change(self, entry: undo.CheckpointEntry | undo.CommandEntry) -> None:
+        pass
+
+    def record_undone(self, turns: list[int]) -> None:
+        pass
+
+    def record_rewind(self, turns: int) -> None:
+        pass
+
+    def save_rules(self, path: str, rules: list[SourcedRule]) -> None:
+        self.saved_rules = list(rules)
 
 
 class SessionJournal:

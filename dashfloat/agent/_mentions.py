@@ -1,16 +1,21 @@
 """@path mentions of a submitted prompt: which to read, and the prompt with what was read (pure).
 
-The reads themselves are ordinary read_file / list_directory calls through the executor (the core sends them
-and shows their rows); this module decides what to read and how the results join the prompt, bounded.
+The reads themselves are ordinary read_file / list_directory calls through the executor (the core sends what
+``Attaching`` returns: each read and its row); this module decides what to read and how the results join the
+prompt, bounded. Decision record: docs/decisions/0032-path-mentions.md.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Final, assert_never
+from collections.abc import Iterator
+from typing import Final, Literal, assert_never
 
 import msgspec
 
+from dashfloat.agent._replay import result_row
+from dashfloat.catalogue import call_name
 from dashfloat.mentions import ATTACHMENTS_LINE, find_mentions, mention_text
 from dashfloat.mentions import typed_prompt as typed_prompt  # the agent reads typed prompts here too (a rewind)
 from dashfloat.protocol import (
@@ -19,8 +24,12 @@ from dashfloat.protocol import (
     EditFileResult,
     ListDirectoryArgs,
     ListDirectoryResult,
+    Message,
     ReadFileArgs,
     ReadFileResult,
+    RunTool,
+    SystemEntry,
+    ToolCallShown,
     ToolCancelled,
     ToolFailed,
     ToolRejected,
@@ -114,3 +123,74 @@ def attachment(path: str, result: ToolResult, budget: int) -> Attachment:
 def with_attachments(prompt: str, parts: list[str]) -> str:
     """The user message: the prompt as typed, the attachments line, then each attachment, apart by blank lines."""
     return "\n\n".join([prompt, ATTACHMENTS_LINE, *parts]) if parts else prompt
+
+
+Out = list[tuple[Literal["ui", "executor"], Message]]
+
+
+class Attaching:
+    """A submitted prompt while its @mentions are read, one at a time; it goes to the model once all are."""
+
+    def __init__(self, text: str, context: list[str], prompt: str, paths: list[str]) -> None:
+        self.text = text
+        """The prompt as typed (what a cancel puts back into the input)."""
+        self.context = context
+        """The !command outputs that go with it (back to waiting on a cancel)."""
+        self.prompt = prompt
+        """The user message before the attachments."""
+        self.paths = paths
+        self.next = 0
+        self.call: tuple[str, str, str] | None = None
+        """The read in flight: (call id, tool name, mentioned path)."""
+        self.parts: list[str] = []
+        self.budget = MENTIONS_ATTACHED_MAX_BYTES
+
+    @property
+    def call_id(self) -> str | None:
+        return self.call[0] if self.call is not None else None
+
+    @property
+    def done(self) -> bool:
+        """Every mention is read (or named as not attached): ``message`` is the prompt to send."""
+        return self.call is None and self.next >= len(self.paths)
+
+    def read_next(self, ids: Iterator[int], cwd: str) -> Out:
+        """The next mention's row and read; a mention past the budget is named as not attached, not read."""
+        out: Out = []
+        while self.next < len(self.paths):
+            path = self.paths[self.next]
+            self.next += 1
+            call_id = f"mention-{next(ids)}"
+            # Which read only: the executor still applies its path policy to the directory listed.
+            args = read_call(path, os.path.isdir(os.path.join(cwd, path)))
+            name = call_name(args)
+            out.append(("ui", ToolCallShown(id=call_id, args=args)))
+            if self.budget <= 0:
+                limit = MENTIONS_ATTACHED_MAX_BYTES
+                reason = f"not read: this prompt's attachments reached their bound of {limit} bytes"
+                out.append(("ui", result_row(call_id, name, ToolFailed(error=reason))))
+                self.parts.append(not_attached(path, reason).text)
+                continue
+            self.call = (call_id, name, path)
+            out.append(("executor", RunTool(call_id=call_id, args=args)))
+            return out
+        return out
+
+    def read(self, result: ToolResult) -> Out:
+        """The read in flight came back: its row, and its part of the prompt (cut where the budget ends)."""
+        assert self.call is not None
+        call_id, name, path = self.call
+        self.call = None
+        out: Out = [("ui", result_row(call_id, name, result))]
+        part = attachment(path, result, self.budget)
+        self.budget = 0 if part.cut else self.budget - part.used  # cut: nothing more fits
+        self.parts.append(part.text)
+        if part.cut:
+            limit = MENTIONS_ATTACHED_MAX_BYTES
+            note = f"@{path} is attached cut short: this prompt's attachments are bounded at {limit} bytes in all"
+            out.append(("ui", SystemEntry(text=note, level="warning")))
+        return out
+
+    def message(self) -> str:
+        """The user message: the prompt and every attachment."""
+        return with_attachments(self.prompt, self.parts)

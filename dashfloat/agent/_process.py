@@ -273,7 +273,7 @@ class AgentShell:
                 if self.core.phase == "idle" or time.monotonic() >= deadline:
                     break
             timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if self.core.waiting in ("stream", "summary") and not self.core.answer_held():
+            if self.core.waiting in ("stream", "summary") and not self.core.window.answer_held():
                 # Before its first event a stream may wait out the first-byte deadline (prompt processing).
                 patience = self.core.idle_timeout_s if self.core.answered else self.core.first_byte_timeout_s
                 silent_limit = patience + LLM_WATCHDOG_SLACK_S

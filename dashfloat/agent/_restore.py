@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
+from dashfloat.agent import undo
 from dashfloat.agent.undo import Plan, describe_commands
 from dashfloat.catalogue import call_name
 from dashfloat.protocol import (
@@ -45,6 +46,51 @@ _WORDS = {
     "unrestorable": "cannot restore",
     "error": "cannot restore",
 }
+
+
+def begin(
+    prompt: int | None,
+    session_id: str,
+    current_session: str,
+    prompts: list[str],
+    log: undo.UndoLog,
+    cwd: str,
+    store: str,
+    next_ref: Callable[[], int],
+    headless: bool,
+) -> RestoreFlow | Out:
+    """/undo (``prompt`` None) or /rewind ``prompt`` of the prompt list of ``session_id``: its flow, planned, or
+    why there is nothing to restore (what to tell the user: a refusal, or nothing to undo)."""
+    if session_id and session_id != current_session:
+        current = current_session or "a new session"
+        return _refused(
+            f"refused: that prompt list is of session {session_id}, and this is {current}; "
+            "/rewind lists this session's prompts"
+        )
+    if prompt is None:
+        first = undo.undo_turn(log)
+        if first is None:
+            text = "nothing to undo: no file change of this session is left to revert"
+            return [("ui", SystemEntry(text=text)), ("ui", RestoreEnded(outcome="nothing"))]
+    else:
+        found = undo.prompt_turn(prompt, len(prompts))
+        if found is None:
+            if prompt < 0:
+                return _refused(f"cannot go back {-prompt} turns: this session has {len(prompts)}")
+            return _refused(f"no prompt {prompt} to rewind to: this session has {len(prompts)}")
+        first = found
+    elsewhere = undo.other_cwds(log, first, cwd)
+    if elsewhere:
+        return _refused(
+            f"refused: changes of these turns were made in {elsewhere[0]}, not in {cwd}; "
+            "run DashFloat there to restore them"
+        )
+    typed = prompts[first - 1] if prompt is not None else None
+    return RestoreFlow(next_ref, undo.plan(log, first), first, typed, store, headless=headless)
+
+
+def _refused(text: str) -> Out:
+    return [("ui", SystemEntry(text=text, level="error")), ("ui", RestoreEnded(outcome="refused"))]
 
 
 def _excerpt(text: str) -> str:

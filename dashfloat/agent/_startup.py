@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dashfloat.agent._core import APPROVE_ALL_WARNING, PLAN_NOTICE, AgentCore, Journal, MemoryJournal
-from dashfloat.agent._journal import SessionJournal
+from dashfloat.agent._core import APPROVE_ALL_WARNING, PLAN_NOTICE, AgentCore
+from dashfloat.agent._journal import Journal, MemoryJournal, SessionJournal
 from dashfloat.agent._options import AgentOptions
 from dashfloat.agent.instructions import load_project_instructions
 from dashfloat.agent.prompt_files import load_prompt_files

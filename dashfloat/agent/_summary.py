@@ -15,6 +15,7 @@ from dashfloat.protocol import (
     ToolFailed,
     ToolRejected,
     ToolResult,
+    ToolResultShown,
     WriteFileResult,
 )
 
@@ -79,3 +80,8 @@ def result_excerpt(result: ToolResult) -> str:
     excerpt = [line[:RESULT_EXCERPT_MAX_LINE_CHARS] for line in lines[:kept]]
     excerpt.append(f"… {len(lines) - kept} more lines")
     return "\n".join(excerpt)
+
+
+def result_shown(call_id: str, name: str, result: ToolResult) -> ToolResultShown:
+    """The outcome row of call ``call_id``: its status word and excerpt."""
+    return ToolResultShown(id=call_id, name=name, status=result_status(result), output=result_excerpt(result))

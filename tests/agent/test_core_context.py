@@ -229,7 +229,7 @@ def test_lm_studios_empty_answer_to_a_large_request_counts_as_context_exceeded()
     take(core)
     for i in range(5):
         round_trip(core, i)
-    assert ctx.fill_percent(core.last_estimate, core.window or 1) >= 50
+    assert ctx.fill_percent(core.last_estimate, core.window.size or 1) >= 50
     core.on_llm(StreamDone(request_id=core.request_id, content="", tool_calls=[], finish_reason="stop"))
     assert any("exceeds the model's context window" in e for e in entries(take(core)))
 
@@ -240,7 +240,7 @@ def test_a_first_request_goes_before_the_window_and_its_answer_waits_for_it() ->
     ask = discovery(core)
     core.on_ui(SubmitPrompt(text="hi"))
     out = take(core)
-    assert len(starts(out)) == 1 and core.waiting == "stream" and core.window is None
+    assert len(starts(out)) == 1 and core.waiting == "stream" and core.window.size is None
     # What the stream sends meanwhile is neither shown nor acted on: the window may still refuse the request.
     core.on_llm(ContentDelta(request_id=core.request_id, text="hello"))
     core.on_llm(
@@ -292,11 +292,11 @@ def test_esc_while_an_early_request_waits_for_the_window_ends_the_turn_with_noth
     core.on_ui(Cancel())
     out = take(core)
     assert CancelStream(request_id=sent) in out and TurnEnded(outcome="cancelled") in out
-    assert core.phase == "idle" and core.held is None
+    assert core.phase == "idle" and core.window.held is None
     core.on_llm(StreamFailed(request_id=sent, kind="cancelled", message="cancelled", content="partial"))
     core.on_llm(WindowFound(request_id=ask.request_id, window=32_768, source="server"))
     out = take(core)
-    assert not any(isinstance(m, TokenReceived | TurnEnded) for m in out) and core.window == 32_768
+    assert not any(isinstance(m, TokenReceived | TurnEnded) for m in out) and core.window.size == 32_768
     assert [m.role for m in chat(core)] == ["user"]
 
 
@@ -310,7 +310,7 @@ def test_the_llm_process_dying_under_an_early_request_fails_it_and_asks_the_wind
     core.on_llm_died("killed by SIGKILL")
     out = take(core)
     assert TurnEnded(outcome="failed") in out and not any(isinstance(m, TokenReceived) for m in out)
-    assert any(isinstance(m, DiscoverWindow) for m in out) and core.held is None
+    assert any(isinstance(m, DiscoverWindow) for m in out) and core.window.held is None
 
 
 def test_a_model_switch_during_an_early_request_checks_it_against_the_new_models_window() -> None:
@@ -326,7 +326,7 @@ def test_a_model_switch_during_an_early_request_checks_it_against_the_new_models
     assert take(core) == []
     core.on_llm(WindowFound(request_id=second_ask.request_id, window=16_384, source="server"))
     out = take(core)
-    assert TokenReceived(text="hello") in out and core.window == 16_384
+    assert TokenReceived(text="hello") in out and core.window.size == 16_384
 
 
 def test_a_model_switch_back_to_a_known_window_releases_a_held_answer_and_drops_the_stale_discovery() -> None:
@@ -337,13 +337,13 @@ def test_a_model_switch_back_to_a_known_window_releases_a_held_answer_and_drops_
     core.on_ui(SetModel(model="other"))
     [pending] = [m for m in take(core) if isinstance(m, DiscoverWindow)]
     core.on_ui(SubmitPrompt(text="hi"))
-    assert len(starts(take(core))) == 1 and core.held == []  # sent while "other"'s window is asked
+    assert len(starts(take(core))) == 1 and core.window.held == []  # sent while "other"'s window is asked
     core.on_llm(ContentDelta(request_id=core.request_id, text="hello"))
     core.on_ui(SetModel(model="m"))
     out = take(core)
-    assert TokenReceived(text="hello") in out and core.window == 32_768 and core.held is None
+    assert TokenReceived(text="hello") in out and core.window.size == 32_768 and core.window.held is None
     core.on_llm(WindowFound(request_id=pending.request_id, window=1_000, source="server"))  # "other"'s, stale
-    assert core.window == 32_768 and not core.discovering
+    assert core.window.size == 32_768 and not core.window.discovering
 
 
 def test_a_request_with_history_or_too_large_still_waits_for_the_window() -> None:

@@ -125,7 +125,7 @@ def test_a_line_with_shell_syntax_offers_no_always_and_a_stray_one_approves_once
     assert ask.scope == ""
     core.on_ui(DecideConfirmation(ref=ask.ref, decision="approve_always"))
     out = take(core)
-    assert runs(out) and core.session_rules == []
+    assert runs(out) and core.rules.session == []
 
 
 def grant(core: AgentCore, command: str = "npm test") -> None:
@@ -133,7 +133,7 @@ def grant(core: AgentCore, command: str = "npm test") -> None:
     core.on_ui(DecideConfirmation(ref=ask.ref, decision="approve_always"))
     take(core)
     finish_ok(core, "c")
-    assert len(core.session_rules) == 1
+    assert len(core.rules.session) == 1
 
 
 def test_approve_ask_and_clear_revoke_the_session_grants() -> None:
@@ -142,7 +142,7 @@ def test_approve_ask_and_clear_revoke_the_session_grants() -> None:
         grant(core)
         core.on_ui(revoke)
         out = take(core)
-        assert core.session_rules == [] and ready(out).rules == 0
+        assert core.rules.session == [] and ready(out).rules == 0
         assert any(isinstance(m, SystemEntry) and "session grants revoked" in m.text for m in out)
         confirm(core, command_turn(core, "npm test", "c9"), "c9")  # asks again
 
@@ -162,7 +162,7 @@ def test_permissions_lists_and_removes_session_and_saved_rules(tmp_path: Path) -
     assert "edit that file" in [m for m in take(core) if isinstance(m, SystemEntry)][-1].text
     core.on_ui(SavePermission(number=1))
     out = take(core)
-    assert core.session_rules == [] and ready(out).rules == 3
+    assert core.rules.session == [] and ready(out).rules == 3
     journal = core.journal
     assert isinstance(journal, MemoryJournal)
     assert [r.rule.text() for r in journal.saved_rules] == ["execute_command(cargo build)", "execute_command(npm test)"]
