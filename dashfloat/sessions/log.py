@@ -13,7 +13,10 @@ Public API (pure library code: no processes, no protocol sending, no printing):
 - ``repair_conversation(entries) -> (entries, notices)``: the tool-call repair rules on their own.
 - ``list_sessions(dir)``, ``find_session(dir, id_or_prefix)``, ``newest_for_cwd(dir, cwd)``.
 - ``writer.append_record(record)``: a checkpoint, a command's changes, an undo or a rewind (fsynced).
-- ``SessionError``: every refusal, one line naming the file.
+- ``SessionError``: every refusal, one line naming the file; ``SessionLocked`` (one of them): another process is
+  writing that session (a writer holds the session's lock from create/open_existing to close: ``_lock``).
+- ``check_unlocked(path)``: raise ``SessionLocked`` if another process holds the session now.
+- ``SESSION_ID_MAX_CHARS``, ``valid_session_id(text) -> str | None``: a caller-chosen id (``--session-id``) checked.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from dashfloat.protocol import (
     WriteFileResult,
     result_json,
 )
+from dashfloat.sessions import _lock
 from dashfloat.sessions._files import fsync_dir, replace_atomically, write_all
 from dashfloat.sessions.state import ensure_private_dir
 
@@ -64,11 +68,49 @@ HEADER_MAX_BYTES = 16 * 1024  # a first line longer than this is not a header: j
 TITLE_MAX_CHARS = 60
 NOTICE_MAX_ITEMS = 5  # ids / line numbers named in one notice before "and N more"
 
+SESSION_ID_MAX_CHARS = 128
+"""The longest session id: ``<id>.jsonl``, ``<id>.lock`` and the ``.<id>.<hex>.tmp`` beside them stay far below a
+file name's 255 bytes, and an id still reads as a name in a listing."""
+
 _ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 class SessionError(Exception):
     """A session file that cannot be used as asked; the message is one line naming the file."""
+
+
+class SessionLocked(SessionError):
+    """Another process is writing this session; the message names it (PID, host, since when)."""
+
+
+def valid_session_id(text: str) -> str | None:
+    """Why ``text`` cannot be a session id (None when it can): a safe file name of bounded length."""
+    if not text:
+        return "it is empty"
+    if len(text) > SESSION_ID_MAX_CHARS:
+        return f"it is {len(text)} characters long; at most {SESSION_ID_MAX_CHARS}"
+    if not _ID_RE.fullmatch(text):
+        return "use letters, digits, '.', '_' and '-' only, starting with a letter or digit"
+    return None
+
+
+def _take_lock(path: Path) -> None:
+    """Hold the session's lock (this process, until the writer closes), or refuse naming who has it."""
+    try:
+        _lock.acquire(path)
+    except _lock.Busy as exc:
+        raise SessionLocked(
+            f"session {path.name.removesuffix(SESSION_SUFFIX)} is in use by {exc} ({path}); "
+            "wait for that run to finish, or stop it"
+        ) from None
+    except OSError as exc:
+        raise SessionError(f"{path}: cannot lock the session: {exc.strerror}") from exc
+
+
+def check_unlocked(path: Path) -> None:
+    """Raise SessionLocked if another process holds the session at ``path`` now."""
+    _take_lock(path)
+    _lock.release(path)
 
 
 class _Line(msgspec.Struct, frozen=True, tag_field="kind"):
@@ -241,10 +283,21 @@ class SessionWriter:
     ) -> SessionWriter:
         """Create ``<id>.jsonl`` (0600, in a 0700 directory) holding the header and the ``first`` entries, durably (one
         fsync of the file, one of the directory)."""
-        if not _ID_RE.fullmatch(header.id):
-            raise SessionError(f"invalid session id {header.id!r}: letters, digits, '.', '_' and '-' only")
+        if (why := valid_session_id(header.id)) is not None:
+            raise SessionError(f"invalid session id {header.id!r}: {why}")
         ensure_private_dir(sessions_dir)
         path = sessions_dir / f"{header.id}{SESSION_SUFFIX}"
+        _take_lock(path)  # before the file exists: nobody can open it unlocked
+        try:
+            return cls._create_locked(sessions_dir, path, header, first)
+        except BaseException:
+            _lock.release(path)
+            raise
+
+    @classmethod
+    def _create_locked(
+        cls, sessions_dir: Path, path: Path, header: SessionHeader, first: Sequence[ConversationEntry]
+    ) -> SessionWriter:
         # The file appears with its header or not at all: a kill between creating it and writing the header
         # would leave a file no later start could read. The header goes to a private temp, then is linked
         # into place (link, unlike rename, refuses an existing session).
@@ -264,7 +317,16 @@ class SessionWriter:
 
     @classmethod
     def open_existing(cls, path: Path) -> tuple[SessionWriter, LoadedSession]:
-        """Load ``path``, write its repairs back, and open it for appending."""
+        """Lock ``path``, load it, write its repairs back, and open it for appending."""
+        _take_lock(path)  # before reading: the repair is written back under the lock too
+        try:
+            return cls._open_locked(path)
+        except BaseException:
+            _lock.release(path)
+            raise
+
+    @classmethod
+    def _open_locked(cls, path: Path) -> tuple[SessionWriter, LoadedSession]:
         parsed = _parse(path)
         loaded = parsed.loaded
         try:
@@ -305,10 +367,11 @@ class SessionWriter:
         self._write(_encode(CompactionRecord(list(messages))))
 
     def close(self) -> None:
-        """Close the file; further appends raise SessionError."""
+        """Close the file and give its lock back; further appends raise SessionError."""
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+            _lock.release(self.path)
 
     def __enter__(self) -> Self:
         return self

@@ -168,8 +168,9 @@ def test_create_refuses_bad_ids_and_duplicates(sdir: Path) -> None:
     SessionWriter.create(sdir, h).close()
     with pytest.raises(SessionError, match="already exists"):
         SessionWriter.create(sdir, h)
-    # The session file appears whole (header included) or not at all: no temp is left beside it either way.
-    assert sorted(p.name for p in sdir.iterdir()) == [f"{h.id}.jsonl"]
+    # The session file appears whole (header included) or not at all: no temp is left beside it either way (its
+    # lock file stays: unlinking one would let two processes lock two files of one name, sessions/_lock.py).
+    assert sorted(p.name for p in sdir.iterdir()) == [f"{h.id}.jsonl", f"{h.id}.lock"]
     assert load(sdir / f"{h.id}.jsonl").header == h
 
 
@@ -304,7 +305,8 @@ def test_results_missing_mid_file_are_inserted_before_the_next_message(sdir: Pat
     assert again.messages == [*loaded.messages, user("c")]
     assert [u.turn for u in again.usage] == [1]
     assert stat.S_IMODE(w.path.stat().st_mode) == 0o600
-    assert [p.name for p in sdir.iterdir()] == [w.path.name]  # no temp file left behind
+    # no temp file left behind (the lock file stays: sessions/_lock.py)
+    assert sorted(p.name for p in sdir.iterdir()) == [w.path.name, w.path.with_suffix(".lock").name]
 
 
 def test_orphan_tool_results_are_dropped_with_a_notice(sdir: Path) -> None:
@@ -438,7 +440,7 @@ def test_a_writer_killed_mid_line_loses_nothing_before_it(
         timeout=30,
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
-    (path,) = sdir.iterdir()
+    (path,) = sdir.glob("*.jsonl")
     expected, repair_notices = repair_conversation(messages)
     loaded = load(path)
     assert loaded.messages == expected
@@ -565,6 +567,6 @@ def test_a_failed_write_takes_its_partial_line_back(sdir: Path) -> None:
     error, growth = proc.stdout.splitlines()
     assert "cannot write the session log: File too large" in error and ".jsonl" in error
     assert growth == "0"
-    (path,) = sdir.iterdir()
+    (path,) = sdir.glob("*.jsonl")
     loaded = load(path)
     assert loaded.messages == [user("kept")] and loaded.notices == []
