@@ -110,6 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     session.add_argument("-r", "--resume", metavar="ID", help="resume a session by id (a unique prefix is enough)")
     session.add_argument(
+        "--session-id", metavar="ID", help="create or resume the session named ID (a retried job continues it)"
+    )
+    session.add_argument(
         "--undo", action="store_true", help="revert the last turn's file changes (preview; --yes applies it)"
     )
     session.add_argument(

@@ -26,7 +26,7 @@ from dashfloat.config import (
 )
 from dashfloat.executor import SandboxProbe, detect_sandbox
 from dashfloat.permission_files import load_rules, user_permissions_path
-from dashfloat.protocol import ApprovalMode
+from dashfloat.protocol import ApprovalMode, ProviderConfig
 from dashfloat.sessions.state import LOG_FILENAME, SESSIONS_DIRNAME, ensure_private_dir, state_dir
 
 # Sessions named when --resume finds none or several (`dashfloat sessions` lists them all).
@@ -72,6 +72,14 @@ def prepare(
         ensure_private_dir(state)
     except OSError as exc:
         raise LaunchError(f"cannot create the state directory {state}: {exc}") from exc
+    session_id: str | None = getattr(args, "session_id", None)
+    if session_id is not None:
+        from dashfloat.sessions.log import valid_session_id
+
+        if args.resume is not None or args.continue_latest:
+            raise LaunchError("--session-id ID names the session itself: give it without --resume or --continue")
+        if (why := valid_session_id(session_id)) is not None:
+            raise LaunchError(f"--session-id {session_id!r} cannot name a session: {why}")
     if args.resume:
         check_resume(state / SESSIONS_DIRNAME, args.resume)
     stop: Callable[[], None] = lambda: None  # noqa: E731 - replaced when the demo server runs
@@ -87,6 +95,11 @@ def prepare(
         stop()
         raise LaunchError(str(exc)) from exc
     restoring = bool(getattr(args, "undo", False)) or getattr(args, "rewind", None) is not None
+    try:
+        resume_id = claim_session(state / SESSIONS_DIRNAME, args, session_id, cwd, provider, restoring)
+    except LaunchError:
+        stop()
+        raise
     # --yes applies an undo/rewind; it does not widen what tools may do (none run in that mode anyway)
     approval: ApprovalMode = "all" if args.yes and not restoring else args.approve
     try:
@@ -122,8 +135,8 @@ def prepare(
         first_byte_timeout_s=first_byte,
         compact_at_percent=compact_at,
         state_dir=str(state),
-        resume_id=args.resume or "",
-        continue_latest=args.continue_latest or (restoring and not args.resume),
+        resume_id=resume_id,
+        continue_latest=args.continue_latest or (restoring and not resume_id),
         replay=not restoring,
         restoring=restoring,
         rules=rules,
@@ -132,6 +145,77 @@ def prepare(
         notice="" if restoring else notice,
     )
     return Launch(options=options, log_path=os.path.join(state, LOG_FILENAME), stop=stop)
+
+
+def claim_session(
+    sessions: Path,
+    args: argparse.Namespace,
+    session_id: str | None,
+    cwd: str,
+    provider: ProviderConfig,
+    restoring: bool,
+) -> str:
+    """The id the agent is to resume (empty: none), once the session it names is free: another process writing it
+    is refused here, with its PID and host, before anything runs (the agent's writer takes the lock itself).
+    ``--session-id ID``: a session that does not exist yet is created under that id (header only)."""
+    from dashfloat.sessions.log import SessionError, SessionLocked, check_unlocked, find_session, newest_for_cwd
+
+    try:
+        if session_id is not None:
+            return _named_session(sessions, session_id, cwd, provider, restoring)
+        if args.resume:
+            path: Path | None = find_session(sessions, args.resume)
+        elif args.continue_latest or restoring:
+            path = newest_for_cwd(sessions, cwd)
+        else:
+            return ""
+        if path is not None:
+            check_unlocked(path)
+    except SessionLocked as exc:
+        raise LaunchError(str(exc)) from exc
+    except SessionError:
+        pass  # the agent says what it found and what it does instead, as it always has
+    return args.resume or ""
+
+
+def _named_session(sessions: Path, session_id: str, cwd: str, provider: ProviderConfig, restoring: bool) -> str:
+    """``--session-id``: refuse one that cannot be resumed or is in use; create one that does not exist yet."""
+    from dashfloat import __version__
+    from dashfloat.sessions.log import (
+        SESSION_SUFFIX,
+        SessionError,
+        SessionLocked,
+        SessionWriter,
+        check_unlocked,
+        new_header,
+        read_header,
+    )
+
+    path = sessions / f"{session_id}{SESSION_SUFFIX}"
+    if not path.exists():
+        if restoring:
+            raise LaunchError(f"--session-id {session_id}: no such session in {sessions}; nothing to restore")
+        header = msgspec.structs.replace(
+            new_header(cwd=cwd, provider=provider.name, model=provider.model, dashfloat_version=__version__),
+            id=session_id,
+        )
+        try:
+            SessionWriter.create(sessions, header).close()
+            return session_id
+        except SessionLocked as exc:
+            raise LaunchError(str(exc)) from exc
+        except (SessionError, OSError) as exc:
+            if not path.exists():
+                raise LaunchError(f"--session-id {session_id}: cannot create the session: {exc}") from exc
+            # another run created it a moment ago: resumed below, like any existing one
+    try:
+        read_header(path)  # a damaged body is repaired by the agent as --resume does; a foreign header is not
+        check_unlocked(path)
+    except SessionLocked as exc:
+        raise LaunchError(str(exc)) from exc
+    except SessionError as exc:
+        raise LaunchError(f"--session-id {session_id}: {exc}; move the file away or choose another id") from exc
+    return session_id
 
 
 def check_resume(sessions: Path, wanted: str) -> None:

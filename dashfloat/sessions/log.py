@@ -7,6 +7,7 @@ Public API (pure library code: no processes, no protocol sending, no printing):
   ``writer.append(msg)``, ``append_many(msgs)``, ``append_usage(turn, usage)``,
   ``append_compaction(msgs)`` return only once the line is fsynced; ``writer.path``, ``writer.close()``
   (also a context manager).
+- ``read_header(path) -> SessionHeader``: the first line only, validated (junk and newer formats refused).
 - ``load(path) -> LoadedSession``: header, the conversation entries (after the last compaction), the whole
   transcript, usage records, repair notices.
   An older file (tool results as JSON text, format < 3) is read into typed results; appending rewrites it.
@@ -405,6 +406,11 @@ def _rewrite(path: Path, loaded: LoadedSession) -> None:
 
 
 # ---------------------------------------------------------------- reading and repair
+
+
+def read_header(path: Path) -> SessionHeader:
+    """The session's header, without reading the rest: SessionError if it is not one this version can resume."""
+    return _read_header(path, _read_first_line(path))
 
 
 def load(path: Path) -> LoadedSession:
