@@ -41,7 +41,40 @@ _EPILOG = """\
 configuration: ~/.config/dashfloat/config.toml (see docs/providers.md); environment OPENAI_BASE_URL,
 OPENAI_API_KEY, DASHFLOAT_PROVIDER, DASHFLOAT_MODEL. Flags win over the environment, which wins over the file.
 With nothing configured DashFloat starts on its built-in offline demo model.
-Flags are taken as written, never abbreviated; after `--` every word is the prompt (`dashfloat -- --help me`)."""
+Flags are taken as written, never abbreviated; after `--` every word is the prompt (`dashfloat -- --help me`).
+
+exit codes of a headless run (-p; docs/headless.md):
+  0    completed
+  1    provider or stream failure
+  2    usage or config error
+  3    a limit reached (--max-episodes, --timeout, or the agent's per-turn cap)
+  4    a mutation refused by policy with nobody to ask
+  130  interrupted (Ctrl-C; SIGTERM 143, SIGHUP 129)"""
+
+MAX_EPISODES_MAX: Final = 1_000_000
+"""The most --max-episodes may say (a bound, not a wish: the agent stops a turn after its own cap anyway)."""
+
+
+def _episodes(text: str) -> int:
+    """--max-episodes N: a whole number of model requests, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= value <= MAX_EPISODES_MAX:
+        raise argparse.ArgumentTypeError(f"needs 1 <= N <= {MAX_EPISODES_MAX}, not {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """--timeout SECONDS: a positive, finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"needs a positive number of seconds, not {text!r}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,6 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="headless: display messages as JSON lines on stdout")
     run.add_argument(
         "-v", "--verbose", action="store_true", help="headless: a running command's output on stderr as it comes"
+    )
+    run.add_argument("--max-episodes", type=_episodes, metavar="N", help="headless: stop after N model requests")
+    run.add_argument("--timeout", type=_seconds, metavar="SECONDS", help="headless: stop the whole run after SECONDS")
+    run.add_argument(
+        "--output-last-message", metavar="FILE", help="headless: write the final answer's text to FILE at the end"
     )
     policy = parser.add_argument_group("tools")
     policy.add_argument(
@@ -266,6 +304,15 @@ def _main(argv: Sequence[str] | None, early: _EarlyAgent) -> int:
         return _fail("the TUI needs a terminal on stdin and stdout; in a script use -p PROMPT (or -p - for stdin)")
     if args.json and prompt is None:
         return _fail("--json needs -p PROMPT")
+    for flag, value in (
+        ("--max-episodes", args.max_episodes),
+        ("--timeout", args.timeout),
+        ("--output-last-message", args.output_last_message),
+    ):
+        if value is not None and prompt is None:
+            return _fail(f"{flag} needs -p PROMPT")
+    if args.output_last_message is not None and not Path(args.output_last_message).parent.is_dir():
+        return _fail(f"--output-last-message {args.output_last_message}: its directory does not exist")
     restore: tuple[int | None, bool] | None = None
     if args.undo or args.rewind is not None:
         if args.undo and args.rewind is not None:
@@ -324,6 +371,9 @@ def _launch(
         json_mode=args.json,
         undo_request=restore,
         verbose=args.verbose,
+        max_episodes=args.max_episodes,
+        timeout_s=args.timeout,
+        last_message_path=args.output_last_message,
         notify=not args.no_notify,
         no_color=args.no_color or "NO_COLOR" in os.environ,
         on_stop=launch.stop,

@@ -31,6 +31,9 @@ def run(
     json_mode: bool = False,
     undo_request: tuple[int | None, bool] | None = None,
     verbose: bool = False,
+    max_episodes: int | None = None,
+    timeout_s: float | None = None,
+    last_message_path: str | None = None,
     notify: bool = True,
     no_color: bool = False,
     on_stop: Callable[[], None] = lambda: None,
@@ -38,7 +41,8 @@ def run(
 ) -> int:
     """Start the agent; one headless turn (``prompt``) or undo/rewind (``undo_request``: rewind turns or None for
     an undo, and whether to apply it), else the TUI (``first_prompt``: sent once the agent is ready); always stop all.
-    ``link``: an agent from ``start_agent``."""
+    ``link``: an agent from ``start_agent``; ``max_episodes``, ``timeout_s``, ``last_message_path``: the headless
+    turn's bounds and its final answer's file (``Printer``)."""
     restore = restore_terminal
     # Here, not in start_agent: the sandbox probe's own orphan (bwrap's child) is not ours to reap.
     become_subreaper()
@@ -74,7 +78,15 @@ def run(
             from dashfloat.runtime.printer import Printer  # after the fork: the agent starts meanwhile
 
             release_free_heap()  # the configuration's and the imports' scratch
-            return Printer(link, json_mode, verbose=verbose).run(prompt)
+            printer = Printer(
+                link,
+                json_mode,
+                verbose=verbose,
+                max_episodes=max_episodes,
+                timeout_s=timeout_s,
+                last_message_path=last_message_path,
+            )
+            return printer.run(prompt)
         from dashfloat.ui import UiOptions, run_tui
 
         release_free_heap()

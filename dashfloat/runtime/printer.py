@@ -8,9 +8,10 @@ import os
 import select
 import signal
 import sys
+import time
 from collections.abc import Callable
 from types import FrameType
-from typing import Any, Final, TextIO, assert_never
+from typing import Any, Final, Literal, TextIO, assert_never
 
 from dashfloat.catalogue import call_name, describe_change, summarize_call
 from dashfloat.protocol import (
@@ -42,10 +43,19 @@ from dashfloat.protocol import (
     UserPromptShown,
 )
 from dashfloat.runtime._agent_link import AgentProcess
+from dashfloat.runtime._events import LimitName, Outcome, ResultUsage, RunResult, changed_files, encode_event
 from dashfloat.textsafe import defuse
 
+# The exit codes a scheduler reads (docs/headless.md has the table; the CLI's --help repeats it).
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
+"""The provider or the stream failed (or the agent died)."""
+EXIT_USAGE: Final = 2
+"""A flag, the configuration or the prompt was refused before the run started."""
+EXIT_LIMIT: Final = 3
+"""--max-episodes, --timeout, or the agent's own per-turn request cap ended the run."""
+EXIT_REFUSED: Final = 4
+"""A mutation was refused by policy and nobody was there to ask (headless ``--approve ask`` or ``edits``)."""
 EXIT_INTERRUPTED: Final = 130
 # The reader went away (`dashfloat -p … | head -1`): the shell's code for a death by SIGPIPE, with no traceback.
 EXIT_BROKEN_PIPE: Final = 128 + signal.SIGPIPE
@@ -56,7 +66,14 @@ LIVE_PARTIAL_MAX_CHARS: Final = 1000
 # The read loop wakes this often even when nothing arrives, to see a second Ctrl-C.
 READ_WAKE_S: Final = 0.5
 
-_EXIT_CODES: Final = {"completed": EXIT_OK, "stopped": EXIT_OK, "failed": EXIT_FAILED, "limit": EXIT_FAILED}
+_EXIT_CODES: Final[dict[Outcome, int]] = {
+    "completed": EXIT_OK,
+    "stopped": EXIT_OK,
+    "failed": EXIT_FAILED,
+    "limit": EXIT_LIMIT,
+    "refused": EXIT_REFUSED,
+    "interrupted": EXIT_INTERRUPTED,
+}
 
 
 def defused(text: str) -> str:
@@ -73,14 +90,19 @@ def defused_prose(text: str) -> str:
 
 
 def read_until_exit(
-    link: AgentProcess, show: Callable[[AgentToUi], int | None], interrupts: Callable[[], int], out: TextIO
+    link: AgentProcess,
+    show: Callable[[AgentToUi], int | None],
+    interrupts: Callable[[], int],
+    out: TextIO,
+    wake_s: Callable[[], float] = lambda: READ_WAKE_S,
 ) -> int:
-    """Show the agent's messages until ``show`` returns an exit code; a second Ctrl-C ends it at once."""
+    """Show the agent's messages until ``show`` returns an exit code; a second Ctrl-C ends it at once. ``wake_s``:
+    how long the next wait may be (it runs before each wait, so a deadline is seen when it passes)."""
     while True:
         if interrupts() > 1:
             return EXIT_INTERRUPTED
         try:
-            select.select([link.fileno()], [], [], READ_WAKE_S)
+            select.select([link.fileno()], [], [], wake_s())
         except InterruptedError:
             continue
         for message in link.receive():
@@ -108,13 +130,16 @@ class Printer:
         out: TextIO = sys.stdout,
         err: TextIO = sys.stderr,
         verbose: bool = False,
+        max_episodes: int | None = None,
+        timeout_s: float | None = None,
+        last_message_path: str | None = None,
     ):
         self.link = link
         self.json_mode = json_mode
         self.out = out
         self.err = err
         self.live = False  # replayed history (a resumed session) is not printed
-        self.outcome: str | None = None
+        self.outcome: Literal["completed", "failed", "cancelled", "stopped", "limit"] | None = None
         self.interrupts = 0
         self.wrote_prose = False
         self.paragraph_break = False
@@ -127,6 +152,19 @@ class Printer:
         self.prose_line_open = False
         self.verbose = verbose  # a running command's output on stderr as it comes (--verbose)
         self.live_partial = ""
+        # What the result record and the limits need, noted from the messages as they pass.
+        self.max_episodes = max_episodes
+        self.timeout_s = timeout_s
+        self.last_message_path = last_message_path
+        self.started = time.monotonic()
+        self.episodes = 0
+        self.limit: LimitName | None = None
+        self.refused = False
+        self.session_id: str | None = None
+        self.usage = ResultUsage()
+        self.changes: list[ChangeRecorded] = []
+        self.tool_names: dict[str, str] = {}
+        self.last_message: list[str] = []
 
     def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
         self.interrupts += 1
@@ -134,11 +172,14 @@ class Printer:
 
     def _on_sigterm(self, signum: int, frame: FrameType | None, then: Callable[[int, FrameType | None], Any]) -> None:
         """SIGTERM / SIGHUP: the cut answer's line is ended (the shell's prompt would follow it on the same line),
-        then the run's own handler stops everything and exits without returning here."""
-        if self.prose_line_open and not self.json_mode:
-            with contextlib.suppress(OSError, ValueError, RuntimeError):  # RuntimeError: a write was under way
+        then the run's own handler stops everything and exits without returning here. A ``--json`` log still ends
+        in its result record."""
+        with contextlib.suppress(OSError, ValueError, RuntimeError):  # RuntimeError: a write was under way
+            if self.json_mode:
+                self._result("terminated", 128 + signum)
+            elif self.prose_line_open:
                 self.out.write("\n")
-                self.out.flush()
+            self.out.flush()
         then(signum, frame)
 
     def run(self, prompt: str) -> int:
@@ -165,37 +206,115 @@ class Printer:
                 signal.signal(stop, handler)
 
     def _run(self, prompt: str) -> int:
+        self.started = time.monotonic()
         self.link.send(SubmitPrompt(text=prompt))
-        return read_until_exit(self.link, self._show, lambda: self.interrupts, self.out)
+        code = read_until_exit(self.link, self._show, lambda: self.interrupts, self.out, self._wake_s)
+        if code == EXIT_INTERRUPTED and self.outcome is None:  # a second Ctrl-C: the turn's end was not awaited
+            self._finish("interrupted")
+        return code
+
+    def _wake_s(self) -> float:
+        """The read loop's next wait; past --timeout the turn is cancelled (once) and its end awaited."""
+        if self.timeout_s is None or self.limit is not None:
+            return READ_WAKE_S
+        left = self.started + self.timeout_s - time.monotonic()
+        if left > 0:
+            return min(READ_WAKE_S, left)
+        self._cut("time", f"--timeout {self.timeout_s:g} s reached")
+        return READ_WAKE_S
+
+    def _cut(self, limit: LimitName, why: str) -> None:
+        """A scheduler's bound was crossed: the turn is cancelled and the run ends as "limit"."""
+        self.limit = limit
+        self.link.send(Cancel())
+        self._row(f"stopped: {why}")
+
+    def _verdict(self) -> Outcome:
+        """How the run ended, from the turn's outcome and what the printer saw on the way."""
+        match self.outcome:
+            case "cancelled":
+                return "limit" if self.limit is not None else "interrupted"
+            case "limit":
+                self.limit = self.limit or "turn"
+                return "limit"
+            case "completed" | "stopped":
+                return "refused" if self.refused else self.outcome
+            case "failed" | None:
+                return "failed"
+            case _:
+                assert_never(self.outcome)
+
+    def _finish(self, outcome: Outcome) -> int:
+        """The run is over: the final answer's file, the result record (``--json``), and the exit code."""
+        code = _EXIT_CODES[outcome]
+        if self.last_message_path is not None:
+            try:
+                with open(self.last_message_path, "w", encoding="utf-8") as file:
+                    file.write("".join(self.last_message))
+            except OSError as exc:
+                why = exc.strerror or str(exc)
+                self._row(f"--output-last-message {defused(self.last_message_path)}: not written: {defused(why)}")
+        if self.json_mode:
+            self._result(outcome, code)
+        return code
+
+    def _result(self, outcome: Outcome, code: int) -> None:
+        record = RunResult(
+            outcome=outcome,
+            exit_code=code,
+            session_id=self.session_id,
+            episodes=self.episodes,
+            duration_s=round(time.monotonic() - self.started, 3),
+            usage=self.usage,
+            changes=changed_files(self.changes),
+            limit=self.limit if outcome == "limit" else None,
+        )
+        self.out.write(JSON_ENCODER.encode(record).decode() + "\n")
 
     def _show(self, message: AgentToUi) -> int | None:
         self._note(message)
         if not self.live and self.outcome is None and not (self.json_mode and isinstance(message, _NEVER_REPLAYED)):
             return None
         if self.json_mode:
-            self.out.write(JSON_ENCODER.encode(message).decode() + "\n")
+            self.out.write(encode_event(message, self.tool_names).decode() + "\n")
         else:
             self._human(message)
         if isinstance(message, PhaseChanged) and message.phase == "idle" and self.outcome is not None:
             if self.wrote_prose and not self.json_mode:
                 self.out.write("\n")
+            code = self._finish(self._verdict())
             self.out.flush()
-            if self.outcome == "cancelled":
-                return EXIT_INTERRUPTED
-            return _EXIT_CODES.get(self.outcome, EXIT_FAILED)
+            return code
         return None
 
     def _note(self, message: AgentToUi) -> None:
         """What every message does to the run, shown or not (the display itself starts with the stream)."""
         match message:
-            case PhaseChanged(phase="streaming" | "running"):
-                self.live = True  # "running" first when the prompt's @mentions are read before the stream
+            case PhaseChanged(phase="streaming"):
+                self.live = True
+                if self.max_episodes is not None and self.episodes >= self.max_episodes:
+                    if self.limit is None:
+                        self._cut("episodes", f"--max-episodes {self.max_episodes} reached")
+                else:
+                    self.episodes += 1
+                    self.last_message = []  # the final answer is the last request's prose
+            case PhaseChanged(phase="running"):
+                self.live = True  # first when the prompt's @mentions are read before the stream
+            case SessionStarted(session_id=session_id):
+                self.session_id = session_id
+            case TokenReceived(text=text) if self.live:
+                self.last_message.append(text)
+            case UsageShown(usage=usage) if self.live:
+                self.usage = ResultUsage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)
+            case ChangeRecorded() if self.live:
+                self.changes.append(message)
             case SystemEntry(text=text):
                 for line in text.splitlines():
                     self._row(defused(line))
             case ConfirmRequested(ref=ref, subject=subject, always_asks=always_asks):
                 # Nobody is there to press a key: what --approve did not allow is rejected.
                 self.link.send(DecideConfirmation(ref=ref, decision="reject"))
+                self.refused = True
                 why = (
                     f"{always_asks}, and headless mode asks nobody"
                     if always_asks
@@ -207,7 +326,6 @@ class Printer:
                 self.outcome = outcome
             case (
                 AgentReady()
-                | SessionStarted()
                 | SessionCleared()
                 | UserPromptShown()
                 | TokenReceived()

@@ -99,7 +99,7 @@ def test_a_write_inside_git_is_asked_even_with_yes_and_headless_says_why(
             tool_calls_reply([("w1", "write_file", hook), ("w2", "write_file", config), EDIT]), text_reply("done")
         )
         done = headless(server, tree, isolated_env, "--yes", "--json", "-p", "set up hooks")
-        assert done.returncode == 0, done.stderr
+        assert done.returncode == 4, done.stderr  # refused with nobody to ask (docs/headless.md)
         results = {e["id"]: e["status"] for e in events(done.stdout) if e["type"] == "tool_result_shown"}
         assert results == {"w1": "rejected", "w2": "rejected", "e1": "ok"}  # the ordinary edit still runs unasked
         [ask, _] = [e for e in events(done.stdout) if e["type"] == "confirm_requested"]
@@ -108,7 +108,7 @@ def test_a_write_inside_git_is_asked_even_with_yes_and_headless_says_why(
         assert not (tree / ".git" / "hooks" / "pre-commit").exists() and not (tree / ".git" / "config").exists()
         server.enqueue(tool_calls_reply([("w3", "write_file", hook)]), text_reply("done"))
         done = headless(server, tree, isolated_env, "--approve", "edits", "-p", "again")
-        assert done.returncode == 0, done.stderr
+        assert done.returncode == 4, done.stderr
         rejected = [line for line in done.stderr.splitlines() if line.startswith("rejected write_file")]
         assert rejected == [
             "rejected write_file: inside .git/: its hooks and config run programs later, and a diff of the work tree "

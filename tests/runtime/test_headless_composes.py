@@ -177,4 +177,4 @@ def test_json_starts_with_agent_ready_on_a_provider_and_on_the_demo(tree: Path, 
         events = [json.loads(line) for line in done.stdout.splitlines()]
         assert done.returncode == 0, done.stderr
         assert events[0]["type"] == "agent_ready", events[:3]
-        assert [e["type"] for e in events][-2:] == ["turn_ended", "phase_changed"]
+        assert [e["type"] for e in events][-3:] == ["turn_ended", "phase_changed", "result"]

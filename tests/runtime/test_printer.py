@@ -80,7 +80,7 @@ def test_confirmations_are_rejected_and_say_which_flag_allows_them() -> None:
     ask = ConfirmRequested(ref=3, id="w", subject=WriteFileArgs(path="a", content=""), lines=[])
     done: list[AgentToUi] = [TurnEnded(outcome="completed"), PhaseChanged(phase="idle")]
     code, _, err, sent = play([PhaseChanged(phase="streaming"), ask], done)
-    assert code == 0 and DecideConfirmation(ref=3, decision="reject") in sent and "--approve" in err
+    assert code == 4 and DecideConfirmation(ref=3, decision="reject") in sent and "--approve" in err  # refused
 
 
 def test_an_agent_death_before_any_stream_still_ends_the_run_with_1() -> None:
@@ -109,6 +109,7 @@ def test_json_mode_writes_every_live_message_as_a_line() -> None:
         "token_received",
         "turn_ended",
         "phase_changed",
+        "result",
     ]
 
 
@@ -132,7 +133,7 @@ def test_json_mode_starts_with_agent_ready_then_notices_and_never_the_replay() -
     ]
     code, out, _, _ = play(start, turn, json_mode=True)
     events = [json.loads(line) for line in out.splitlines()]
-    assert code == 0 and events[0] == json.loads(JSON_ENCODER.encode(ready))
+    assert code == 0 and events[0] == {**json.loads(JSON_ENCODER.encode(ready)), "schema": 1}
     assert [e["type"] for e in events] == [
         "agent_ready",
         "system_entry",
@@ -143,6 +144,7 @@ def test_json_mode_starts_with_agent_ready_then_notices_and_never_the_replay() -
         "token_received",
         "turn_ended",
         "phase_changed",
+        "result",
     ]
     assert "old" not in out
 
@@ -162,9 +164,15 @@ def test_json_mode_tool_calls_carry_their_typed_arguments() -> None:
     )
     calls = [json.loads(line) for line in out.splitlines() if '"tool_call_shown"' in line]
     assert code == 0 and calls == [
-        {"type": "tool_call_shown", "id": "a", "args": {"tool": "read_file", "path": "a.txt", "limit": 5}},
         {
             "type": "tool_call_shown",
+            "name": "read_file",
+            "id": "a",
+            "args": {"tool": "read_file", "path": "a.txt", "limit": 5},
+        },
+        {
+            "type": "tool_call_shown",
+            "name": "read_file",
             "id": "b",
             "args": {"tool": "malformed", "name": "read_file", "arguments": '{"path":3}'},
         },

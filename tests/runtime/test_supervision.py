@@ -372,7 +372,7 @@ def test_headless_rejects_mutations_unless_approved(tree: Path, tmp_path: Path) 
         server.enqueue(tool_calls_reply(write), text_reply("ok"))
         main = launch_headless(server, tree, tmp_path, "-p", "write")
         _, err = main.communicate(timeout=10)
-        assert main.returncode == 0
+        assert main.returncode == 4  # refused with nobody to ask (docs/headless.md)
         assert "--approve" in err.decode() and not (tree / "b.txt").exists()
         server.enqueue(tool_calls_reply(write), text_reply("ok"))
         main = launch_headless(server, tree, tmp_path, "--approve", "edits", "-p", "write")
