@@ -15,6 +15,7 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]  # no stubs installed: only the validator is used
 import pytest
 
+from dashfloat.agent import MAX_EPISODES_PER_TURN
 from dashfloat.cli import MAX_EPISODES_MAX
 from dashfloat.runtime._events import EVENT_SCHEMA_VERSION, event_schema, summary_lines
 from dashfloat.runtime.printer import (
@@ -257,3 +258,16 @@ def test_output_last_message_holds_the_final_answer_only(tree: Path, tmp_path: P
 )
 def test_summary_lines(summary: str, lines: tuple[int, int]) -> None:
     assert summary_lines(summary) == lines
+
+
+def test_the_agents_own_per_turn_cap_is_a_limit_too(tree: Path, tmp_path: Path) -> None:
+    """A model that never stops calling tools meets the agent's MAX_EPISODES_PER_TURN: exit 3, limit "turn"."""
+    with ScriptedServer() as server:
+        count = iter(range(MAX_EPISODES_PER_TURN + 5))
+        server.handler = lambda body: tool_calls_reply(
+            [(f"c{n}", "list_directory", {"path": f"d{n}"}) for n in [next(count)]]
+        )
+        code, events, _ = run_json(server, tree, tmp_path, "-p", "loop")
+    result = the_result(events, EXIT_LIMIT)
+    assert (result["outcome"], result["limit"], result["episodes"]) == ("limit", "turn", MAX_EPISODES_PER_TURN)
+    assert code == EXIT_LIMIT
