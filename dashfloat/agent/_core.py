@@ -14,10 +14,10 @@ import msgspec
 
 from dashfloat.agent import _compaction as compaction
 from dashfloat.agent import _mentions as mentions
-from dashfloat.agent import _reports as reports
-from dashfloat.agent._compactor import Summarised, SummaryFlow, Then, entries, plan_summary, shrink
+from dashfloat.agent._compaction import Summarised, SummaryFlow, Then, entries, shrink, summary_flow
 from dashfloat.agent._context import (
     Calibration,
+    Window,
     calibrate,
     compact_threshold,
     estimate,
@@ -44,7 +44,6 @@ from dashfloat.agent._options import AgentOptions
 from dashfloat.agent._prompt import system_message
 from dashfloat.agent._replay import NOT_RUN_ROWS_MAX, not_run, not_run_row, replay_rows, result_row, shown
 from dashfloat.agent._rules import Rules
-from dashfloat.agent._window import Window
 from dashfloat.permissions import call_scope
 from dashfloat.protocol import (
     AgentReady,
@@ -528,6 +527,8 @@ class AgentCore:
 
     def usage_report(self) -> str:
         """/usage and /status: the window and its fill, what commands' environment leaves out, tokens by turn."""
+        from dashfloat.agent import _reports as reports  # slash commands only: imported where first used
+
         window = self.window
         tokens = estimate(self._request_messages(), self.calibration) if window.size is not None else 0
         line = reports.window_report(
@@ -539,6 +540,8 @@ class AgentCore:
 
     def permissions_report(self) -> str:
         """/permissions: every rule in force, numbered, with where it comes from."""
+        from dashfloat.agent import _reports as reports  # slash commands only: imported where first used
+
         return reports.permissions_report(self.approval, self.read_only_commands, self.rules.all())
 
     def _rules_changed(self, said: list[SystemEntry], changed: bool) -> None:
@@ -721,7 +724,7 @@ class AgentCore:
             return False
         chat, back = self._chat()
         raw = lambda kept: estimate(self._request_messages(kept), None)  # noqa: E731
-        flow = plan_summary(chat, back, raw, self._measure, self._threshold(), hard_limit(size), focus, then)
+        flow = summary_flow(chat, back, raw, self._measure, self._threshold(), hard_limit(size), focus, then)
         if flow is None:
             return False
         self.summarised = True  # a plan was found: not tried again at this boundary, even when it cannot be sent

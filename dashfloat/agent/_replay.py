@@ -43,8 +43,9 @@ _NOT_RUN_CUT = " while this call was arriving"
 _CUT_RECORDED = (
     ". It is recorded with the arguments {} and nothing of it ran: call it again, whole, if it is still needed"
 )
-_CUT_CAME = re.compile(r"its arguments were cut off after \d+ characters: (?P<came>'.*'|\".*\")(?P<more>…?)\Z", re.S)
-"""What ``llm.toolcalls`` says had come of a cut call's arguments (a repr, then "…" when there was more)."""
+_CUT_CAME = r"(?s)its arguments were cut off after \d+ characters: (?P<came>'.*'|\".*\")(?P<more>…?)\Z"
+"""What ``llm.toolcalls`` says had come of a cut call's arguments (a repr, then "…" when there was more); compiled
+by the first replay of a cut call, not at every start."""
 
 
 def shown(call: AssembledCall) -> ToolArgs | MalformedCall:
@@ -87,7 +88,7 @@ def _cut_call(record: ToolCallRecord, reply: ToolReply | None) -> MalformedCall 
     error = result.error
     if _NOT_RUN_CUT not in error or not error.endswith(_CUT_RECORDED):
         return None
-    came = _CUT_CAME.search(error.removesuffix(_CUT_RECORDED))
+    came = re.search(_CUT_CAME, error.removesuffix(_CUT_RECORDED))
     written = ""
     if came is not None:
         import ast  # only a replay of a cut call needs it

@@ -196,8 +196,14 @@ def test_the_agent_imports_traceback_only_to_print_an_error(tmp_path: Path, caps
     _close(ui_far, ui_ours)
 
 
-KEPT_OUT_OF_THE_IDLE_AGENT = ("dashfloat.agent.undo", "dashfloat.agent._restore", "dashfloat.agent._summary")
-"""Modules for /undo, /rewind and a tool's result: imported where first used, not with the agent's code."""
+KEPT_OUT_OF_THE_IDLE_AGENT = (
+    "dashfloat.agent.undo",
+    "dashfloat.agent._restore",
+    "dashfloat.agent._summary",
+    "dashfloat.agent._reports",
+)
+"""Modules for /undo, /rewind, a tool's result and the reporting slash commands (/usage, /permissions): imported
+where first used, not with the agent's code."""
 
 
 def test_an_idle_agent_with_a_request_in_flight_imports_none_of_the_rarely_used_modules(tmp_path: Path) -> None:
