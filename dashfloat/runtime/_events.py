@@ -107,8 +107,6 @@ def _named(message: AgentToUi, name: str) -> bytes:
 
 def event_schema() -> dict[str, Any]:
     """The JSON Schema of every ``--json`` line (docs/events.schema.json)."""
-    import msgspec.json  # only to write or check the published file, never on a run's path
-
     schema: dict[str, Any] = msgspec.json.schema(AgentToUi | RunResult)
     defs = schema["$defs"]
     ready = defs["AgentReady"]
