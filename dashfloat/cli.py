@@ -311,8 +311,10 @@ def _main(argv: Sequence[str] | None, early: _EarlyAgent) -> int:
     ):
         if value is not None and prompt is None:
             return _fail(f"{flag} needs -p PROMPT")
-    if args.output_last_message is not None and not Path(args.output_last_message).parent.is_dir():
-        return _fail(f"--output-last-message {args.output_last_message}: its directory does not exist")
+    if args.output_last_message is not None:
+        answer = Path(args.output_last_message)
+        if answer.is_dir() or not answer.parent.is_dir():  # said now, not after the run the scheduler paid for
+            return _fail(f"--output-last-message {answer}: a directory, or in a directory that does not exist")
     restore: tuple[int | None, bool] | None = None
     if args.undo or args.rewind is not None:
         if args.undo and args.rewind is not None:

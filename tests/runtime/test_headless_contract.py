@@ -137,7 +137,8 @@ def test_a_provider_failure_exits_1(tree: Path, tmp_path: Path) -> None:
         (("--timeout", "inf"), "--timeout: needs a positive number"),
         (("--timeout", "soon"), "--timeout: not a number"),
         (("--cwd", "/nonexistent/dir"), "not a directory"),
-        (("--output-last-message", "/nonexistent/dir/answer.txt"), "its directory does not exist"),
+        (("--output-last-message", "/nonexistent/dir/answer.txt"), "in a directory that does not exist"),
+        (("--output-last-message", "/tmp"), "a directory, or"),
     ],
 )
 def test_a_usage_or_config_error_exits_2_without_a_traceback(
