@@ -1,19 +1,25 @@
 """The agent's state machine: no I/O of its own; the process shell feeds it and sends its outbox.
 
-One turn = episodes (stream -> tool calls -> stream ...) until the model stops calling tools. Every
-path out of a turn leaves a conversation with a tool message for every announced call.
+``AgentCore`` holds the session (the conversation, the rules, the window), takes every message (``on_ui``,
+``on_llm``, ``on_executor``, a worker's death) and keeps the outbox. A prompt's turn is episodes (a model request,
+then its tool calls) until the model stops calling tools; where it goes at each wait is ``_turn.TURN``, one screen
+that ``_move`` and ``_go`` check every move against. One answer's calls are ``_calls.CallsFlow``; what to do with one
+call is ``_decide.decide``. Every path out of a turn leaves a conversation with a tool message for every announced
+call.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Final, Literal, assert_never
 
 import msgspec
 
 from dashfloat.agent import _compaction as compaction
 from dashfloat.agent import _mentions as mentions
+from dashfloat.agent import _turn as turn
+from dashfloat.agent._calls import CANCELLED, CallsFlow, Out, Outcome, Outgoing, Stop
 from dashfloat.agent._compaction import Summarised, SummaryFlow, Then, entries, shrink, summary_flow
 from dashfloat.agent._context import (
     Calibration,
@@ -26,25 +32,11 @@ from dashfloat.agent._context import (
     sends_before_window,
     tokens_text,
 )
-from dashfloat.agent._decide import (
-    Approval,
-    Ask,
-    Deny,
-    Fail,
-    PreviewThenRun,
-    Refuse,
-    RunAllowed,
-    RunReadOnly,
-    RunUnasked,
-    asks_after_preview,
-    confirmation,
-    decide,
-)
 from dashfloat.agent._options import AgentOptions
 from dashfloat.agent._prompt import system_message
-from dashfloat.agent._replay import NOT_RUN_ROWS_MAX, not_run, not_run_row, replay_rows, result_row, shown
+from dashfloat.agent._replay import replay_rows, result_row
 from dashfloat.agent._rules import Rules
-from dashfloat.permissions import call_scope
+from dashfloat.agent._turn import At, Event, Waiting
 from dashfloat.protocol import (
     AgentReady,
     ApprovalMode,
@@ -52,13 +44,10 @@ from dashfloat.protocol import (
     Cancel,
     CancelStream,
     CancelTool,
-    ChangeRecorded,
     ChatMessage,
     ClearSession,
-    CommandExited,
     CommandOutput,
     CommandStarted,
-    CommandTimedOut,
     CompactConversation,
     ConfirmRequested,
     ContentDelta,
@@ -66,14 +55,11 @@ from dashfloat.protocol import (
     ConversationEntry,
     DecideConfirmation,
     DiscoverWindow,
-    EditFileArgs,
-    EditFileResult,
     ExecuteCommandArgs,
     ExecutorToAgent,
     FindPaths,
     FrameRejected,
     FunctionCall,
-    ListDirectoryResult,
     ListPermissions,
     ListPrompts,
     ListSessions,
@@ -83,12 +69,10 @@ from dashfloat.protocol import (
     Phase,
     PhaseChanged,
     PreviewReady,
-    PreviewTool,
     PromptFile,
     PromptInfo,
     PromptRestored,
     PromptsListed,
-    ReadFileResult,
     ReasoningDelta,
     ReasoningReceived,
     RemovePermission,
@@ -115,14 +99,11 @@ from dashfloat.protocol import (
     SubmitPrompt,
     SystemEntry,
     TokenReceived,
-    ToolArgs,
     ToolCallRecord,
     ToolCallShown,
-    ToolCancelled,
     ToolFailed,
     ToolFinished,
     ToolOutputShown,
-    ToolRejected,
     ToolReply,
     ToolResult,
     TurnEnded,
@@ -131,8 +112,6 @@ from dashfloat.protocol import (
     Usage,
     UsageShown,
     WindowFound,
-    WriteFileArgs,
-    WriteFileResult,
     result_json,
 )
 
@@ -149,18 +128,12 @@ EMPTY_ANSWER_SUSPECT_PERCENT: Final = 50
 (LM Studio answers an over-window prompt that way), and handled like the explicit errors."""
 
 Dest = Literal["ui", "llm", "executor"]
-Outcome = Literal["completed", "failed", "cancelled", "stopped", "limit"]
-Waiting = Literal[
-    "nothing", "window", "stream", "summary", "preview", "confirm", "tool", "restore", "user_command", "mention"
-]
 
 APPROVE_ALL_WARNING: Final = (
     "approve: all — every edit, write and command now runs without asking "
     "(deny rules still apply; writes in .git/ still ask)"
 )
 PLAN_NOTICE: Final = "approve: plan — nothing changes: edits, writes and commands are refused; read-only commands run"
-REJECTED: Final = ToolRejected()
-CANCELLED: Final = ToolCancelled()
 
 
 def _canonical(call: AssembledCall) -> ToolCallRecord:
@@ -178,7 +151,7 @@ def provider_message(entry: ConversationEntry) -> ChatMessage:
 
 
 class AgentCore:
-    """The conversation, the phase, and the tool loop; ``outbox`` holds what to send where."""
+    """The session, the turn, and the outbox (what to send where)."""
 
     def __init__(self, options: AgentOptions, journal: Journal, instructions: str = "") -> None:
         self.provider = options.provider
@@ -188,6 +161,11 @@ class AgentCore:
         self.idle_timeout_s = options.idle_timeout_s
         self.exec_timeout_s = options.exec_timeout_s
         self.idle_timeout_from = options.idle_timeout_from
+        self.first_byte_timeout_s = options.first_byte_timeout_s
+        self.compact_at_percent = options.compact_at_percent
+        self.read_only_commands = options.read_only_commands
+        self.restoring = options.restoring
+        """Started by ``--undo`` / ``--rewind``: headless, no input a rewound prompt could go back into."""
         self.instructions = instructions
         self.journal = journal
         self.history: list[str] = []
@@ -196,16 +174,11 @@ class AgentCore:
         """Every entry of the session as it came into existence (prompts are numbered from it)."""
         self.compaction_points: list[tuple[int, list[ConversationEntry]]] = []
         """(transcript length, compacted conversation) of each compaction: what a rewind goes back to."""
+        self.turn_usage: list[Usage] = []
         self.outbox: list[tuple[Dest, Message]] = []
-        self.rules = Rules(options.rules, options.rules_path)
-        self.read_only_commands = options.read_only_commands
         self.log: list[str] = []
         """Lines for the agent's log file (stderr), not for the user: ignored stale input and the like."""
-        self.turn_usage: list[Usage] = []
-        self.first_byte_timeout_s = options.first_byte_timeout_s
-        self.compact_at_percent = options.compact_at_percent
-        self.restoring = options.restoring
-        """Started by ``--undo`` / ``--rewind``: headless, no input a rewound prompt could go back into."""
+        self.rules = Rules(options.rules, options.rules_path)
         self.window = Window(options.provider)
         self.calibration: Calibration | None = None
         self.last_sent: list[ChatMessage] = []
@@ -231,13 +204,12 @@ class AgentCore:
         self.find_next: FindPaths | None = None
         """The newest request typed meanwhile: sent when ``finding`` is answered (one in flight at a time, so
         fast typing never queues stale searches in the executor)."""
+        self.waiting: Waiting = "nothing"
+        """Where the turn waits (``_turn.Waiting``); only ``_go`` moves it."""
         self._reset_turn()
-
-    # ------------------------------------------------------------ plumbing
 
     def _reset_turn(self) -> None:
         self.phase: Phase = "idle"
-        self.waiting: Waiting = "nothing"
         self.user_command: tuple[str, str] | None = None
         """The running !command: (call id, command line)."""
         self.attaching: mentions.Attaching | None = None
@@ -246,17 +218,8 @@ class AgentCore:
         self.partial: list[str] = []
         self.reasoning_chars = 0
         """Reasoning received for the current request (an answer with only reasoning is not "nothing")."""
-        self.calls: list[AssembledCall] = []
-        self.next_call = 0
-        self.preview_digest: str | None = None
-        self.preview_lines: list[str] = []
-        self.preview_summary = ""
-        self.auto_approval: Approval | None = None
-        """A file mutation a rule or a flag lets run: previewed for the record, then run without asking."""
-        self.change: ChangeRecorded | None = None
-        """The record of the mutation running now, sent once it lands."""
-        self.stop_result: ToolResult | None = None
-        self.stop_outcome: Outcome = "completed"
+        self.stop = Stop()
+        self.calls = CallsFlow([], self.stop, self)
         self.last_usage: Usage | None = None
         self.window.held = None
         self.restore: RestoreFlow | None = None
@@ -264,6 +227,49 @@ class AgentCore:
         self.summarised = False
         """A summary was tried at this episode boundary (it is not tried twice in a row)."""
         self.exceeded_retried = False
+
+    # ------------------------------------------------------------ the turn's moves (_turn.TURN)
+
+    def _move(self, event: Event, to: At | None, out: Iterable[Outgoing] = ()) -> None:
+        """``event`` came while the turn waits: send and record ``out``, then go to ``to`` as TURN allows (None: the
+        message moved nothing), and on to the next wait."""
+        self._send(out)
+        if to is not None:
+            turn.check(self.waiting, event, to)
+            self._go(to)
+
+    def _go(self, to: At) -> None:
+        """Take the turn's steps from ``to`` until it waits for a message; TURN lists where each step may go."""
+        while True:
+            at = to
+            match at:
+                case "episode":
+                    to = self._episode()
+                case "request":
+                    to = self._request()
+                case "calls":
+                    to, out = self.calls.step()
+                    self._send(out)
+                case "calls_done":
+                    to = self._calls_done()
+                case _:
+                    self.waiting = at
+                    return
+            turn.check(at, "step", to)
+
+    def _send(self, out: Iterable[Outgoing]) -> None:
+        """Record and send what a flow returned, in order; a tool run or a confirmation shows its phase first."""
+        for item in out:
+            if isinstance(item, ToolReply):
+                self._record(item)
+                continue
+            if isinstance(item[1], ConfirmRequested):
+                self._set_phase("confirming")
+            elif isinstance(item[1], RunTool):
+                self._set_phase("running")
+            self.outbox.append(item)
+
+    # ------------------------------------------------------------ plumbing
 
     def _ui(self, message: Message) -> None:
         self.outbox.append(("ui", message))
@@ -283,6 +289,11 @@ class AgentCore:
         if self.journal.session_id and self.journal.session_id != self._announced_session:
             self._announced_session = self.journal.session_id
             self._ui(SessionStarted(session_id=self._announced_session))
+
+    def next_ref(self) -> int:
+        """A new confirmation's ref."""
+        self.confirm_ref += 1
+        return self.confirm_ref
 
     def ready_message(self) -> AgentReady:
         """What the UI needs to draw the status bar (sent at start and after settings change)."""
@@ -323,25 +334,29 @@ class AgentCore:
         self._announced_session = self.journal.session_id
         self._ui(SessionStarted(session_id=self.journal.session_id, resumed=True))
         self.show_context()  # the resumed conversation goes with the next request, not 0 tokens
-        if not replay:
-            return
-        for message in replay_rows(conversation if transcript is None else transcript):
-            self._ui(message)
+        if replay:
+            self.outbox += [("ui", message) for message in replay_rows(self.transcript)]
 
     # ------------------------------------------------------------ UI -> agent
 
     def on_ui(self, message: UiToAgent) -> None:
         match message:
             case SubmitPrompt(text=text):
-                self._submit(text)
+                self._move("SubmitPrompt", self._submit(text))
             case RunUserCommand(command=command):
-                self._run_user_command(command)
+                self._move("RunUserCommand", self._run_user_command(command))
             case FindPaths():
                 self._find_paths(message)
-            case DecideConfirmation():
-                self._decide(message)
+            case DecideConfirmation(ref=ref, decision=decision):
+                if self.waiting == "restore" and self.restore is not None:
+                    self._move("DecideConfirmation", self._restore_step(self.restore.on_decision(ref, decision)))
+                elif self.waiting == "confirm" and ref == self.calls.ref:
+                    self._move("DecideConfirmation", *(self.calls.decided(decision)))
+                else:  # a keypress for a confirmation already answered (or never asked): ignored, and logged
+                    pending = str(self.confirm_ref) if self.waiting == "confirm" else "none"
+                    self.log.append(f"ignored decision {decision!r} for confirmation {ref}: pending is {pending}")
             case Cancel():
-                self.cancel()
+                self._move("Cancel", *self.cancel())
             case SetModel(model=model):
                 self.provider = msgspec.structs.replace(self.provider, model=model)
                 self._ui(SystemEntry(text=f"model set to {model} (from the next request on)"))
@@ -367,61 +382,41 @@ class AgentCore:
             case SavePermission(number=number):
                 self._rules_changed(*self.rules.save(number, self.journal))
             case ClearSession():
-                if self._busy("/clear"):
-                    return
-                self.pending_context = []
-                self.journal.new_session()
-                self.conversation = []
-                self.transcript = []
-                self.compaction_points = []
-                self.turn_usage = []
-                self._undo_log = None
-                self._fresh_front()
-                self._announced_session = ""
-                if self.rules.session:
-                    self._ui(self.rules.revoke())
-                    self._ui(self.ready_message())
-                # no session file yet; a restart after a crash must not bring the old one back
-                self._ui(SessionCleared())
-                self.show_context()  # the system prompt and the tools still go with the next request
-                self._ui(SystemEntry(text="new session: the conversation starts empty"))
+                if not self._busy("/clear"):
+                    self._clear()
             case ListSessions():
                 skipped: list[str] = []
                 self._ui(SessionsListed(sessions=self.journal.list_sessions(skipped)))
-                for line in skipped:
-                    self._ui(SystemEntry(text=line, level="warning"))
+                self.outbox += [("ui", SystemEntry(text=line, level="warning")) for line in skipped]
             case ResumeSession(session_id=session_id):
-                if self._busy("/resume"):
-                    return
-                try:
-                    resumed = self.journal.resume(session_id)
-                except (LookupError, OSError, ValueError) as exc:
-                    self._ui(SystemEntry(text=str(exc), level="error"))
-                    return
-                for notice in resumed.notices:
-                    self._ui(SystemEntry(text=notice, level="warning"))
-                self.load(resumed.conversation, resumed.usage, transcript=resumed.transcript)
+                if not self._busy("/resume"):
+                    self._resume(session_id)
             case ShowUsage():
                 self._ui(SystemEntry(text=self.usage_report()))
             case UndoTurn():
                 if not self._busy("/undo"):
-                    self._start_restore(None, "")
+                    self._move("UndoTurn", self._start_restore(None, ""))
             case ListPrompts():
                 prompts = [PromptInfo(n, text) for n, text in enumerate(self.prompts(), 1)]
                 self._ui(PromptsListed(session_id=self.journal.session_id, prompts=prompts))
             case RewindTo(prompt=prompt, session_id=session_id):
                 if not self._busy("/rewind"):
-                    self._start_restore(prompt, session_id)
+                    self._move("RewindTo", self._start_restore(prompt, session_id))
             case CompactConversation(focus=focus):
-                if self._busy("/compact"):
-                    return
-                self._compact_now(focus)
+                if not self._busy("/compact"):
+                    self._move("CompactConversation", self._compact_now(focus))
             case Shutdown():
                 self.shutting_down = True
                 if self.phase != "idle":
-                    self.cancel()
+                    self._move("Cancel", *self.cancel())
             case _:
                 assert_never(message)
+
+    def _busy(self, what: str) -> bool:
+        if self.phase == "idle":
+            return False
+        self._ui(SystemEntry(text=f"{what} waits for the current turn: press Esc to cancel it", level="warning"))
+        return True
 
     def _find_paths(self, request: FindPaths) -> None:
         """@ completion: the executor answers (it holds the file index); no turn, whatever the phase."""
@@ -435,95 +430,29 @@ class AgentCore:
             request = msgspec.structs.replace(request, refresh=request.refresh or skipped.refresh)
         self.find_next = request
 
-    def _busy(self, what: str) -> bool:
-        if self.phase == "idle":
-            return False
-        self._ui(SystemEntry(text=f"{what} waits for the current turn: press Esc to cancel it", level="warning"))
-        return True
+    def _clear(self) -> None:
+        """/clear: a new, empty session (no file yet: a restart after a crash must not bring the old one back)."""
+        self.pending_context = []
+        self.journal.new_session()
+        self.conversation, self.transcript, self.compaction_points, self.turn_usage = [], [], [], []
+        self._undo_log = None
+        self._fresh_front()
+        self._announced_session = ""
+        if self.rules.session:
+            self._ui(self.rules.revoke())
+            self._ui(self.ready_message())
+        self._ui(SessionCleared())
+        self.show_context()  # the system prompt and the tools still go with the next request
+        self._ui(SystemEntry(text="new session: the conversation starts empty"))
 
-    def _submit(self, text: str) -> None:
-        if self._busy("a new prompt"):
+    def _resume(self, session_id: str) -> None:
+        try:
+            resumed = self.journal.resume(session_id)
+        except (LookupError, OSError, ValueError) as exc:
+            self._ui(SystemEntry(text=str(exc), level="error"))
             return
-        self.journal.record_prompt(text)
-        if not self.history or self.history[-1] != text:
-            self.history.append(text)
-        self._reset_turn()
-        context, self.pending_context = self.pending_context, []
-        prompt = "\n\n".join([*context, text])
-        found = mentions.mentioned(text)
-        if not found.paths:
-            self._record(ChatMessage(role="user", content=prompt))
-            self._start_stream()
-            return
-        # Each @mention is read like a read_file call (its row, read_file's caps); the prompt goes once all are.
-        self.attaching = mentions.Attaching(text, context, prompt, found.paths)
-        self.waiting = "mention"
-        self._set_phase("running")
-        if found.beyond:
-            limit = mentions.MENTIONS_MAX_PER_PROMPT
-            note = f"only the first {limit} mentions are attached ({found.beyond} more are not)"
-            self._ui(SystemEntry(text=note, level="warning"))
-        self._attach_next()
-
-    def _attach_next(self) -> None:
-        """Read the next mention, or send the prompt with every attachment once none is left."""
-        attaching = self.attaching
-        assert attaching is not None
-        self.outbox += attaching.read_next(self.mention_ids, self.cwd)
-        if not attaching.done:
-            return
-        self.attaching = None
-        self.waiting = "nothing"
-        self._record(ChatMessage(role="user", content=attaching.message()))
-        self._start_stream()
-
-    def _attached(self, result: ToolResult) -> None:
-        """The read of the current mention is back: its row, its part of the prompt, then the next one."""
-        assert self.attaching is not None and self.attaching.call is not None
-        self.outbox += self.attaching.read(result)
-        self._attach_next()
-
-    def _run_user_command(self, command: str) -> None:
-        """!command: the user's own command through the executor (same sandbox and cwd), no confirmation."""
-        if self._busy("a !command"):
-            return
-        self.user_commands_run += 1
-        call_id = f"user-command-{self.user_commands_run}"
-        self.user_command = (call_id, command)
-        self.waiting = "user_command"
-        self._set_phase("running")
-        args = ExecuteCommandArgs(command=command)
-        self._ui(ToolCallShown(id=call_id, args=args))
-        # Typed by a person: the network as for a command approved with a key.
-        policy = SandboxPolicy(mode="workspace-write", network=True)
-        run = RunTool(call_id=call_id, args=args, sandbox=policy)
-        self.outbox.append(("executor", run))
-
-    def _user_command_done(self, result: ToolResult) -> None:
-        assert self.user_command is not None
-        call_id, command = self.user_command
-        self.user_command = None
-        self.waiting = "nothing"
-        self._show_result(call_id, "execute_command", result)
-        from dashfloat.agent._summary import result_status
-
-        status: str = result_status(result)
-        output = ""
-        match result:
-            case CommandExited(exit_code=code, output=captured) | CommandTimedOut(exit_code=code, output=captured):
-                output = captured.output
-                status = status if code is None else f"exit code {code}"
-            case ToolCancelled(output=captured):
-                output = captured.output if captured is not None else ""
-            case ToolFailed(error=error):
-                output = error
-            case ReadFileResult() | WriteFileResult() | EditFileResult() | ListDirectoryResult() | ToolRejected():
-                pass  # not a command's result: nothing printed
-            case _:
-                assert_never(result)
-        self.pending_context.append(f"I ran `{command}` myself ({status}); its output:\n```\n{output.rstrip()}\n```")
-        self._ui(SystemEntry(text="the command's output goes to the model with your next prompt"))
-        self._set_phase("idle")
+        self.outbox += [("ui", SystemEntry(text=notice, level="warning")) for notice in resumed.notices]
+        self.load(resumed.conversation, resumed.usage, transcript=resumed.transcript)
 
     def usage_report(self) -> str:
         """/usage and /status: the window and its fill, what commands' environment leaves out, tokens by turn."""
@@ -536,8 +465,6 @@ class AgentCore:
         )
         return reports.usage_report(line, self.sandbox, self.turn_usage)
 
-    # ------------------------------------------------------------ permissions
-
     def permissions_report(self) -> str:
         """/permissions: every rule in force, numbered, with where it comes from."""
         from dashfloat.agent import _reports as reports  # slash commands only: imported where first used
@@ -545,14 +472,151 @@ class AgentCore:
         return reports.permissions_report(self.approval, self.read_only_commands, self.rules.all())
 
     def _rules_changed(self, said: list[SystemEntry], changed: bool) -> None:
-        for entry in said:
-            self._ui(entry)
+        self.outbox += [("ui", entry) for entry in said]
         if changed:
             self._ui(self.ready_message())
 
-    # ------------------------------------------------------------ episodes
+    # ------------------------------------------------------------ a prompt, its @mentions, a !command
 
-    # ------------------------------------------------------------ the window
+    def _submit(self, text: str) -> At | None:
+        """A prompt: recorded and sent, or its @mentions read first (each like a read_file call: its row, its caps)."""
+        if self._busy("a new prompt"):
+            return None
+        self.journal.record_prompt(text)
+        if not self.history or self.history[-1] != text:
+            self.history.append(text)
+        self._reset_turn()
+        context, self.pending_context = self.pending_context, []
+        prompt = "\n\n".join([*context, text])
+        found = mentions.mentioned(text)
+        if not found.paths:
+            self._record(ChatMessage(role="user", content=prompt))
+            return "episode"
+        self.attaching = mentions.Attaching(text, context, prompt, found.paths)
+        self._set_phase("running")
+        if found.beyond:
+            limit = mentions.MENTIONS_MAX_PER_PROMPT
+            note = f"only the first {limit} mentions are attached ({found.beyond} more are not)"
+            self._ui(SystemEntry(text=note, level="warning"))
+        return self._attach_next()
+
+    def _attach_next(self) -> At:
+        """Read the next mention, or send the prompt with every attachment once none is left."""
+        attaching = self.attaching
+        assert attaching is not None
+        self._send(attaching.read_next(self.mention_ids, self.cwd))
+        if not attaching.done:
+            return "mention"
+        self.attaching = None
+        self._record(ChatMessage(role="user", content=attaching.message()))
+        return "episode"
+
+    def _attached(self, result: ToolResult) -> At:
+        """The read of the current mention is back: its row, its part of the prompt, then the next one."""
+        assert self.attaching is not None and self.attaching.call is not None
+        self._send(self.attaching.read(result))
+        return self._attach_next()
+
+    def _run_user_command(self, command: str) -> At | None:
+        """!command: the user's own command through the executor (same sandbox and cwd), no confirmation."""
+        if self._busy("a !command"):
+            return None
+        self.user_commands_run += 1
+        call_id = f"user-command-{self.user_commands_run}"
+        self.user_command = (call_id, command)
+        self._set_phase("running")
+        args = ExecuteCommandArgs(command=command)
+        self._ui(ToolCallShown(id=call_id, args=args))
+        # Typed by a person: the network as for a command approved with a key.
+        policy = SandboxPolicy(mode="workspace-write", network=True)
+        self.outbox.append(("executor", RunTool(call_id=call_id, args=args, sandbox=policy)))
+        return "user_command"
+
+    def _user_command_done(self, result: ToolResult) -> At:
+        """Its row; its output goes to the model with the next prompt."""
+        from dashfloat.agent._summary import command_context  # loaded by the result's row already
+
+        assert self.user_command is not None
+        call_id, command = self.user_command
+        self.user_command = None
+        self._ui(result_row(call_id, "execute_command", result))
+        self.pending_context.append(command_context(command, result))
+        self._ui(SystemEntry(text="the command's output goes to the model with your next prompt"))
+        self._set_phase("idle")
+        return "nothing"
+
+    # ------------------------------------------------------------ the model request
+
+    def _episode(self) -> At:
+        """An episode boundary: one more model request in this turn (compacted if need be: once per boundary)."""
+        self.episodes += 1
+        self.summarised = False
+        return "request"
+
+    def _request(self) -> At:
+        """Send the request, compacting it first when it would fill the window past the threshold; before the window
+        is known, send it only when no compaction could shrink it (its answer is held: ``Window.held``)."""
+        self._set_phase("streaming")
+        size = self.window.size
+        tokens = estimate(self._request_messages(), self.calibration)
+        if size is None:
+            if not self.window.discovering:
+                return self._send_request(tokens)  # nothing to count against
+            if sends_before_window(self._chat()[0], tokens):
+                self._send_request(tokens)  # no compaction could help it: its answer waits for the window instead
+                self.window.held = []
+                return "stream"
+            return "window"  # WindowFound continues; each discovery request has a short timeout
+        if tokens >= self._threshold():
+            tokens = self._shrink(tokens)
+            over = tokens >= self._threshold()
+            if over and not self.summarised and self._start_summary("", "request"):
+                return "summary"
+        if tokens > hard_limit(size):
+            return self._does_not_fit(tokens)
+        return self._send_request(tokens)
+
+    def _send_request(self, tokens: int) -> At:
+        self.window.held = None
+        self.partial = []
+        self.reasoning_chars = 0
+        self.last_usage = None
+        self.last_sent = self._request_messages()
+        self.last_estimate = tokens
+        self._stream(self.last_sent)
+        return "stream"
+
+    def _stream(self, messages: list[ChatMessage]) -> None:
+        self.request_id += 1
+        self.answered = False
+        start = StartStream(
+            request_id=self.request_id,
+            provider=self.provider,
+            messages=messages,
+            idle_timeout_s=self.idle_timeout_s,
+            exec_timeout_s=self.exec_timeout_s,
+            idle_timeout_from=self.idle_timeout_from,
+            first_byte_timeout_s=self.first_byte_timeout_s,
+        )
+        self.outbox.append(("llm", start))
+
+    def _fresh_front(self) -> None:
+        """A new conversation: a new system message at its first request, no calibration yet."""
+        self._system = None
+        self.calibration = None
+
+    def _request_messages(self, conversation: Sequence[ConversationEntry] | None = None) -> list[ChatMessage]:
+        if self._system is None:
+            # Built once per session: a byte-identical front keeps the server's prompt cache warm
+            # (the date would otherwise change it at midnight).
+            self._system = system_message(self.cwd, self.instructions)
+        return [self._system, *map(provider_message, self.conversation if conversation is None else conversation)]
+
+    def show_context(self) -> None:
+        """The status bar's context figure from the estimate of the next request (the one /usage gives)."""
+        self._ui(ContextChanged(tokens=estimate(self._request_messages(), self.calibration)))
+
+    # ------------------------------------------------------------ the window (_context.Window)
 
     def discover_window(self) -> None:
         """Ask the LLM process for the window of the current provider and model (once per pair)."""
@@ -562,7 +626,7 @@ class AgentCore:
         elif asked is not None:  # known already: an answer held for a window is let through or refused now
             self._adopt_window(asked)
             if self.window.held is not None:
-                self._release_held()
+                self._move("WindowFound", self._release_held())
 
     def _adopt_window(self, found: WindowFound) -> None:
         assumed = self.window.adopt(found)
@@ -570,33 +634,32 @@ class AgentCore:
             self._ui(assumed)
         self._ui(self.ready_message())
 
-    def _window_found(self, found: WindowFound) -> None:
+    def _window_found(self, found: WindowFound) -> At | None:
         if not self.window.answers(found, self.provider):
-            return  # an answer for a model we no longer use
+            return None  # an answer for a model we no longer use
         if found.notice:
             self._ui(SystemEntry(text=found.notice, level="warning"))
         self._adopt_window(found)
         if self.waiting == "window":
-            self.waiting = "nothing"
-            self._next_request()
-        elif self.window.held is not None:
-            self._release_held()
+            return "request"
+        if self.window.held is not None:
+            return self._release_held()
+        return None
 
-    def _release_held(self) -> None:
-        """The window came while a request sent before it streams: refuse it as ``_next_request`` would have (it
-        could not be compacted), or let its answer through."""
+    def _release_held(self) -> At | None:
+        """The window came while a request sent before it streams: refuse it as ``_request`` would have (it could not
+        be compacted), or let its answer through: each held message then moves the turn as it would have."""
         size = self.window.size
         assert size is not None
         held, self.window.held = self.window.held or [], None
         if self.last_estimate > hard_limit(size):
-            self.outbox.append(("llm", CancelStream(request_id=self.request_id)))
-            self.waiting = "nothing"  # the cancelled stream's last word is not waited for
-            self._does_not_fit(self.last_estimate)
-            return
+            self.outbox.append(("llm", CancelStream(request_id=self.request_id)))  # its last word is not waited for
+            return self._does_not_fit(self.last_estimate)
         for message in held:
             self.on_llm(message)
+        return None
 
-    def _does_not_fit(self, tokens: int) -> None:
+    def _does_not_fit(self, tokens: int) -> At:
         size = self.window.size
         assert size is not None
         self._ui(
@@ -607,14 +670,12 @@ class AgentCore:
                 level="error",
             )
         )
-        self._end_turn("failed")
+        return self._end_turn("failed")
 
-    # ------------------------------------------------------------ episodes
+    # ------------------------------------------------------------ compaction (_compaction)
 
-    def _fresh_front(self) -> None:
-        """A new conversation: a new system message at its first request, no calibration yet."""
-        self._system = None
-        self.calibration = None
+    def _threshold(self) -> int:
+        return compact_threshold(self.window.size or 0, self.compact_at_percent)
 
     def _chat(self) -> tuple[list[ChatMessage], dict[int, ConversationEntry]]:
         """The conversation as provider messages (what compaction plans on), and the way back to the entries:
@@ -622,76 +683,11 @@ class AgentCore:
         chat = [provider_message(e) for e in self.conversation]
         return chat, {id(c): e for c, e in zip(chat, self.conversation, strict=True)}
 
-    def _request_messages(self, conversation: Sequence[ConversationEntry] | None = None) -> list[ChatMessage]:
-        if self._system is None:
-            # Built once per session: a byte-identical front keeps the server's prompt cache warm
-            # (the date would otherwise change it at midnight).
-            self._system = system_message(self.cwd, self.instructions)
-        return [self._system, *map(provider_message, self.conversation if conversation is None else conversation)]
-
-    def _start_stream(self) -> None:
-        """An episode boundary: count, compact if needed, then send the request."""
-        self.episodes += 1
-        self.summarised = False
-        self._next_request()
-
-    def _next_request(self) -> None:
-        self._set_phase("streaming")
-        size = self.window.size
-        if size is None:
-            tokens = estimate(self._request_messages(), self.calibration)
-            if not self.window.discovering:
-                self._send_request(tokens)  # nothing to count against
-            elif sends_before_window(self._chat()[0], tokens):
-                self._send_request(tokens)  # no compaction could help it: its answer waits for the window instead
-                self.window.held = []
-            else:
-                self.waiting = "window"  # WindowFound continues; each discovery request has a short timeout
-            return
-        tokens = estimate(self._request_messages(), self.calibration)
-        if tokens >= self._threshold():
-            tokens = self._shrink(tokens)
-            over = tokens >= self._threshold()
-            if over and not self.summarised and self._start_summary("", "request"):
-                return
-        if tokens > hard_limit(size):
-            self._does_not_fit(tokens)
-            return
-        self._send_request(tokens)
-
-    def _send_request(self, tokens: int) -> None:
-        self.request_id += 1
-        self.answered = False
-        self.window.held = None
-        self.partial = []
-        self.reasoning_chars = 0
-        self.last_usage = None
-        self.waiting = "stream"
-        self.last_sent = self._request_messages()
-        self.last_estimate = tokens
-        self.outbox.append(
-            (
-                "llm",
-                StartStream(
-                    request_id=self.request_id,
-                    provider=self.provider,
-                    messages=self.last_sent,
-                    idle_timeout_s=self.idle_timeout_s,
-                    exec_timeout_s=self.exec_timeout_s,
-                    idle_timeout_from=self.idle_timeout_from,
-                    first_byte_timeout_s=self.first_byte_timeout_s,
-                ),
-            )
-        )
-
-    # ------------------------------------------------------------ compaction
-
-    def _threshold(self) -> int:
-        return compact_threshold(self.window.size or 0, self.compact_at_percent)
+    def _measure(self, conversation: Sequence[ChatMessage]) -> int:
+        return estimate(self._request_messages(conversation), self.calibration)
 
     def _shrink(self, tokens: int) -> int:
-        """Stage 1 (synchronous): cut old tool results while the request stays above the threshold; returns the new
-        estimate."""
+        """Stage 1 (at once): cut old tool results while the request stays above the threshold; the new estimate."""
         chat, back = self._chat()
         shrunk = shrink(chat, self._measure, self._threshold())
         if shrunk is None:
@@ -699,9 +695,6 @@ class AgentCore:
         what = f"shrank {shrunk.results} old tool results"
         self._replace_conversation(entries(shrunk.conversation, back), what, tokens, shrunk.tokens)
         return shrunk.tokens
-
-    def _measure(self, conversation: Sequence[ChatMessage]) -> int:
-        return estimate(self._request_messages(conversation), self.calibration)
 
     def _replace_conversation(self, conversation: list[ConversationEntry], what: str, before: int, after: int) -> None:
         self.conversation = conversation
@@ -731,51 +724,26 @@ class AgentCore:
         if not flow.sendable:
             return False
         self.summary = flow
-        self.request_id += 1
-        self.answered = False
-        self.waiting = "summary"
         self._set_phase("compacting")
-        self.outbox.append(
-            (
-                "llm",
-                StartStream(
-                    request_id=self.request_id,
-                    provider=self.provider,
-                    messages=self._request_messages(flow.asked),
-                    idle_timeout_s=self.idle_timeout_s,
-                    exec_timeout_s=self.exec_timeout_s,
-                    idle_timeout_from=self.idle_timeout_from,
-                    first_byte_timeout_s=self.first_byte_timeout_s,
-                ),
-            )
-        )
+        self._stream(self._request_messages(flow.asked))
         return True
 
-    def _compact_now(self, focus: str) -> None:
+    def _compact_now(self, focus: str) -> At:
         """/compact [focus]: both stages now, whatever the fill."""
         self._reset_turn()
         if self.window.size is None:
             self._ui(SystemEntry(text="/compact waits for the context window to be known: try again in a moment"))
-            return
-        before = estimate(self._request_messages(), self.calibration)
-        self._shrink(before)
-        if not self._start_summary(focus, "idle"):
-            self._ui(SystemEntry(text="nothing older than the recent turns to summarise"))
+            return "nothing"
+        self._shrink(estimate(self._request_messages(), self.calibration))
+        if self._start_summary(focus, "idle"):
+            return "summary"
+        self._ui(SystemEntry(text="nothing older than the recent turns to summarise"))
+        return "nothing"
 
-    def _on_summary(self, message: LlmToAgent) -> None:
-        assert self.summary is not None
-        match self.summary.on_llm(message):
-            case Summarised(summary=summary, failure=failure):
-                self._summary_finished(summary, failure)
-            case SystemEntry() as status:
-                self._ui(status)
-            case None:
-                pass
-
-    def _summary_finished(self, summary: str, failure: str) -> None:
+    def _summarised(self, summary: str, failure: str) -> At:
+        """The summary came (or failed): the conversation compacted (or not), then the request, or idle (/compact)."""
         flow, self.summary = self.summary, None
         then: Then = flow.then if flow is not None else "idle"
-        self.waiting = "nothing"
         if flow is not None and summary.strip():
             before = estimate(self._request_messages(), self.calibration)
             compacted, what = flow.compacted(summary)
@@ -784,30 +752,25 @@ class AgentCore:
         elif failure == "cancelled":
             self._ui(SystemEntry(text="compaction cancelled: the conversation is unchanged"))
             if then == "idle":
-                self._go_idle()
-            else:
-                self._stop(CANCELLED, "cancelled")
-                self._end_turn("cancelled")
-            return
+                return self._go_idle()
+            self.stop.set(CANCELLED, "cancelled")
+            return self._end_turn("cancelled")
         else:
             why = f"it failed: {failure}" if failure else "it came back empty"
-            self._ui(
-                SystemEntry(
-                    text=f"the summary could not be made ({why}): the conversation is unchanged", level="warning"
-                )
-            )
-        if then == "idle":
-            self._go_idle()
-        else:
-            self._next_request()
+            text = f"the summary could not be made ({why}): the conversation is unchanged"
+            self._ui(SystemEntry(text=text, level="warning"))
+        return self._go_idle() if then == "idle" else "request"
 
-    def _go_idle(self) -> None:
+    def _go_idle(self) -> At:
         self._reset_turn()
         self._ui(PhaseChanged(phase="idle"))
+        return "nothing"
+
+    # ------------------------------------------------------------ LLM -> agent
 
     def on_llm(self, message: LlmToAgent) -> None:
         if isinstance(message, WindowFound):
-            self._window_found(message)
+            self._move("WindowFound", self._window_found(message))
             return
         if message.request_id != self.request_id:
             return  # a late message of a stream we already finished
@@ -816,33 +779,86 @@ class AgentCore:
             self.window.held.append(message)  # sent before the window was known: acted on once it is
             return
         if self.waiting == "summary":
-            self._on_summary(message)
+            assert self.summary is not None
+            match self.summary.on_llm(message):
+                case Summarised(summary=summary, failure=failure):
+                    event: Event = "StreamDone" if isinstance(message, StreamDone) else "StreamFailed"
+                    self._move(event, self._summarised(summary, failure))
+                case SystemEntry() as status:
+                    self._ui(status)
             return
         if self.waiting != "stream":
             return
         match message:
             case ContentDelta(text=text):
                 self.partial.append(text)
-                if self.stop_result is None:
+                if self.stop.result is None:
                     self._ui(TokenReceived(text=text))
             case ReasoningDelta(text=text):
                 self.reasoning_chars += len(text)
-                if self.stop_result is None:
+                if self.stop.result is None:
                     self._ui(ReasoningReceived(text=text))
             case StreamStatus(text=text, level=level):
                 self._ui(SystemEntry(text=text, level=level))
             case StreamDone():
-                self._stream_done(message)
-            case StreamFailed():
-                self._stream_failed(message.kind, message.message, message.content, message.tool_calls)
+                self._move("StreamDone", self._stream_done(message))
+            case StreamFailed(kind=kind, message=text, content=content, tool_calls=calls):
+                self._move("StreamFailed", self._stream_failed(kind, text, content, calls))
             case _:
                 assert_never(message)
 
-    def _context_exceeded(self, kind: str, content: str, calls: list[AssembledCall]) -> bool:
-        """The provider said the request was too large: compact and retry once (True: handled)."""
+    def _stream_done(self, done: StreamDone) -> At:
+        """The answer: recorded, then its calls; an empty one ends the turn (or is read as "context exceeded")."""
+        self.last_usage = done.usage
+        if done.usage is not None and done.usage.prompt_tokens > 0:
+            self.estimates.append((self.last_estimate, done.usage.prompt_tokens))
+            self.calibration = calibrate(self.last_sent, done.usage.prompt_tokens)
+        if not done.content and not done.tool_calls:
+            window = self.window.size or 0
+            suspect = window and fill_percent(self.last_estimate, window) >= EMPTY_ANSWER_SUSPECT_PERCENT
+            retried = self._context_exceeded("an empty answer to a large request", "", []) if suspect else None
+            if retried is not None:
+                return retried
+            if self.reasoning_chars:
+                # Seen with local reasoning models whose chat template never closes the thinking block.
+                text = (
+                    f"the model only reasoned ({self.reasoning_chars} characters) and gave no answer text: "
+                    "ask again, or check the server's reasoning settings"
+                )
+                self._ui(SystemEntry(text=text, level="warning"))
+            else:
+                self._ui(SystemEntry(text="[model returned nothing]"))
+            return self._end_turn(self.stop.outcome)
+        calls = self._unique_ids(done.tool_calls)
+        self._record_assistant(done.content, calls)
+        if done.finish_reason == "length":
+            text = "the answer was cut off: the model hit its output limit (finish_reason: length)"
+            self._ui(SystemEntry(text=text, level="warning"))
+        return self._begin_calls(calls)
+
+    def _stream_failed(self, kind: StreamFailureKind, text: str, content: str, calls: list[AssembledCall]) -> At:
+        """What came is recorded; its calls are answered unrun (the turn stops); "context exceeded" is retried once."""
+        if kind == "context_exceeded":
+            retried = self._context_exceeded(kind, content or "".join(self.partial), calls)
+            if retried is not None:
+                return retried
+        calls = self._unique_ids(calls)
+        content = content or "".join(self.partial)
+        if content or calls:
+            self._record_assistant(content, calls)
+        if kind == "cancelled":
+            self.stop.set(CANCELLED, "cancelled")
+            self._ui(SystemEntry(text="cancelled"))
+        else:
+            self.stop.set(ToolFailed(error=f"not run: the stream failed ({kind})"), "failed")
+            self._ui(SystemEntry(text=text, level="error"))
+        return self._begin_calls(calls)
+
+    def _context_exceeded(self, kind: str, content: str, calls: list[AssembledCall]) -> At | None:
+        """The provider said the request was too large: compact and retry once (None: not handled here)."""
         size = self.window.size
-        if content or calls or self.stop_result is not None or size is None:
-            return False
+        if content or calls or self.stop.result is not None or size is None:
+            return None
         if self.exceeded_retried:
             self._ui(
                 SystemEntry(
@@ -852,24 +868,19 @@ class AgentCore:
                     level="error",
                 )
             )
-            self._end_turn("failed")
-            return True
+            return self._end_turn("failed")
         self.exceeded_retried = True
         sent = self.last_estimate
         self.window.shrink_to(sent)  # the server's real window is at most what we sent
-        self._ui(
-            SystemEntry(
-                text=f"the provider says the conversation exceeds the model's context window ({kind}): "
-                "compacting and retrying once",
-                level="warning",
-            )
+        text = (
+            f"the provider says the conversation exceeds the model's context window ({kind}): "
+            "compacting and retrying once"
         )
+        self._ui(SystemEntry(text=text, level="warning"))
         self._ui(self.ready_message())
         self.summarised = False
         self._shrink(sent)
-        if not self._start_summary("", "retry"):
-            self._next_request()
-        return True
+        return "summary" if self._start_summary("", "retry") else "request"
 
     def _unique_ids(self, calls: list[AssembledCall]) -> list[AssembledCall]:
         """Call ids unique in the whole conversation: a provider without ids gets synthesized ones
@@ -883,138 +894,68 @@ class AgentCore:
             unique.append(call)
         return unique
 
-    def _stream_done(self, done: StreamDone) -> None:
-        self.waiting = "nothing"
-        self.last_usage = done.usage
-        if done.usage is not None and done.usage.prompt_tokens > 0:
-            self.estimates.append((self.last_estimate, done.usage.prompt_tokens))
-            self.calibration = calibrate(self.last_sent, done.usage.prompt_tokens)
-        if not done.content and not done.tool_calls:
-            window = self.window.size or 0
-            suspect = window and fill_percent(self.last_estimate, window) >= EMPTY_ANSWER_SUSPECT_PERCENT
-            if suspect and self._context_exceeded("an empty answer to a large request", "", []):
-                return
-            if self.reasoning_chars:
-                # Seen with local reasoning models whose chat template never closes the thinking block.
-                text = (
-                    f"the model only reasoned ({self.reasoning_chars} characters) and gave no answer text: "
-                    "ask again, or check the server's reasoning settings"
-                )
-                self._ui(SystemEntry(text=text, level="warning"))
-            else:
-                self._ui(SystemEntry(text="[model returned nothing]"))
-            self._end_turn(self.stop_outcome)
-            return
-        calls = self._unique_ids(done.tool_calls)
-        self._record_assistant(done.content, calls)
-        if done.finish_reason == "length":
-            self._ui(
-                SystemEntry(
-                    text="the answer was cut off: the model hit its output limit (finish_reason: length)",
-                    level="warning",
-                )
-            )
-        self._begin_calls(calls)
-
-    def _stream_failed(self, kind: StreamFailureKind, text: str, content: str, calls: list[AssembledCall]) -> None:
-        self.waiting = "nothing"
-        if kind == "context_exceeded" and self._context_exceeded(kind, content or "".join(self.partial), calls):
-            return
-        calls = self._unique_ids(calls)
-        content = content or "".join(self.partial)
-        if content or calls:
-            self._record_assistant(content, calls)
-        if kind == "cancelled":
-            self._stop(CANCELLED, "cancelled")
-            self._ui(SystemEntry(text="cancelled"))
-        else:
-            self._stop(ToolFailed(error=f"not run: the stream failed ({kind})"), "failed")
-            self._ui(SystemEntry(text=text, level="error"))
-        self._begin_calls(calls)
-
     def _record_assistant(self, content: str, calls: list[AssembledCall]) -> None:
-        self._record(
-            ChatMessage(
-                role="assistant",
-                content=content or None,
-                tool_calls=[_canonical(call) for call in calls] or None,
-            )
-        )
+        tool_calls = [_canonical(call) for call in calls] or None
+        self._record(ChatMessage(role="assistant", content=content or None, tool_calls=tool_calls))
 
-    def _stop(self, result: ToolResult, outcome: Outcome) -> None:
-        if self.stop_result is None:
-            self.stop_result = result
-            self.stop_outcome = outcome
+    def _begin_calls(self, calls: list[AssembledCall]) -> At:
+        self.calls = CallsFlow(list(calls), self.stop, self)
+        return "calls"
 
-    # ------------------------------------------------------------ tool calls
+    def _calls_done(self) -> At:
+        """The answer's calls are all answered: the next episode, or the turn's end."""
+        if self.stop.result is not None:
+            return self._end_turn(self.stop.outcome)
+        if not self.calls.calls:
+            return self._end_turn("completed")
+        if self.shutting_down:
+            return self._end_turn("stopped")
+        if self.episodes >= MAX_EPISODES_PER_TURN:
+            text = f"stopped after {MAX_EPISODES_PER_TURN} model requests in one turn; send a prompt to let it continue"
+            self._ui(SystemEntry(text=text, level="warning"))
+            return self._end_turn("limit")
+        return "episode"
 
-    def _begin_calls(self, calls: list[AssembledCall]) -> None:
-        self.calls = list(calls)
-        self.next_call = 0
-        self._advance()
+    # ------------------------------------------------------------ executor -> agent
 
-    def _current(self) -> AssembledCall:
-        return self.calls[self.next_call]
-
-    def _advance(self) -> None:
-        """Handle calls in order until one needs to wait; then, or when all are done, move on."""
-        while self.next_call < len(self.calls):
-            if self.stop_result is not None and len(self.calls) - self.next_call > NOT_RUN_ROWS_MAX:
-                self._not_run_rest(self.stop_result)
-                break
-            call = self._current()
-            self._ui(ToolCallShown(id=call.id, args=shown(call)))
-            if self.stop_result is not None:
-                self._finish_call(not_run(call, self.stop_result))
-                continue
-            decision = decide(call, self.rules.all(), self.approval, self.sandbox, self.read_only_commands, self.cwd)
-            match decision:
-                case Fail(error=error) | Deny(error=error) | Refuse(error=error):
-                    self._finish_call(ToolFailed(error=error))
-                case RunUnasked():
-                    self._run(None, by_keypress=False)
-                    return
-                case RunReadOnly(args=args):
-                    self._run(None, by_keypress=False, args=args, read_only=True)
-                    return
-                case RunAllowed(args=args, approval=approval):
-                    assert isinstance(call.args, ExecuteCommandArgs)
-                    self._expect_change(call, approval, f"$ {call.args.command}", [])
-                    self._run(None, by_keypress=False, args=args)
-                    return
-                case PreviewThenRun() | Ask():
-                    assert call.args is not None  # decide fails a call whose arguments did not parse
-                    self.auto_approval = decision.approval if isinstance(decision, PreviewThenRun) else None
-                    self.waiting = "preview"
-                    self.outbox.append(("executor", PreviewTool(call_id=call.id, args=call.args)))
-                    return
-                case _:
-                    assert_never(decision)
-        self._after_calls()
-
-    def _run(
-        self, digest: str | None, by_keypress: bool, args: ToolArgs | None = None, read_only: bool = False
-    ) -> None:
-        call = self._current()
-        assert call.args is not None  # a call whose arguments did not parse never runs
-        self.waiting = "tool"
-        self._set_phase("running")
-        # Network only for a command a person just approved, unless the session enabled it (--network); a
-        # read-only command run unasked gets the read-only sandbox too, so a mistake in the allowlist cannot write,
-        # and an empty home, so a symlink in the tree cannot read the user's files to the model.
-        policy = SandboxPolicy(
-            mode="read-only" if read_only else "workspace-write",
-            network=not read_only and (by_keypress or self.sandbox.network),
-            private_home=read_only,
-        )
-        run = RunTool(
-            call_id=call.id,
-            args=args if args is not None else call.args,
-            expect_digest=digest,
-            sandbox=policy,
-            checkpoint_store=self.journal.checkpoint_store,
-        )
-        self.outbox.append(("executor", run))
+    def on_executor(self, message: ExecutorToAgent) -> None:
+        match message:
+            case PreviewReady(call_id=call_id):
+                if self.waiting == "preview" and call_id == self.calls.current.id:
+                    self._move("PreviewReady", *(self.calls.previewed(message)))
+            case ToolFinished(call_id=call_id, result=result) if (
+                self.waiting == "user_command" and self.user_command and call_id == self.user_command[0]
+            ):
+                self._move("ToolFinished", self._user_command_done(result))
+            case ToolFinished(call_id=call_id, result=result) if (
+                self.waiting == "mention" and self.attaching and self.attaching.call_id == call_id
+            ):
+                self._move("ToolFinished", self._attached(result))
+            case ToolFinished(call_id=call_id):
+                if self.waiting == "tool" and call_id == self.calls.current.id:
+                    self._keep_changes(message)
+                    self._move("ToolFinished", *(self.calls.ran(message)))
+            case FrameRejected(error=error):
+                self._ui(SystemEntry(text=error, level="error"))
+            case CommandStarted():
+                pass  # the process shell keeps the process group to kill if the executor dies
+            case RestorePreviewed() | RestoreApplied():
+                if self.restore is not None and self.waiting == "restore":
+                    event: Event = "RestorePreviewed" if isinstance(message, RestorePreviewed) else "RestoreApplied"
+                    self._move(event, self._restore_step(self.restore.on_executor(message)))
+            case PathsFound(ref=ref):
+                self._ui(message)
+                if self.finding is not None and self.finding.ref == ref:
+                    self.finding, waiting = None, self.find_next
+                    self.find_next = None
+                    if waiting is not None:
+                        self._find_paths(waiting)
+            case CommandOutput(call_id=call_id, text=text, skipped_bytes=skipped):
+                running = self.user_command[0] if self.user_command else None
+                if call_id == running or (self.waiting == "tool" and call_id == self.calls.current.id):
+                    self._ui(ToolOutputShown(id=call_id, text=text, skipped_bytes=skipped))  # late chunks go
+            case _:
+                assert_never(message)
 
     # ------------------------------------------------------------ checkpoints, /undo and /rewind
 
@@ -1035,64 +976,59 @@ class AgentCore:
     def _keep_changes(self, finished: ToolFinished) -> None:
         """A landed write/edit's checkpoint and a command's changes become part of the session log."""
         # The undo module only when there is one: a read's result leaves it unimported (ADR 0055).
-        turn = len(self.prompts())
+        turn_number = len(self.prompts())
         entry: undo.CheckpointEntry | undo.CommandEntry | None = None
         if finished.checkpoint is not None:
             from dashfloat.agent import undo
 
-            entry = undo.CheckpointEntry(turn, finished.call_id, finished.checkpoint, self.cwd)
+            entry = undo.CheckpointEntry(turn_number, finished.call_id, finished.checkpoint, self.cwd)
         elif finished.changes is not None and (finished.changes.paths or finished.changes.unknown):
             from dashfloat.agent import undo
 
-            entry = undo.CommandEntry(turn, finished.call_id, finished.changes, self.cwd)
+            entry = undo.CommandEntry(turn_number, finished.call_id, finished.changes, self.cwd)
         if entry is not None:
             self.undo_log.add(entry)
             self.journal.record_change(entry)
         if finished.notice:
             self._ui(SystemEntry(text=finished.notice, level="warning"))
 
-    def _next_ref(self) -> int:
-        self.confirm_ref += 1
-        return self.confirm_ref
-
-    def _start_restore(self, prompt: int | None, session_id: str) -> None:
+    def _start_restore(self, prompt: int | None, session_id: str) -> At:
         """/undo (``prompt`` None) or /rewind: plan it, then ask the executor for the reverse preview."""
         from dashfloat.agent._restore import begin
 
         journal = self.journal
+        prompts, store = self.prompts(), journal.checkpoint_store
         flow = begin(
             prompt,
             session_id,
             journal.session_id,
-            self.prompts(),
+            prompts,
             self.undo_log,
             self.cwd,
-            journal.checkpoint_store,
-            self._next_ref,
+            store,
+            self.next_ref,
             self.restoring,
         )
         if isinstance(flow, list):
             self.outbox += flow  # refused, or nothing to undo
-            return
+            return "nothing"
         self.restore = flow
-        self.waiting = "restore"
         self._set_phase("running")
-        self._restore_step(self.restore.start())
+        return self._restore_step(flow.start())
 
-    def _restore_step(self, messages: Sequence[tuple[Dest, Message]]) -> None:
+    def _restore_step(self, out: Sequence[tuple[Dest, Message]]) -> At:
         """Send what the restore flow asks for; when it is over, record it and go idle."""
         flow = self.restore
         assert flow is not None
-        for dest, message in messages:
+        for dest, message in out:
             if isinstance(message, ConfirmRequested):
                 self._set_phase("confirming")
             elif dest == "executor":
                 self._set_phase("running")
             self.outbox.append((dest, message))
         if flow.ended is None:
-            return
+            return "restore"
         self.restore = None
-        self.waiting = "nothing"
         if flow.applied:
             if flow.text is None:
                 self.journal.record_undone(list(flow.plan.turns))
@@ -1106,6 +1042,7 @@ class AgentCore:
                 self._ui(PromptRestored(text=flow.text))
         self._ui(flow.ended)
         self._set_phase("idle")
+        return "nothing"
 
     def _truncate(self, kept: int) -> None:
         """The conversation up to (not including) prompt ``kept + 1``: the next request carries that prefix."""
@@ -1126,207 +1063,40 @@ class AgentCore:
         self._fresh_front()
         self.turn_usage = self.turn_usage[:kept]
 
-    def _show_result(self, call_id: str, name: str, result: ToolResult) -> None:
-        self._ui(result_row(call_id, name, result))
-
-    def _finish_call(self, result: ToolResult) -> None:
-        call = self._current()
-        self.waiting = "nothing"
-        self.auto_approval = None
-        self.change = None
-        self._record(ToolReply(call_id=call.id, name=call.name, result=result))
-        self._show_result(call.id, call.name, result)
-        self.next_call += 1
-
-    def _not_run_rest(self, stopped: ToolResult) -> None:
-        """The calls left when the turn stopped: each answered for the model, one row for all of them."""
-        rest = self.calls[self.next_call :]
-        for call in rest:
-            self._record(ToolReply(call_id=call.id, name=call.name, result=not_run(call, stopped)))
-        self.next_call = len(self.calls)
-        self.waiting = "nothing"
-        self.auto_approval = None
-        self.change = None
-        if isinstance(stopped, ToolFailed):
-            why = stopped.error.removeprefix("not run: ")
-        else:
-            from dashfloat.agent._summary import result_status
-
-            why = "you stopped the turn" if isinstance(stopped, ToolRejected) else result_status(stopped)
-        text = not_run_row([call.name for call in rest], why, rest[-1].cut)
-        self._ui(SystemEntry(text=text, level="warning"))
-
-    def _after_calls(self) -> None:
-        if self.stop_result is not None:
-            self._end_turn(self.stop_outcome)
-        elif not self.calls:
-            self._end_turn("completed")
-        elif self.shutting_down:
-            self._end_turn("stopped")
-        elif self.episodes >= MAX_EPISODES_PER_TURN:
-            self._ui(
-                SystemEntry(
-                    text=f"stopped after {MAX_EPISODES_PER_TURN} model requests in one turn; "
-                    "send a prompt to let it continue",
-                    level="warning",
-                )
-            )
-            self._end_turn("limit")
-        else:
-            self._start_stream()
-
-    def on_executor(self, message: ExecutorToAgent) -> None:
-        match message:
-            case PreviewReady(call_id=call_id):
-                if self.waiting != "preview" or call_id != self._current().id:
-                    return
-                if message.error is not None:
-                    self._finish_call(ToolFailed(error=message.error))
-                    self._advance()
-                    return
-                call = self._current()
-                approved, self.auto_approval = self.auto_approval, None
-                if not asks_after_preview(approved, message):
-                    assert approved is not None
-                    self._expect_change(call, approved, message.summary, message.lines)
-                    self._run(message.digest, by_keypress=False)
-                    return
-                # A protected write is asked whatever allowed it.
-                self.preview_lines, self.preview_summary = message.lines, message.summary
-                self.confirm_ref += 1
-                self.preview_digest = message.digest
-                self.waiting = "confirm"
-                self._set_phase("confirming")
-                self._ui(confirmation(self.confirm_ref, call, message))
-            case ToolFinished(call_id=call_id, result=result) if (
-                self.waiting == "user_command" and self.user_command and call_id == self.user_command[0]
-            ):
-                self._user_command_done(result)
-            case ToolFinished(call_id=call_id, result=result) if (
-                self.waiting == "mention" and self.attaching and self.attaching.call_id == call_id
-            ):
-                self._attached(result)
-            case ToolFinished(call_id=call_id, result=result):
-                if self.waiting == "tool" and call_id == self._current().id:
-                    self._keep_changes(message)
-                    change, self.change = self.change, None
-                    self._finish_call(result)
-                    from dashfloat.agent._summary import result_status
-
-                    if change is not None and result_status(result) == "ok":
-                        self._ui(change)
-                    self._advance()
-            case FrameRejected(error=error):
-                self._ui(SystemEntry(text=error, level="error"))
-            case CommandStarted():
-                pass  # the process shell keeps the process group to kill if the executor dies
-            case RestorePreviewed() | RestoreApplied():
-                if self.restore is not None and self.waiting == "restore":
-                    self._restore_step(self.restore.on_executor(message))
-            case PathsFound(ref=ref):
-                self._ui(message)
-                if self.finding is not None and self.finding.ref == ref:
-                    self.finding, waiting = None, self.find_next
-                    self.find_next = None
-                    if waiting is not None:
-                        self._find_paths(waiting)
-            case CommandOutput(call_id=call_id, text=text, skipped_bytes=skipped):
-                running = self.user_command[0] if self.user_command else None
-                if call_id == running or (self.waiting == "tool" and call_id == self._current().id):
-                    self._ui(ToolOutputShown(id=call_id, text=text, skipped_bytes=skipped))  # late chunks go
-            case _:
-                assert_never(message)
-
-    def _expect_change(self, call: AssembledCall, approver: Approval, summary: str, diff: list[str]) -> None:
-        args = call.args
-        self.change = ChangeRecorded(
-            id=call.id,
-            name=call.name,
-            path=args.path if isinstance(args, WriteFileArgs | EditFileArgs) else "",
-            summary=summary,
-            approved_by=approver[0],
-            rule=approver[1],
-            diff=diff if approver[0] != "keypress" or not isinstance(args, ExecuteCommandArgs) else [],
-        )
-
-    def _pending_ref(self) -> str:
-        return str(self.confirm_ref) if self.waiting == "confirm" else "none"
-
-    def _decide(self, message: DecideConfirmation) -> None:
-        ref, decision = message.ref, message.decision
-        if self.waiting == "restore" and self.restore is not None:
-            self._restore_step(self.restore.on_decision(ref, decision))
-            return
-        if self.waiting != "confirm" or ref != self.confirm_ref:
-            # a keypress for a confirmation that is already answered (or never was): ignored, and logged
-            self.log.append(f"ignored decision {decision!r} for confirmation {ref}: pending is {self._pending_ref()}")
-            return
-        call = self._current()
-        assert call.args is not None  # only a parsed call is confirmed
-        if decision in ("approve", "approve_always"):
-            summary = self.preview_summary
-            if isinstance(call.args, ExecuteCommandArgs):
-                summary = f"$ {call.args.command}"
-            self._expect_change(call, ("keypress", ""), summary, self.preview_lines)
-        match decision:
-            case "approve":
-                self._run(self.preview_digest, by_keypress=True)
-            case "approve_always":
-                scope = call_scope(call.args)
-                if scope is not None:  # the UI offers no "always" without a scope; a stray one approves once
-                    self._ui(self.rules.grant(scope))
-                    self._ui(self.ready_message())
-                self._run(self.preview_digest, by_keypress=True)
-            case "reject":
-                self._finish_call(REJECTED)
-                self._advance()
-            case "reject_stop":
-                self._stop(REJECTED, "stopped")
-                self._finish_call(REJECTED)
-                self._advance()
-            case _:
-                assert_never(decision)
-
     # ------------------------------------------------------------ cancel, crashes, end of turn
 
-    def cancel(self) -> None:
-        """Esc: stop the stream, reject-and-stop a confirmation, or kill the running command."""
+    def cancel(self) -> tuple[At | None, Out]:
+        """Esc: stop the stream, reject-and-stop a confirmation, or kill the running command (where the turn goes,
+        and what to send and record first)."""
         match self.waiting:
             case "stream" if self.window.held is not None:
                 # Nothing of its answer was shown or run: the turn ends as a wait for the window does.
                 self.window.held = None
                 self.outbox.append(("llm", CancelStream(request_id=self.request_id)))
-                self.waiting = "nothing"
-                self._end_turn("cancelled")
+                return self._end_turn("cancelled"), []
             case "stream" | "summary":
-                self._stop(CANCELLED, "cancelled")
+                self.stop.set(CANCELLED, "cancelled")
                 self.outbox.append(("llm", CancelStream(request_id=self.request_id)))
+                return self.waiting, []  # its last word ends it
             case "window":
-                self.waiting = "nothing"
-                self._end_turn("cancelled")
-            case "preview" | "confirm":
-                self._stop(REJECTED, "stopped")
-                self._finish_call(REJECTED)
-                self._advance()
-            case "tool":
-                self._stop(CANCELLED, "cancelled")
-                self.outbox.append(("executor", CancelTool(call_id=self._current().id)))
+                return self._end_turn("cancelled"), []
+            case "preview" | "confirm" | "tool":
+                return self.calls.cancel(self.waiting)
             case "restore":
-                if self.restore is not None:
-                    self._restore_step(self.restore.cancel())
+                return (self._restore_step(self.restore.cancel()) if self.restore is not None else None), []
             case "user_command":
                 if self.user_command is not None:
                     self.outbox.append(("executor", CancelTool(call_id=self.user_command[0])))
+                return "user_command", []  # its result ends it
             case "mention":
                 # Nothing was sent yet: the prompt goes back into the input, a !command's output back to waiting.
                 if self.attaching is not None:
                     self.pending_context = [*self.attaching.context, *self.pending_context]
                     self._ui(SystemEntry(text="not sent: reading its @mentions was cancelled; the prompt is back"))
                     self._ui(PromptRestored(text=self.attaching.text))
-                self._end_turn("cancelled")
+                return self._end_turn("cancelled"), []
             case "nothing":
-                if self.phase != "idle":
-                    self._end_turn("cancelled")
+                return (self._end_turn("cancelled") if self.phase != "idle" else None), []
             case _:
                 assert_never(self.waiting)
 
@@ -1334,10 +1104,10 @@ class AgentCore:
         """The LLM stream process died; a fresh one is already running."""
         self.window.held = None  # what it sent before dying is reported as the stream's failure, not acted on
         if self.waiting == "summary":
-            self._summary_finished("", f"the model stream process died ({reason})")
+            self._move("llm died", self._summarised("", f"the model stream process died ({reason})"))
         elif self.waiting == "stream":
             text = f"the model stream process died ({reason}); a fresh one will serve the next request"
-            self._stream_failed("crashed", text, "", [])
+            self._move("llm died", self._stream_failed("crashed", text, "", []))
         if self.window.size is None:
             self.discover_window()  # the question died with the process: ask the fresh one
 
@@ -1348,15 +1118,15 @@ class AgentCore:
         for request in open_requests:
             notice = f"the executor process died ({reason}); type on to ask again"
             self._ui(PathsFound(ref=request.ref, query=request.query, paths=[], notice=notice))
+        failed = ToolFailed(error=f"executor crashed: {reason}")
         if self.waiting in ("preview", "tool"):  # a pending confirmation's digest stays valid for the fresh one
-            self._finish_call(ToolFailed(error=f"executor crashed: {reason}"))
-            self._advance()
+            self._move("executor died", *(self.calls.executor_died(reason)))
         elif self.waiting == "restore" and self.restore is not None:
-            self._restore_step(self.restore.executor_died(reason))
+            self._move("executor died", self._restore_step(self.restore.executor_died(reason)))
         elif self.waiting == "user_command":
-            self._user_command_done(ToolFailed(error=f"executor crashed: {reason}"))
+            self._move("executor died", self._user_command_done(failed))
         elif self.waiting == "mention" and self.attaching is not None and self.attaching.call is not None:
-            self._attached(ToolFailed(error=f"executor crashed: {reason}"))
+            self._move("executor died", self._attached(failed))
 
     def on_internal_error(self, error: str) -> None:
         """A bug of ours: say so, leave a valid conversation, go idle, stay up."""
@@ -1365,7 +1135,7 @@ class AgentCore:
             self.outbox.append(("llm", CancelStream(request_id=self.request_id)))
         self.summary = None
         self._answer_dangling(ToolFailed(error="not run: internal error in the agent"))
-        self._end_turn("failed")
+        self._go(self._end_turn("failed"))
 
     def _answer_dangling(self, result: ToolResult) -> None:
         """Give every call of the last assistant message that has no result yet ``result``."""
@@ -1375,14 +1145,10 @@ class AgentCore:
                 for record in message.tool_calls or []:
                     if record.id not in answered:
                         self._record(ToolReply(call_id=record.id, name=record.function.name, result=result))
-                        self._show_result(record.id, record.function.name, result)
+                        self._ui(result_row(record.id, record.function.name, result))
                 return
 
-    def show_context(self) -> None:
-        """The status bar's context figure from the estimate of the next request (the one /usage gives)."""
-        self._ui(ContextChanged(tokens=estimate(self._request_messages(), self.calibration)))
-
-    def _end_turn(self, outcome: Outcome) -> None:
+    def _end_turn(self, outcome: Outcome) -> At:
         if self.last_usage is not None:
             self._ui(UsageShown(usage=self.last_usage))
             self.turn_usage.append(self.last_usage)
@@ -1393,3 +1159,4 @@ class AgentCore:
         self._ui(TurnEnded(outcome=outcome))
         self._reset_turn()
         self._ui(PhaseChanged(phase="idle"))
+        return "nothing"

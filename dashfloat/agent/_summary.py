@@ -85,3 +85,22 @@ def result_excerpt(result: ToolResult) -> str:
 def result_shown(call_id: str, name: str, result: ToolResult) -> ToolResultShown:
     """The outcome row of call ``call_id``: its status word and excerpt."""
     return ToolResultShown(id=call_id, name=name, status=result_status(result), output=result_excerpt(result))
+
+
+def command_context(command: str, result: ToolResult) -> str:
+    """What a !command leaves for the model's next prompt: the command, how it ended, and its output."""
+    status: str = result_status(result)
+    output = ""
+    match result:
+        case CommandExited(exit_code=code, output=captured) | CommandTimedOut(exit_code=code, output=captured):
+            output = captured.output
+            status = status if code is None else f"exit code {code}"
+        case ToolCancelled(output=captured):
+            output = captured.output if captured is not None else ""
+        case ToolFailed(error=error):
+            output = error
+        case ReadFileResult() | WriteFileResult() | EditFileResult() | ListDirectoryResult() | ToolRejected():
+            pass  # not a command's result: nothing printed
+        case _:
+            assert_never(result)
+    return f"I ran `{command}` myself ({status}); its output:\n```\n{output.rstrip()}\n```"

@@ -1,0 +1,274 @@
+"""One answer's tool calls, in its order: each shown, decided (``_decide.decide``), previewed and asked where it must
+be, run, and answered in the conversation; once the turn stops, the rest are answered unrun.
+
+Pure, as ``_restore.RestoreFlow`` is: each method returns where the turn goes next (a ``_turn.At``) and what to
+send and to record first (``Out``, in order); ``AgentCore`` sends, records, and moves the turn as ``_turn.TURN``
+allows. The mode and the rules are read from the session at each call: a /approve or an "always" mid-turn counts
+for the next call.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final, Literal, Protocol, assert_never
+
+from dashfloat.agent._decide import (
+    Approval,
+    Ask,
+    Deny,
+    Fail,
+    PreviewThenRun,
+    Refuse,
+    RunAllowed,
+    RunReadOnly,
+    RunUnasked,
+    asks_after_preview,
+    confirmation,
+    decide,
+)
+from dashfloat.agent._replay import NOT_RUN_ROWS_MAX, not_run, not_run_row, result_row, shown
+from dashfloat.permissions import call_scope
+from dashfloat.protocol import (
+    AgentReady,
+    ApprovalMode,
+    AssembledCall,
+    CancelTool,
+    ChangeRecorded,
+    Decision,
+    EditFileArgs,
+    ExecuteCommandArgs,
+    Message,
+    PreviewReady,
+    PreviewTool,
+    RunTool,
+    SandboxPolicy,
+    SandboxState,
+    SystemEntry,
+    ToolArgs,
+    ToolCallShown,
+    ToolCancelled,
+    ToolFailed,
+    ToolFinished,
+    ToolRejected,
+    ToolReply,
+    ToolResult,
+    WriteFileArgs,
+)
+
+if TYPE_CHECKING:
+    from dashfloat.agent._journal import Journal
+    from dashfloat.agent._rules import Rules
+    from dashfloat.agent._turn import At
+
+Outcome = Literal["completed", "failed", "cancelled", "stopped", "limit"]
+Outgoing = tuple[Literal["ui", "executor"], Message] | ToolReply
+Out = list[Outgoing]
+"""What to send (to the UI, to the executor) and what to record in the conversation (a ``ToolReply``), in order."""
+
+REJECTED: Final = ToolRejected()
+CANCELLED: Final = ToolCancelled()
+
+
+class Session(Protocol):
+    """What the calls read of the agent's session (``AgentCore`` is one)."""
+
+    approval: ApprovalMode
+    rules: Rules
+    sandbox: SandboxState
+    read_only_commands: bool
+    cwd: str
+    journal: Journal
+    """Where a write's checkpoint goes (``checkpoint_store``)."""
+
+    def next_ref(self) -> int: ...
+
+    def ready_message(self) -> AgentReady: ...
+
+
+class Stop:
+    """Why the turn stops (the result each call it leaves unrun gets) and how it ends: the first reason wins."""
+
+    def __init__(self) -> None:
+        self.result: ToolResult | None = None
+        self.outcome: Outcome = "completed"
+
+    def set(self, result: ToolResult, outcome: Outcome) -> None:
+        if self.result is None:
+            self.result = result
+            self.outcome = outcome
+
+
+def change_record(call: AssembledCall, approval: Approval, summary: str, diff: list[str]) -> ChangeRecorded:
+    """What the UI shows once ``call``'s mutation lands: what changed and who let it run."""
+    args = call.args
+    return ChangeRecorded(
+        id=call.id,
+        name=call.name,
+        path=args.path if isinstance(args, WriteFileArgs | EditFileArgs) else "",
+        summary=summary,
+        approved_by=approval[0],
+        rule=approval[1],
+        diff=diff if approval[0] != "keypress" or not isinstance(args, ExecuteCommandArgs) else [],
+    )
+
+
+class CallsFlow:
+    """The calls of one answer; ``next`` is the one being handled."""
+
+    def __init__(self, calls: list[AssembledCall], stop: Stop, session: Session) -> None:
+        self.calls = calls
+        self.next = 0
+        self.stop = stop
+        self.session = session
+        self.approved: Approval | None = None
+        """A file mutation a rule or the mode lets run: previewed for the record, then run without asking."""
+        self.change: ChangeRecorded | None = None
+        """The record of the mutation running now, sent once it lands."""
+        self.preview: PreviewReady | None = None
+        """The preview the pending confirmation shows (what an approval runs: its digest)."""
+        self.ref = 0
+        """The pending confirmation's ref."""
+
+    @property
+    def current(self) -> AssembledCall:
+        return self.calls[self.next]
+
+    def step(self) -> tuple[At, Out]:
+        """The next call: its row, then answered at once ("calls": the next one), sent to be previewed ("preview") or
+        run ("tool"); "calls_done" once none is left or the turn stopped with more than NOT_RUN_ROWS_MAX left."""
+        stopped = self.stop.result
+        if self.next >= len(self.calls):
+            return "calls_done", []
+        if stopped is not None and len(self.calls) - self.next > NOT_RUN_ROWS_MAX:
+            return "calls_done", self._not_run_rest(stopped)
+        call = self.current
+        out: Out = [("ui", ToolCallShown(id=call.id, args=shown(call)))]
+        if stopped is not None:
+            return "calls", out + self._finish(not_run(call, stopped))
+        session = self.session
+        decision = decide(
+            call, session.rules.all(), session.approval, session.sandbox, session.read_only_commands, session.cwd
+        )
+        match decision:
+            case Fail(error=error) | Deny(error=error) | Refuse(error=error):
+                return "calls", out + self._finish(ToolFailed(error=error))
+            case RunUnasked():
+                return "tool", out + self._run(None, by_keypress=False)
+            case RunReadOnly(args=args):
+                return "tool", out + self._run(None, by_keypress=False, args=args, read_only=True)
+            case RunAllowed(args=args, approval=approval):
+                assert isinstance(call.args, ExecuteCommandArgs)
+                self.change = change_record(call, approval, f"$ {call.args.command}", [])
+                return "tool", out + self._run(None, by_keypress=False, args=args)
+            case PreviewThenRun() | Ask():
+                assert call.args is not None  # decide fails a call whose arguments did not parse
+                self.approved = decision.approval if isinstance(decision, PreviewThenRun) else None
+                return "preview", [*out, ("executor", PreviewTool(call_id=call.id, args=call.args))]
+            case _:
+                assert_never(decision)
+
+    def previewed(self, preview: PreviewReady) -> tuple[At, Out]:
+        """The preview is back: the call fails, runs (a rule or the mode approved it), or is asked."""
+        if preview.error is not None:
+            return "calls", self._finish(ToolFailed(error=preview.error))
+        approved, self.approved = self.approved, None
+        if not asks_after_preview(approved, preview):
+            assert approved is not None
+            self.change = change_record(self.current, approved, preview.summary, preview.lines)
+            return "tool", self._run(preview.digest, by_keypress=False)
+        self.preview = preview  # a protected write is asked whatever allowed it
+        self.ref = self.session.next_ref()
+        return "confirm", [("ui", confirmation(self.ref, self.current, preview))]
+
+    def decided(self, decision: Decision) -> tuple[At, Out]:
+        """The user answered the confirmation: run what was previewed (with its digest), or reject the call."""
+        call, preview = self.current, self.preview
+        assert call.args is not None and preview is not None  # only a parsed, previewed call is confirmed
+        if decision in ("approve", "approve_always"):
+            summary = f"$ {call.args.command}" if isinstance(call.args, ExecuteCommandArgs) else preview.summary
+            self.change = change_record(call, ("keypress", ""), summary, preview.lines)
+        match decision:
+            case "approve":
+                return "tool", self._run(preview.digest, by_keypress=True)
+            case "approve_always":
+                out: Out = []
+                scope = call_scope(call.args)
+                if scope is not None:  # the UI offers no "always" without a scope; a stray one approves once
+                    out += [("ui", self.session.rules.grant(scope)), ("ui", self.session.ready_message())]
+                return "tool", out + self._run(preview.digest, by_keypress=True)
+            case "reject":
+                return "calls", self._finish(REJECTED)
+            case "reject_stop":
+                self.stop.set(REJECTED, "stopped")
+                return "calls", self._finish(REJECTED)
+            case _:
+                assert_never(decision)
+
+    def ran(self, finished: ToolFinished) -> tuple[At, Out]:
+        """The call's result: answered in the conversation, and its change shown once it landed."""
+        from dashfloat.agent._summary import result_status  # loaded by the result's row already
+
+        change, self.change = self.change, None
+        out = self._finish(finished.result)
+        if change is not None and result_status(finished.result) == "ok":
+            out.append(("ui", change))
+        return "calls", out
+
+    def cancel(self, waiting: Literal["preview", "confirm", "tool"]) -> tuple[At, Out]:
+        """Esc: a call still to be asked is rejected and the turn stops; a running one is killed (its result comes)."""
+        if waiting == "tool":
+            self.stop.set(CANCELLED, "cancelled")
+            return "tool", [("executor", CancelTool(call_id=self.current.id))]
+        self.stop.set(REJECTED, "stopped")
+        return "calls", self._finish(REJECTED)
+
+    def executor_died(self, reason: str) -> tuple[At, Out]:
+        """The call being previewed or run fails (a pending confirmation's digest stays valid for the fresh one)."""
+        return "calls", self._finish(ToolFailed(error=f"executor crashed: {reason}"))
+
+    def _run(self, digest: str | None, by_keypress: bool, args: ToolArgs | None = None, read_only: bool = False) -> Out:
+        call = self.current
+        assert call.args is not None  # a call whose arguments did not parse never runs
+        # Network only for a command a person just approved, unless the session enabled it (--network); a
+        # read-only command run unasked gets the read-only sandbox too, so a mistake in the allowlist cannot write,
+        # and an empty home, so a symlink in the tree cannot read the user's files to the model.
+        policy = SandboxPolicy(
+            mode="read-only" if read_only else "workspace-write",
+            network=not read_only and (by_keypress or self.session.sandbox.network),
+            private_home=read_only,
+        )
+        run = RunTool(
+            call_id=call.id,
+            args=args if args is not None else call.args,
+            expect_digest=digest,
+            sandbox=policy,
+            checkpoint_store=self.session.journal.checkpoint_store,
+        )
+        return [("executor", run)]
+
+    def _finish(self, result: ToolResult) -> Out:
+        """The current call answered with ``result`` (recorded, then its row); the next one becomes current."""
+        call = self.current
+        self.approved = None
+        self.change = None
+        self.next += 1
+        return [
+            ToolReply(call_id=call.id, name=call.name, result=result),
+            ("ui", result_row(call.id, call.name, result)),
+        ]
+
+    def _not_run_rest(self, stopped: ToolResult) -> Out:
+        """The calls left when the turn stopped: each answered for the model, one row for all of them."""
+        rest = self.calls[self.next :]
+        out: Out = [ToolReply(call_id=call.id, name=call.name, result=not_run(call, stopped)) for call in rest]
+        self.next = len(self.calls)
+        self.approved = None
+        self.change = None
+        if isinstance(stopped, ToolFailed):
+            why = stopped.error.removeprefix("not run: ")
+        else:
+            from dashfloat.agent._summary import result_status
+
+            why = "you stopped the turn" if isinstance(stopped, ToolRejected) else result_status(stopped)
+        text = not_run_row([call.name for call in rest], why, rest[-1].cut)
+        out.append(("ui", SystemEntry(text=text, level="warning")))
+        return out

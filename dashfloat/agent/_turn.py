@@ -1,0 +1,115 @@
+"""The turn on one screen: where it waits, what moves it on, who acts, and where it can go next.
+
+A prompt's turn is *steps*, taken at once one after the other, and *waits*, where it stops until a message comes
+(``AgentCore.waiting`` holds the wait). ``AgentCore._go`` takes the steps from wherever a message left the turn until
+it reaches a wait; every move, a step's or a message's, is checked against ``TURN`` (``check``): a move the table
+does not list is a bug, raised where it happens. Read a row as "at AT, when EVENT comes, WHO acts, and the turn goes
+to one of NEXT". Decision record: docs/decisions/0073-the-turn-as-a-table.md; the path in prose:
+docs/architecture.md, "The path of one prompt".
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+Waiting = Literal[
+    "nothing", "mention", "window", "stream", "summary", "preview", "confirm", "tool", "restore", "user_command"
+]
+"""Where the turn waits, for what, and the phase the status bar shows meanwhile:
+
+- ``nothing``: for the user (idle); ``phase`` is ``idle``.
+- ``mention``: an @mention's read (a ``RunTool``; the prompt is sent once all are read); ``running``.
+- ``window``: the context window, before a request that might need compacting (``DiscoverWindow``); ``streaming``.
+- ``stream``: the model's answer (``StartStream``); held unseen until the window comes when it was sent before it
+  (``Window.held``); ``streaming``.
+- ``summary``: the summary a compaction asked for (``StartStream``); ``compacting``.
+- ``preview``: a mutation's preview (``PreviewTool``); the phase stays as it was (``streaming`` or ``running``).
+- ``confirm``: the user's answer to a ``ConfirmRequested``; ``confirming``.
+- ``tool``: a call's result (``RunTool``); ``running``.
+- ``restore``: an /undo or /rewind's executor replies and confirmations (``RestoreFlow``); ``running`` or
+  ``confirming``.
+- ``user_command``: a !command's result (``RunTool``); ``running``.
+"""
+Step = Literal["episode", "request", "calls", "calls_done"]
+"""Where the turn decides at once: ``episode`` counts a model request, ``request`` sends it (or waits for the window,
+or compacts first), ``calls`` handles the answer's next tool call, ``calls_done`` asks for the next episode or ends
+the turn."""
+At = Waiting | Step
+Event = Literal[
+    "step",
+    "SubmitPrompt",
+    "RunUserCommand",
+    "UndoTurn",
+    "RewindTo",
+    "CompactConversation",
+    "WindowFound",
+    "StreamDone",
+    "StreamFailed",
+    "PreviewReady",
+    "DecideConfirmation",
+    "ToolFinished",
+    "RestorePreviewed",
+    "RestoreApplied",
+    "Cancel",
+    "executor died",
+    "llm died",
+]
+"""What moves the turn: a step taken, or a message (Esc is ``Cancel``, and so is ``Shutdown`` mid-turn)."""
+
+# fmt: off
+TURN: Final[tuple[tuple[At, str, str, tuple[At, ...]], ...]] = (
+    # at              what moves it on                      who acts (in agent/)               where it can go next
+    ("nothing",      "SubmitPrompt",                       "_core.AgentCore._submit",          ("mention", "episode")),
+    ("mention",      "ToolFinished | executor died",       "_core.AgentCore._attached",        ("mention", "episode")),
+    ("episode",      "step",                               "_core.AgentCore._episode",         ("request",)),
+    ("request",      "step",                               "_core.AgentCore._request",
+                                                                          ("window", "stream", "summary", "nothing")),
+    ("window",       "WindowFound",                        "_core.AgentCore._window_found",    ("request",)),
+    ("stream",       "StreamDone",                         "_core.AgentCore._stream_done",
+                                                                          ("calls", "request", "summary", "nothing")),
+    ("stream",       "StreamFailed | llm died",            "_core.AgentCore._stream_failed",
+                                                                          ("calls", "request", "summary", "nothing")),
+    ("stream",       "WindowFound",                        "_core.AgentCore._window_found",    ("nothing",)),
+    ("summary",      "StreamDone | StreamFailed | llm died", "_core.AgentCore._summarised",    ("request", "nothing")),
+    ("calls",        "step",                               "_calls.CallsFlow.step",
+                                                                          ("calls", "preview", "tool", "calls_done")),
+    ("preview",      "PreviewReady",                       "_calls.CallsFlow.previewed",
+                                                                          ("calls", "tool", "confirm")),
+    ("confirm",      "DecideConfirmation",                 "_calls.CallsFlow.decided",         ("calls", "tool")),
+    ("tool",         "ToolFinished",                       "_calls.CallsFlow.ran",             ("calls",)),
+    ("preview",      "executor died",                      "_calls.CallsFlow.executor_died",   ("calls",)),
+    ("tool",         "executor died",                      "_calls.CallsFlow.executor_died",   ("calls",)),
+    ("calls_done",   "step",                               "_core.AgentCore._calls_done",      ("episode", "nothing")),
+    # Esc: a wait for the model or a command is cut short and its last word awaited; anything else ends or moves on
+    ("mention",      "Cancel",                             "_core.AgentCore.cancel",           ("nothing",)),
+    ("window",       "Cancel",                             "_core.AgentCore.cancel",           ("nothing",)),
+    ("stream",       "Cancel",                             "_core.AgentCore.cancel",           ("stream", "nothing")),
+    ("summary",      "Cancel",                             "_core.AgentCore.cancel",           ("summary",)),
+    ("preview",      "Cancel",                             "_calls.CallsFlow.cancel",          ("calls",)),
+    ("confirm",      "Cancel",                             "_calls.CallsFlow.cancel",          ("calls",)),
+    ("tool",         "Cancel",                             "_calls.CallsFlow.cancel",          ("tool",)),
+    ("nothing",      "Cancel",                             "_core.AgentCore.cancel",           ("nothing",)),
+    # beside a prompt's turn, on the same waits
+    ("nothing",      "RunUserCommand",                     "_core.AgentCore._run_user_command", ("user_command",)),
+    ("user_command", "ToolFinished | executor died",       "_core.AgentCore._user_command_done", ("nothing",)),
+    ("user_command", "Cancel",                             "_core.AgentCore.cancel",           ("user_command",)),
+    ("nothing",      "UndoTurn | RewindTo",                "_core.AgentCore._start_restore",   ("restore", "nothing")),
+    ("restore",      "RestorePreviewed | RestoreApplied | DecideConfirmation | Cancel | executor died",
+                                                           "_core.AgentCore._restore_step",    ("restore", "nothing")),
+    ("nothing",      "CompactConversation",                "_core.AgentCore._compact_now",     ("summary", "nothing")),
+)
+# fmt: on
+"""A message no row lists for the wait the turn is at is stale (a late reply, a second Esc) and moves nothing; an
+internal error ends the turn from anywhere (``AgentCore.on_internal_error``)."""
+
+_MOVES: Final = {(at, event.strip()): frozenset(nexts) for at, events, _, nexts in TURN for event in events.split("|")}
+
+
+class UnlistedMove(RuntimeError):
+    """The turn moved in a way ``TURN`` does not list: a bug (the core reports it and ends the turn)."""
+
+
+def check(at: At, event: Event, to: At) -> None:
+    """Raise ``UnlistedMove`` unless ``TURN`` lets the turn go from ``at`` to ``to`` when ``event`` comes."""
+    if to not in _MOVES.get((at, event), ()):
+        raise UnlistedMove(f"the turn went from {at!r} on {event!r} to {to!r}: no row of TURN (agent/_turn.py) says so")
