@@ -1,0 +1,3 @@
+from pricing import format_price
+
+print(format_price(1999))

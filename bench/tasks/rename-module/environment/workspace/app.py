@@ -1,0 +1,3 @@
+from helpers import banner
+
+print(banner("Weekly report"))
