@@ -1,11 +1,11 @@
 """The turn on one screen: where it waits, what moves it on, who acts, and where it can go next.
 
 A prompt's turn is *steps*, taken at once one after the other, and *waits*, where it stops until a message comes
-(``AgentCore.waiting`` holds the wait). ``AgentCore._go`` takes the steps from wherever a message left the turn until
-it reaches a wait; every move, a step's or a message's, is checked against ``TURN`` (``check``): a move the table
-does not list is a bug, raised where it happens. Read a row as "at AT, when EVENT comes, WHO acts, and the turn goes
-to one of NEXT". Decision record: docs/decisions/0073-the-turn-as-a-table.md; the path in prose:
-docs/architecture.md, "The path of one prompt".
+(``Turn.waiting`` holds the wait). ``_steps.Turn.go`` takes the steps from wherever a message left the turn until it
+reaches a wait; every move, a step's (``go``) or a message's (``Turn.move``), is checked against ``TURN``
+(``check``): a move the table does not list is a bug, raised where it happens. Read a row as "at AT, when EVENT
+comes, WHO acts (in dashfloat/agent/), and the turn goes to one of NEXT". Decision record:
+docs/decisions/0073-the-turn-as-a-table.md; the path in prose: docs/architecture.md, "The path of one prompt".
 """
 
 from __future__ import annotations
@@ -59,18 +59,18 @@ Event = Literal[
 # fmt: off
 TURN: Final[tuple[tuple[At, str, str, tuple[At, ...]], ...]] = (
     # at              what moves it on                      who acts (in agent/)               where it can go next
-    ("nothing",      "SubmitPrompt",                       "_core.AgentCore._submit",          ("mention", "episode")),
-    ("mention",      "ToolFinished | executor died",       "_core.AgentCore._attached",        ("mention", "episode")),
-    ("episode",      "step",                               "_core.AgentCore._episode",         ("request",)),
-    ("request",      "step",                               "_core.AgentCore._request",
+    ("nothing",      "SubmitPrompt",                       "_steps.Turn.submit",          ("mention", "episode")),
+    ("mention",      "ToolFinished | executor died",       "_steps.Turn.attached",        ("mention", "episode")),
+    ("episode",      "step",                               "_steps.Turn.episode",         ("request",)),
+    ("request",      "step",                               "_steps.Turn.request",
                                                                           ("window", "stream", "summary", "nothing")),
-    ("window",       "WindowFound",                        "_core.AgentCore._window_found",    ("request",)),
-    ("stream",       "StreamDone",                         "_core.AgentCore._stream_done",
+    ("window",       "WindowFound",                        "_steps.Turn.window_found",    ("request",)),
+    ("stream",       "StreamDone",                         "_steps.Turn.stream_done",
                                                                           ("calls", "request", "summary", "nothing")),
-    ("stream",       "StreamFailed | llm died",            "_core.AgentCore._stream_failed",
+    ("stream",       "StreamFailed | llm died",            "_steps.Turn.stream_failed",
                                                                           ("calls", "request", "summary", "nothing")),
-    ("stream",       "WindowFound",                        "_core.AgentCore._window_found",    ("nothing",)),
-    ("summary",      "StreamDone | StreamFailed | llm died", "_core.AgentCore._summarised",    ("request", "nothing")),
+    ("stream",       "WindowFound",                        "_steps.Turn.window_found",    ("nothing",)),
+    ("summary",      "StreamDone | StreamFailed | llm died", "_steps.Turn.summary_done",    ("request", "nothing")),
     ("calls",        "step",                               "_calls.CallsFlow.step",
                                                                           ("calls", "preview", "tool", "calls_done")),
     ("preview",      "PreviewReady",                       "_calls.CallsFlow.previewed",
@@ -79,24 +79,24 @@ TURN: Final[tuple[tuple[At, str, str, tuple[At, ...]], ...]] = (
     ("tool",         "ToolFinished",                       "_calls.CallsFlow.ran",             ("calls",)),
     ("preview",      "executor died",                      "_calls.CallsFlow.executor_died",   ("calls",)),
     ("tool",         "executor died",                      "_calls.CallsFlow.executor_died",   ("calls",)),
-    ("calls_done",   "step",                               "_core.AgentCore._calls_done",      ("episode", "nothing")),
+    ("calls_done",   "step",                               "_steps.Turn.calls_done",      ("episode", "nothing")),
     # Esc: a wait for the model or a command is cut short and its last word awaited; anything else ends or moves on
-    ("mention",      "Cancel",                             "_core.AgentCore.cancel",           ("nothing",)),
-    ("window",       "Cancel",                             "_core.AgentCore.cancel",           ("nothing",)),
-    ("stream",       "Cancel",                             "_core.AgentCore.cancel",           ("stream", "nothing")),
-    ("summary",      "Cancel",                             "_core.AgentCore.cancel",           ("summary",)),
+    ("mention",      "Cancel",                             "_steps.Turn.cancel",           ("nothing",)),
+    ("window",       "Cancel",                             "_steps.Turn.cancel",           ("nothing",)),
+    ("stream",       "Cancel",                             "_steps.Turn.cancel",           ("stream", "nothing")),
+    ("summary",      "Cancel",                             "_steps.Turn.cancel",           ("summary",)),
     ("preview",      "Cancel",                             "_calls.CallsFlow.cancel",          ("calls",)),
     ("confirm",      "Cancel",                             "_calls.CallsFlow.cancel",          ("calls",)),
     ("tool",         "Cancel",                             "_calls.CallsFlow.cancel",          ("tool",)),
-    ("nothing",      "Cancel",                             "_core.AgentCore.cancel",           ("nothing",)),
+    ("nothing",      "Cancel",                             "_steps.Turn.cancel",           ("nothing",)),
     # beside a prompt's turn, on the same waits
-    ("nothing",      "RunUserCommand",                     "_core.AgentCore._run_user_command", ("user_command",)),
-    ("user_command", "ToolFinished | executor died",       "_core.AgentCore._user_command_done", ("nothing",)),
-    ("user_command", "Cancel",                             "_core.AgentCore.cancel",           ("user_command",)),
-    ("nothing",      "UndoTurn | RewindTo",                "_core.AgentCore._start_restore",   ("restore", "nothing")),
+    ("nothing",      "RunUserCommand",                     "_steps.Turn.run_user_command", ("user_command",)),
+    ("user_command", "ToolFinished | executor died",       "_steps.Turn.user_command_done", ("nothing",)),
+    ("user_command", "Cancel",                             "_steps.Turn.cancel",           ("user_command",)),
+    ("nothing",      "UndoTurn | RewindTo",                "_steps.Turn.start_restore",   ("restore", "nothing")),
     ("restore",      "RestorePreviewed | RestoreApplied | DecideConfirmation | Cancel | executor died",
-                                                           "_core.AgentCore._restore_step",    ("restore", "nothing")),
-    ("nothing",      "CompactConversation",                "_core.AgentCore._compact_now",     ("summary", "nothing")),
+                                                           "_steps.Turn.restore_step",    ("restore", "nothing")),
+    ("nothing",      "CompactConversation",                "_steps.Turn.compact_now",     ("summary", "nothing")),
 )
 # fmt: on
 """A message no row lists for the wait the turn is at is stale (a late reply, a second Esc) and moves nothing; an

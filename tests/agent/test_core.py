@@ -641,7 +641,7 @@ def test_episode_limit_stops_the_turn() -> None:
     core = make_core()
     core.on_ui(SubmitPrompt(text="loop"))
     for n in range(MAX_EPISODES_PER_TURN):
-        assert core.episodes == n + 1
+        assert core.turn.episodes == n + 1
         done(core, "", [call(f"c{n}", "read_file", path="x")])
         core.on_executor(ToolFinished(call_id=f"c{n}", result=read("")))
     out = take(core)

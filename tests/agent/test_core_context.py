@@ -440,7 +440,7 @@ def test_prompts_are_numbered_from_the_transcript_and_a_rewind_undoes_later_comp
     answer_summary(core)
     assert core.prompts() == ["one", "two"]  # the summary is no prompt
     assert (getattr(core.conversation[0], "content", "") or "").startswith(compaction.SUMMARY_HEADER)
-    core._truncate(1)  # what /rewind 2 does once the files are restored
+    core.truncate(1)  # what /rewind 2 does once the files are restored
     assert core.prompts() == ["one"] and core.conversation == core.transcript
     assert getattr(core.conversation[-1], "content", None) == "ok" and core.compaction_points == []
     assert_no_dangling(chat(core))

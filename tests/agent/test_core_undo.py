@@ -212,7 +212,7 @@ def test_rewind_truncates_records_and_gives_the_prompt_back() -> None:
     turn_with_a_write(core, "one", "c1", "f1")
     turn_with_a_write(core, "two", "c2", "f2")
     take(core)
-    before = estimate(core._request_messages(), None)
+    before = estimate(core.request_messages(), None)
     core.on_ui(RewindTo(prompt=2))
     preview = one(take(core, "executor"), PreviewRestore)
     assert [f.path for f in preview.files] == ["f2"]
@@ -227,7 +227,7 @@ def test_rewind_truncates_records_and_gives_the_prompt_back() -> None:
     out = take(core, "ui")
     assert one(out, PromptRestored).text == "two"
     # The status bar's figure follows the shorter conversation (it kept the longer one's until the next turn).
-    assert one(out, ContextChanged).tokens == estimate(core._request_messages(), None) < before
+    assert one(out, ContextChanged).tokens == estimate(core.request_messages(), None) < before
     assert journal.rewinds == [1] and [e.turn for e in core.undo_log.checkpoints] == [1]
     assert [m.content for m in core.conversation if isinstance(m, ChatMessage) and m.role == "user"] == ["one"]
     last = core.conversation[-1]
