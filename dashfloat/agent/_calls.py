@@ -1,5 +1,6 @@
 """One answer's tool calls, in its order: each shown, decided (``_decide.decide``), previewed and asked where it must
-be, run, and answered in the conversation; once the turn stops, the rest are answered unrun.
+be, run, and answered in the conversation; once the turn stops, the rest are answered unrun (the rows a call shows,
+live: ``shown``, ``result_row``, ``not_run_row``).
 
 Pure, as ``_restore.RestoreFlow`` is: each method returns where the turn goes next (a ``_turn.At``) and what to
 send and to record first (``Out``, in order); ``AgentCore`` sends, records, and moves the turn as ``_turn.TURN``
@@ -9,6 +10,7 @@ for the next call.
 
 from __future__ import annotations
 
+import collections
 from typing import TYPE_CHECKING, Final, Literal, Protocol, assert_never
 
 from dashfloat.agent._decide import (
@@ -25,7 +27,7 @@ from dashfloat.agent._decide import (
     confirmation,
     decide,
 )
-from dashfloat.agent._replay import NOT_RUN_ROWS_MAX, not_run, not_run_row, result_row, shown
+from dashfloat.catalogue import UNNAMED_CALL
 from dashfloat.permissions import call_scope
 from dashfloat.protocol import (
     AgentReady,
@@ -36,6 +38,7 @@ from dashfloat.protocol import (
     Decision,
     EditFileArgs,
     ExecuteCommandArgs,
+    MalformedCall,
     Message,
     PreviewReady,
     PreviewTool,
@@ -51,6 +54,7 @@ from dashfloat.protocol import (
     ToolRejected,
     ToolReply,
     ToolResult,
+    ToolResultShown,
     WriteFileArgs,
 )
 
@@ -63,6 +67,15 @@ Outcome = Literal["completed", "failed", "cancelled", "stopped", "limit"]
 Outgoing = tuple[Literal["ui", "executor"], Message] | ToolReply
 Out = list[Outgoing]
 """What to send (to the UI, to the executor) and what to record in the conversation (a ``ToolReply``), in order."""
+
+NOT_RUN_ROWS_MAX: Final = 3
+"""Calls a stopped turn leaves unrun are shown a row each up to this many; more are one row that counts them (an
+answer stopped at its 65th call printed 65 identical rows)."""
+
+NOT_RUN_CUT = " while this call was arriving"
+CUT_RECORDED = (
+    ". It is recorded with the arguments {} and nothing of it ran: call it again, whole, if it is still needed"
+)
 
 REJECTED: Final = ToolRejected()
 CANCELLED: Final = ToolCancelled()
@@ -109,6 +122,37 @@ def change_record(call: AssembledCall, approval: Approval, summary: str, diff: l
         rule=approval[1],
         diff=diff if approval[0] != "keypress" or not isinstance(args, ExecuteCommandArgs) else [],
     )
+
+
+def shown(call: AssembledCall) -> ToolArgs | MalformedCall:
+    """What a tool row shows of ``call``: its arguments, or what the model wrote when they did not parse."""
+    if call.args is not None:
+        return call.args
+    if call.cut:  # what had come, nothing when nothing had (not the recorded {})
+        return MalformedCall(name=call.name, arguments=call.written, cut=True)
+    return MalformedCall(name=call.name, arguments=call.written or call.arguments)
+
+
+def result_row(call_id: str, name: str, result: ToolResult) -> ToolResultShown:
+    """The outcome row of call ``call_id``: its status word and excerpt."""
+    from dashfloat.agent._summary import result_shown  # imported with the first result shown (ADR 0053)
+
+    return result_shown(call_id, name, result)
+
+
+def not_run(call: AssembledCall, stopped: ToolResult) -> ToolResult:
+    """The result of ``call``, not run because the turn stopped: a call the failure cut off says what had come
+    (the conversation keeps it with the arguments ``{}``, the only JSON a provider takes back)."""
+    if call.cut and isinstance(stopped, ToolFailed):
+        return ToolFailed(error=f"{stopped.error}{NOT_RUN_CUT}: {call.error}{CUT_RECORDED}")
+    return stopped
+
+
+def not_run_row(names: list[str], why: str, cut: bool) -> str:
+    """The one row for calls a stopped turn left unrun: how many, why, of which tools."""
+    counts = collections.Counter(name or UNNAMED_CALL for name in names)
+    tools = ", ".join(f"{count} {name}" for name, count in counts.most_common())
+    return f"{len(names)} tool calls not run, {why}: {tools}{' (the last one cut off)' if cut else ''}"
 
 
 class CallsFlow:

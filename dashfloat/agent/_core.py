@@ -18,10 +18,10 @@ import msgspec
 
 from dashfloat.agent import _compaction as compaction
 from dashfloat.agent import _mentions as mentions
+from dashfloat.agent._calls import result_row
 from dashfloat.agent._context import Calibration, Window, compact_threshold, estimate, fill_percent, tokens_text
 from dashfloat.agent._options import AgentOptions
 from dashfloat.agent._prompt import system_message
-from dashfloat.agent._replay import replay_rows, result_row
 from dashfloat.agent._rules import Rules
 from dashfloat.agent._steps import MAX_EPISODES_PER_TURN as MAX_EPISODES_PER_TURN
 from dashfloat.agent._steps import Turn
@@ -238,6 +238,8 @@ class AgentCore:
         self.ui(SessionStarted(session_id=self.journal.session_id, resumed=True))
         self.show_context()  # the resumed conversation goes with the next request, not 0 tokens
         if replay:
+            from dashfloat.agent._replay import replay_rows  # a resume only: imported where first used (ADR 0053)
+
             self.outbox += [("ui", message) for message in replay_rows(self.transcript)]
 
     # ------------------------------------------------------------ UI -> agent

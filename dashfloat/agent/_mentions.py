@@ -14,7 +14,7 @@ from typing import Final, Literal, assert_never
 
 import msgspec
 
-from dashfloat.agent._replay import result_row
+from dashfloat.agent._calls import result_row
 from dashfloat.catalogue import call_name
 from dashfloat.mentions import ATTACHMENTS_LINE, find_mentions, mention_text
 from dashfloat.mentions import typed_prompt as typed_prompt  # the agent reads typed prompts here too (a rewind)

@@ -1,22 +1,19 @@
-"""The rows a turn shows for its calls, live and replayed: a saved conversation is shown again as the live turn
-showed it (one row for many calls a stopped turn left unrun, a cut call as it came). Pure: it returns the UI's
-messages. Decision records: docs/decisions/0047 (empty calls), 0051 (cut calls), 0063 (the folded row).
+"""A saved conversation shown again as the live turn showed it: one row for many calls a stopped turn left unrun, a cut
+call as it came. Pure: it returns the UI's messages. Imported by a replay only (a resume), not with the agent's code.
+Decision records: docs/decisions/0047 (empty calls), 0051 (cut calls), 0063 (the folded row).
 """
 
 from __future__ import annotations
 
-import collections
 import re
 from collections.abc import Sequence
-from typing import Final
 
 import msgspec
 
-from dashfloat.catalogue import UNNAMED_CALL
+from dashfloat.agent._calls import CUT_RECORDED, NOT_RUN_CUT, NOT_RUN_ROWS_MAX, not_run_row, result_row
 from dashfloat.jsonvalue import JsonValue
 from dashfloat.mentions import typed_prompt
 from dashfloat.protocol import (
-    AssembledCall,
     ChatMessage,
     ConversationEntry,
     MalformedCall,
@@ -29,54 +26,13 @@ from dashfloat.protocol import (
     ToolCallShown,
     ToolFailed,
     ToolReply,
-    ToolResult,
-    ToolResultShown,
     UserPromptShown,
 )
 from dashfloat.tool_args import parse_args
 
-NOT_RUN_ROWS_MAX: Final = 3
-"""Calls a stopped turn leaves unrun are shown a row each up to this many; more are one row that counts them (an
-answer stopped at its 65th call printed 65 identical rows)."""
-
-_NOT_RUN_CUT = " while this call was arriving"
-_CUT_RECORDED = (
-    ". It is recorded with the arguments {} and nothing of it ran: call it again, whole, if it is still needed"
-)
 _CUT_CAME = r"(?s)its arguments were cut off after \d+ characters: (?P<came>'.*'|\".*\")(?P<more>…?)\Z"
 """What ``llm.toolcalls`` says had come of a cut call's arguments (a repr, then "…" when there was more); compiled
 by the first replay of a cut call, not at every start."""
-
-
-def shown(call: AssembledCall) -> ToolArgs | MalformedCall:
-    """What a tool row shows of ``call``: its arguments, or what the model wrote when they did not parse."""
-    if call.args is not None:
-        return call.args
-    if call.cut:  # what had come, nothing when nothing had (not the recorded {})
-        return MalformedCall(name=call.name, arguments=call.written, cut=True)
-    return MalformedCall(name=call.name, arguments=call.written or call.arguments)
-
-
-def result_row(call_id: str, name: str, result: ToolResult) -> ToolResultShown:
-    """The outcome row of call ``call_id``: its status word and excerpt."""
-    from dashfloat.agent._summary import result_shown  # imported with the first result shown (ADR 0053)
-
-    return result_shown(call_id, name, result)
-
-
-def not_run(call: AssembledCall, stopped: ToolResult) -> ToolResult:
-    """The result of ``call``, not run because the turn stopped: a call the failure cut off says what had come
-    (the conversation keeps it with the arguments ``{}``, the only JSON a provider takes back)."""
-    if call.cut and isinstance(stopped, ToolFailed):
-        return ToolFailed(error=f"{stopped.error}{_NOT_RUN_CUT}: {call.error}{_CUT_RECORDED}")
-    return stopped
-
-
-def not_run_row(names: list[str], why: str, cut: bool) -> str:
-    """The one row for calls a stopped turn left unrun: how many, why, of which tools."""
-    counts = collections.Counter(name or UNNAMED_CALL for name in names)
-    tools = ", ".join(f"{count} {name}" for name, count in counts.most_common())
-    return f"{len(names)} tool calls not run, {why}: {tools}{' (the last one cut off)' if cut else ''}"
 
 
 def _cut_call(record: ToolCallRecord, reply: ToolReply | None) -> MalformedCall | None:
@@ -86,9 +42,9 @@ def _cut_call(record: ToolCallRecord, reply: ToolReply | None) -> MalformedCall 
     if not isinstance(result, ToolFailed) or not result.error.startswith("not run: "):
         return None
     error = result.error
-    if _NOT_RUN_CUT not in error or not error.endswith(_CUT_RECORDED):
+    if NOT_RUN_CUT not in error or not error.endswith(CUT_RECORDED):
         return None
-    came = re.search(_CUT_CAME, error.removesuffix(_CUT_RECORDED))
+    came = re.search(_CUT_CAME, error.removesuffix(CUT_RECORDED))
     written = ""
     if came is not None:
         import ast  # only a replay of a cut call needs it
@@ -118,9 +74,9 @@ def _folded_not_run(messages: Sequence[ConversationEntry]) -> dict[str, str]:
             continue
         first = tail[0].result
         assert isinstance(first, ToolFailed)
-        why = first.error.removeprefix("not run: ").split(_NOT_RUN_CUT, 1)[0]
+        why = first.error.removeprefix("not run: ").split(NOT_RUN_CUT, 1)[0]
         last = tail[-1].result
-        cut = isinstance(last, ToolFailed) and _NOT_RUN_CUT in last.error
+        cut = isinstance(last, ToolFailed) and NOT_RUN_CUT in last.error
         folded.update({reply.call_id: "" for reply in tail})
         folded[tail[-1].call_id] = not_run_row([reply.name for reply in tail], why, cut)
     return folded

@@ -6,16 +6,13 @@ core sends them. Decision record: docs/decisions/0026-permissions.md.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from dashfloat.permissions import Rule, SourcedRule
 from dashfloat.protocol import SystemEntry
 
-
-class RuleFile(Protocol):
-    """Where saved rules are written (the journal)."""
-
-    def save_rules(self, path: str, rules: list[SourcedRule]) -> None: ...
+if TYPE_CHECKING:
+    from dashfloat.agent._journal import Journal
 
 
 class Rules:
@@ -44,7 +41,7 @@ class Rules:
         self.session = []
         return SystemEntry(text=f"session grants revoked: {names}")
 
-    def remove(self, number: int, file: RuleFile) -> tuple[list[SystemEntry], bool]:
+    def remove(self, number: int, file: Journal) -> tuple[list[SystemEntry], bool]:
         """/permissions remove N: a session grant, or a rule of the user's file (rewritten)."""
         sourced, said = self._numbered(number)
         if sourced is None:
@@ -60,7 +57,7 @@ class Rules:
             return [problem], False
         return [SystemEntry(text=f"removed {sourced.effect} {sourced.rule.text()} from {self.path}")], True
 
-    def save(self, number: int, file: RuleFile) -> tuple[list[SystemEntry], bool]:
+    def save(self, number: int, file: Journal) -> tuple[list[SystemEntry], bool]:
         """/permissions save N: a session grant written to the user's file."""
         sourced, said = self._numbered(number)
         if sourced is None:
@@ -80,7 +77,7 @@ class Rules:
             return rules[number - 1], []
         return None, [SystemEntry(text=f"no rule {number}: /permissions lists {len(rules)}", level="error")]
 
-    def _write(self, rules: list[SourcedRule], file: RuleFile) -> SystemEntry | None:
+    def _write(self, rules: list[SourcedRule], file: Journal) -> SystemEntry | None:
         """Keep ``rules`` as the saved ones, the user's among them written to its file; else the problem."""
         if not self.path:
             return SystemEntry(text="rules are not saved in this run", level="error")

@@ -4,7 +4,7 @@
 the ``AgentCore`` (the conversation, the window, the outbox). The core gives it each message as an event; a handler
 does its part and says where the turn goes (an ``At``), ``move`` checks that against the table and ``go`` takes the
 steps from there to the next wait. One answer's calls are ``_calls.CallsFlow``; /undo and /rewind are
-``_restore.RestoreFlow``; a summary is ``_compaction.SummaryFlow``; @mentions are ``_mentions.Attaching``.
+``_restore.RestoreFlow``; a summary is ``_compactor.SummaryFlow``; @mentions are ``_mentions.Attaching``.
 """
 
 from __future__ import annotations
@@ -16,10 +16,8 @@ import msgspec
 
 from dashfloat.agent import _mentions as mentions
 from dashfloat.agent import _turn as turn
-from dashfloat.agent._calls import CANCELLED, CallsFlow, Out, Outcome, Outgoing, Stop
-from dashfloat.agent._compaction import Summarised, SummaryFlow, Then, entries, shrink, summary_flow
+from dashfloat.agent._calls import CANCELLED, CallsFlow, Out, Outcome, Outgoing, Stop, result_row
 from dashfloat.agent._context import calibrate, estimate, fill_percent, hard_limit, sends_before_window, tokens_text
-from dashfloat.agent._replay import result_row
 from dashfloat.agent._turn import At, Event, Waiting
 from dashfloat.protocol import (
     AssembledCall,
@@ -56,6 +54,7 @@ from dashfloat.protocol import (
 )
 
 if TYPE_CHECKING:
+    from dashfloat.agent._compactor import SummaryFlow, Then
     from dashfloat.agent._core import AgentCore, Dest
     from dashfloat.agent._restore import RestoreFlow
 
@@ -292,6 +291,8 @@ class Turn:
 
     def _shrink(self, tokens: int) -> int:
         """Stage 1 (at once): cut old tool results while the request stays above the threshold; the new estimate."""
+        from dashfloat.agent._compactor import entries, shrink  # the first compaction imports it (most never do)
+
         core = self.core
         chat, back = core.chat()
         shrunk = shrink(chat, core.measure, core.threshold())
@@ -303,6 +304,8 @@ class Turn:
 
     def _start_summary(self, focus: str, then: Then) -> bool:
         """Stage 2: ask the model for a summary of the older part (False: nothing to summarise)."""
+        from dashfloat.agent._compactor import summary_flow
+
         core = self.core
         size = core.window.size
         if size is None:
@@ -369,6 +372,8 @@ class Turn:
             core.window.held.append(message)  # sent before the window was known: acted on once it is
             return
         if self.waiting == "summary":
+            from dashfloat.agent._compactor import Summarised  # a summary in flight imported it
+
             assert self.summary is not None
             match self.summary.on_llm(message):
                 case Summarised(summary=summary, failure=failure):

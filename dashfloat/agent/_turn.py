@@ -4,7 +4,7 @@ A prompt's turn is *steps*, taken at once one after the other, and *waits*, wher
 (``Turn.waiting`` holds the wait). ``_steps.Turn.go`` takes the steps from wherever a message left the turn until it
 reaches a wait; every move, a step's (``go``) or a message's (``Turn.move``), is checked against ``TURN``
 (``check``): a move the table does not list is a bug, raised where it happens. Read a row as "at AT, when EVENT
-comes, WHO acts (in dashfloat/agent/), and the turn goes to one of NEXT". Decision record:
+comes, WHO acts, and the turn goes to one of NEXT". Decision record:
 docs/decisions/0073-the-turn-as-a-table.md; the path in prose: docs/architecture.md, "The path of one prompt".
 """
 
@@ -57,52 +57,50 @@ Event = Literal[
 """What moves the turn: a step taken, or a message (Esc is ``Cancel``, and so is ``Shutdown`` mid-turn)."""
 
 # fmt: off
-TURN: Final[tuple[tuple[At, str, str, tuple[At, ...]], ...]] = (
-    # at              what moves it on                      who acts (in agent/)               where it can go next
-    ("nothing",      "SubmitPrompt",                       "_steps.Turn.submit",          ("mention", "episode")),
-    ("mention",      "ToolFinished | executor died",       "_steps.Turn.attached",        ("mention", "episode")),
-    ("episode",      "step",                               "_steps.Turn.episode",         ("request",)),
-    ("request",      "step",                               "_steps.Turn.request",
-                                                                          ("window", "stream", "summary", "nothing")),
-    ("window",       "WindowFound",                        "_steps.Turn.window_found",    ("request",)),
-    ("stream",       "StreamDone",                         "_steps.Turn.stream_done",
-                                                                          ("calls", "request", "summary", "nothing")),
-    ("stream",       "StreamFailed | llm died",            "_steps.Turn.stream_failed",
-                                                                          ("calls", "request", "summary", "nothing")),
-    ("stream",       "WindowFound",                        "_steps.Turn.window_found",    ("nothing",)),
-    ("summary",      "StreamDone | StreamFailed | llm died", "_steps.Turn.summary_done",    ("request", "nothing")),
-    ("calls",        "step",                               "_calls.CallsFlow.step",
-                                                                          ("calls", "preview", "tool", "calls_done")),
-    ("preview",      "PreviewReady",                       "_calls.CallsFlow.previewed",
-                                                                          ("calls", "tool", "confirm")),
-    ("confirm",      "DecideConfirmation",                 "_calls.CallsFlow.decided",         ("calls", "tool")),
-    ("tool",         "ToolFinished",                       "_calls.CallsFlow.ran",             ("calls",)),
-    ("preview",      "executor died",                      "_calls.CallsFlow.executor_died",   ("calls",)),
-    ("tool",         "executor died",                      "_calls.CallsFlow.executor_died",   ("calls",)),
-    ("calls_done",   "step",                               "_steps.Turn.calls_done",      ("episode", "nothing")),
+TURN: Final[tuple[tuple[At, tuple[Event, ...], str, tuple[At, ...]], ...]] = (
+    # at            what moves it on                              who acts              where it can go next
+    ("nothing",     ("SubmitPrompt",),                            "Turn.submit",        ("mention", "episode")),
+    ("mention",     ("ToolFinished", "executor died"),            "Turn.attached",      ("mention", "episode")),
+    ("episode",     ("step",),                                    "Turn.episode",       ("request",)),
+    ("request",     ("step",),                                    "Turn.request",       ("window", "stream", "summary",
+                                                                                         "nothing")),
+    ("window",      ("WindowFound",),                             "Turn.window_found",  ("request",)),
+    ("stream",      ("StreamDone",),                              "Turn.stream_done",   ("calls", "request", "summary",
+                                                                                         "nothing")),
+    ("stream",      ("StreamFailed", "llm died"),                 "Turn.stream_failed", ("calls", "request", "summary",
+                                                                                         "nothing")),
+    ("stream",      ("WindowFound",),                             "Turn.window_found",  ("nothing",)),
+    ("summary",     ("StreamDone", "StreamFailed", "llm died"),   "Turn.summary_done",  ("request", "nothing")),
+    ("calls",       ("step",),                                    "CallsFlow.step",     ("calls", "preview", "tool",
+                                                                                         "calls_done")),
+    ("preview",     ("PreviewReady",),                            "CallsFlow.previewed", ("calls", "tool", "confirm")),
+    ("confirm",     ("DecideConfirmation",),                      "CallsFlow.decided",  ("calls", "tool")),
+    ("tool",        ("ToolFinished",),                            "CallsFlow.ran",      ("calls",)),
+    ("preview",     ("executor died",),                           "CallsFlow.executor_died", ("calls",)),
+    ("tool",        ("executor died",),                           "CallsFlow.executor_died", ("calls",)),
+    ("calls_done",  ("step",),                                    "Turn.calls_done",    ("episode", "nothing")),
     # Esc: a wait for the model or a command is cut short and its last word awaited; anything else ends or moves on
-    ("mention",      "Cancel",                             "_steps.Turn.cancel",           ("nothing",)),
-    ("window",       "Cancel",                             "_steps.Turn.cancel",           ("nothing",)),
-    ("stream",       "Cancel",                             "_steps.Turn.cancel",           ("stream", "nothing")),
-    ("summary",      "Cancel",                             "_steps.Turn.cancel",           ("summary",)),
-    ("preview",      "Cancel",                             "_calls.CallsFlow.cancel",          ("calls",)),
-    ("confirm",      "Cancel",                             "_calls.CallsFlow.cancel",          ("calls",)),
-    ("tool",         "Cancel",                             "_calls.CallsFlow.cancel",          ("tool",)),
-    ("nothing",      "Cancel",                             "_steps.Turn.cancel",           ("nothing",)),
-    # beside a prompt's turn, on the same waits
-    ("nothing",      "RunUserCommand",                     "_steps.Turn.run_user_command", ("user_command",)),
-    ("user_command", "ToolFinished | executor died",       "_steps.Turn.user_command_done", ("nothing",)),
-    ("user_command", "Cancel",                             "_steps.Turn.cancel",           ("user_command",)),
-    ("nothing",      "UndoTurn | RewindTo",                "_steps.Turn.start_restore",   ("restore", "nothing")),
-    ("restore",      "RestorePreviewed | RestoreApplied | DecideConfirmation | Cancel | executor died",
-                                                           "_steps.Turn.restore_step",    ("restore", "nothing")),
-    ("nothing",      "CompactConversation",                "_steps.Turn.compact_now",     ("summary", "nothing")),
+    ("mention",     ("Cancel",),                                  "Turn.cancel",        ("nothing",)),
+    ("window",      ("Cancel",),                                  "Turn.cancel",        ("nothing",)),
+    ("stream",      ("Cancel",),                                  "Turn.cancel",        ("stream", "nothing")),
+    ("summary",     ("Cancel",),                                  "Turn.cancel",        ("summary",)),
+    ("preview",     ("Cancel",),                                  "CallsFlow.cancel",   ("calls",)),
+    ("confirm",     ("Cancel",),                                  "CallsFlow.cancel",   ("calls",)),
+    ("tool",        ("Cancel",),                                  "CallsFlow.cancel",   ("tool",)),
+    ("nothing",     ("Cancel",),                                  "Turn.cancel",        ("nothing",)),
+    # beside a prompt's turn, on the same waits: a !command, /undo and /rewind, /compact
+    ("nothing",     ("RunUserCommand",),                          "Turn.run_user_command", ("user_command",)),
+    ("user_command", ("ToolFinished", "executor died"),           "Turn.user_command_done", ("nothing",)),
+    ("user_command", ("Cancel",),                                 "Turn.cancel",        ("user_command",)),
+    ("nothing",     ("UndoTurn", "RewindTo"),                     "Turn.start_restore", ("restore", "nothing")),
+    ("restore",     ("RestorePreviewed", "RestoreApplied", "DecideConfirmation", "Cancel", "executor died"),
+                                                                  "Turn.restore_step",  ("restore", "nothing")),
+    ("nothing",     ("CompactConversation",),                     "Turn.compact_now",   ("summary", "nothing")),
 )
 # fmt: on
-"""A message no row lists for the wait the turn is at is stale (a late reply, a second Esc) and moves nothing; an
-internal error ends the turn from anywhere (``AgentCore.on_internal_error``)."""
-
-_MOVES: Final = {(at, event.strip()): frozenset(nexts) for at, events, _, nexts in TURN for event in events.split("|")}
+"""``Turn`` is in _steps.py, ``CallsFlow`` in _calls.py. A message no row lists for the wait the turn is at is stale
+(a late reply, a second Esc) and moves nothing; an internal error ends the turn from anywhere
+(``AgentCore.on_internal_error``)."""
 
 
 class UnlistedMove(RuntimeError):
@@ -110,6 +108,8 @@ class UnlistedMove(RuntimeError):
 
 
 def check(at: At, event: Event, to: At) -> None:
-    """Raise ``UnlistedMove`` unless ``TURN`` lets the turn go from ``at`` to ``to`` when ``event`` comes."""
-    if to not in _MOVES.get((at, event), ()):
-        raise UnlistedMove(f"the turn went from {at!r} on {event!r} to {to!r}: no row of TURN (agent/_turn.py) says so")
+    """Raise ``UnlistedMove`` unless a row of ``TURN`` lets the turn go from ``at`` to ``to`` when ``event`` comes."""
+    for row_at, events, _, nexts in TURN:
+        if row_at == at and event in events and to in nexts:
+            return
+    raise UnlistedMove(f"the turn went from {at!r} on {event!r} to {to!r}: no row of TURN (agent/_turn.py) says so")

@@ -10,10 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dashfloat.agent import MAX_EPISODES_PER_TURN, AgentCore, AgentOptions, MemoryJournal, provider_message
+from dashfloat.agent._calls import NOT_RUN_ROWS_MAX
 from dashfloat.agent._context import raw_request_tokens
 from dashfloat.agent._mentions import with_attachments
 from dashfloat.agent._prompt import system_message
-from dashfloat.agent._replay import NOT_RUN_ROWS_MAX
 from dashfloat.catalogue import summarize_call
 from dashfloat.jsonvalue import JsonValue
 from dashfloat.llm.toolcalls import _ERROR_EXCERPT_CHARS as CUT_EXCERPT_CHARS

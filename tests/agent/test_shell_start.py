@@ -201,9 +201,11 @@ KEPT_OUT_OF_THE_IDLE_AGENT = (
     "dashfloat.agent._restore",
     "dashfloat.agent._summary",
     "dashfloat.agent._reports",
+    "dashfloat.agent._replay",
+    "dashfloat.agent._compactor",
 )
-"""Modules for /undo, /rewind, a tool's result and the reporting slash commands (/usage, /permissions): imported
-where first used, not with the agent's code."""
+"""Modules for /undo, /rewind, a tool's result, the reporting slash commands (/usage, /permissions), a resumed
+session's replay and a compaction: imported where first used, not with the agent's code."""
 
 
 def test_an_idle_agent_with_a_request_in_flight_imports_none_of_the_rarely_used_modules(tmp_path: Path) -> None:
