@@ -67,6 +67,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--do-nothing", action="store_true", help="a scripted model that never acts: all must fail")
     parser.add_argument("--label", help="the results section's heading (default: the model's name)")
+    parser.add_argument("--note", action="append", default=[], help="a line added to the section's facts")
     parser.add_argument("--out", type=Path, default=RESULTS, help=f"results file (default {RESULTS.name})")
     parser.add_argument("--no-write", action="store_true", help="print the table only")
     parser.add_argument("--logs", type=Path, metavar="DIR", help="keep each run's events and verifier output here")
@@ -133,9 +134,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = run_suite(tasks, agent, args.jobs, args.logs, args.keep)
     limit = f"{args.timeout:g} s each" if args.timeout else "each task's [agent] timeout_sec"
     facts += [
-        f"{started:%Y-%m-%d %H:%M} UTC, DashFloat at commit {_git_commit()}, {platform.system()} with "
+        f"{started:%Y-%m-%d %H:%M} UTC, checkout at commit {_git_commit()}, {platform.system()} with "
         f"{os.cpu_count()} cores, {args.jobs} task(s) at a time, time limit {limit}",
     ]
+    facts += args.note
     if args.tasks != "*":
         facts.append(f"tasks: `{args.tasks}` ({len(tasks)} of the suite)")
     section = results_section(label, facts, results)

@@ -120,9 +120,9 @@ def read_events(text: str) -> RunStats:
     )
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the run's process group, then SIGKILL it if it has not gone within TERM_GRACE_S."""
-    for sig, wait_s in ((signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, None)):
+def _stop(process: subprocess.Popen[bytes], term_grace_s: float) -> None:
+    """SIGTERM the run's process group, then SIGKILL it if it has not gone within ``term_grace_s``."""
+    for sig, wait_s in ((signal.SIGTERM, term_grace_s), (signal.SIGKILL, None)):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, sig)
         try:
@@ -132,8 +132,17 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
             continue
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """The runner's own time bounds (tests cross each with a small value)."""
+
+    kill_grace_s: float = KILL_GRACE_S
+    term_grace_s: float = TERM_GRACE_S
+    setup_timeout_s: float = SETUP_TIMEOUT_S
+
+
 def _run_agent(
-    task: Task, agent: AgentCommand, scratch: Path, workspace: Path, kill_grace_s: float
+    task: Task, agent: AgentCommand, scratch: Path, workspace: Path, bounds: Bounds
 ) -> tuple[RunStats, float, str]:
     limit = min(agent.timeout_s or task.agent_timeout_s, DEFAULT_TIMEOUT_S_CAP)
     env = dict(os.environ, XDG_STATE_HOME=str(scratch / "state"))  # the runs' sessions stay out of the user's list
@@ -152,19 +161,39 @@ def _run_agent(
             start_new_session=True,
         )
         try:
-            process.wait(timeout=limit + kill_grace_s)
+            process.wait(timeout=limit + bounds.kill_grace_s)
         except subprocess.TimeoutExpired:
             killed = True
-            _stop(process)
+            _stop(process, bounds.term_grace_s)
     seconds = time.monotonic() - started
     stats = read_events((scratch / "events.jsonl").read_text(errors="replace"))
     if killed:
-        note = f"stopped by the runner {kill_grace_s:g} s after its {limit:g} s limit"
+        note = f"stopped by the runner {bounds.kill_grace_s:g} s after its {limit:g} s limit"
     elif stats.outcome is not None:
         note = stats.outcome
     else:
         note = f"no result record (exit {process.returncode})"
     return stats, seconds, note
+
+
+def _run_bounded(argv: list[str], cwd: Path, env: dict[str, str], output: Path, timeout_s: float) -> int | None:
+    """Run ``argv`` in its own process group, output to a file; its exit code, or None when ``timeout_s`` passed
+    (then the whole group is killed: a grandchild must not keep running, or hold anything open)."""
+    with open(output, "wb") as out:
+        process = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            return process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _stop(process, 0.0)
+            return None
 
 
 def _grade(task: Task, scratch: Path, workspace: Path) -> tuple[bool, str]:
@@ -173,20 +202,11 @@ def _grade(task: Task, scratch: Path, workspace: Path) -> tuple[bool, str]:
     shutil.copytree(task.tests, tests)  # the verifier arrives after the agent is done, as Harbor uploads it
     verifier.mkdir()
     env = dict(os.environ, TESTS_DIR=str(tests), VERIFIER_DIR=str(verifier), PYTHON=sys.executable, **GIT_ISOLATION)
-    with open(verifier / "test-stdout.txt", "wb") as out:
-        try:
-            subprocess.run(
-                ["bash", str(tests / "test.sh")],
-                cwd=workspace,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                timeout=task.verifier_timeout_s,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            return False, f"verifier timed out after {task.verifier_timeout_s:g} s"
+    code = _run_bounded(
+        ["bash", str(tests / "test.sh")], workspace, env, verifier / "test-stdout.txt", task.verifier_timeout_s
+    )
+    if code is None:
+        return False, f"verifier timed out after {task.verifier_timeout_s:g} s"
     try:
         reward = float((verifier / "reward.txt").read_text().strip())
     except (OSError, ValueError):
@@ -205,7 +225,7 @@ def _keep_logs(scratch: Path, logs: Path | None, name: str) -> None:
 
 
 def run_task(
-    task: Task, agent: AgentCommand, logs: Path | None = None, keep: bool = False, kill_grace_s: float = KILL_GRACE_S
+    task: Task, agent: AgentCommand, logs: Path | None = None, keep: bool = False, bounds: Bounds = Bounds()
 ) -> TaskResult:
     """Copy ``task``'s workspace to a scratch directory, run DashFloat there, grade it; ``logs``: keep the run's
     events, stderr and verifier output under ``logs/NAME/``; ``keep``: leave the scratch directory in place."""
@@ -215,21 +235,13 @@ def run_task(
         shutil.copytree(task.workspace, workspace, symlinks=True)
         if task.setup is not None:
             env = dict(os.environ, **GIT_ISOLATION)
-            try:
-                done = subprocess.run(
-                    ["sh", str(task.setup)],
-                    cwd=workspace,
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    timeout=SETUP_TIMEOUT_S,
-                    check=False,
-                )
-            except subprocess.TimeoutExpired:
-                return TaskResult(task.name, False, note=f"setup took over {SETUP_TIMEOUT_S:g} s")
-            if done.returncode != 0:
-                return TaskResult(task.name, False, note=f"setup failed: {done.stderr.strip()[-200:]}")
-        stats, seconds, note = _run_agent(task, agent, scratch, workspace, kill_grace_s)
+            code = _run_bounded(["sh", str(task.setup)], workspace, env, scratch / "setup.txt", bounds.setup_timeout_s)
+            if code is None:
+                return TaskResult(task.name, False, note=f"setup took over {bounds.setup_timeout_s:g} s")
+            if code != 0:
+                tail = (scratch / "setup.txt").read_text(errors="replace").strip()[-200:]
+                return TaskResult(task.name, False, note=f"setup failed (exit {code}): {tail}")
+        stats, seconds, note = _run_agent(task, agent, scratch, workspace, bounds)
         passed, why = _grade(task, scratch, workspace)
         _keep_logs(scratch, logs, task.name)
         return TaskResult(task.name, passed, stats, seconds, f"{note}; {why}" if why else note)

@@ -88,9 +88,12 @@ def load_task(root: Path) -> Task:
             )
     try:
         config = tomllib.loads((root / "task.toml").read_text())
+    except tomllib.TOMLDecodeError as error:
+        raise TaskError(f"{root / 'task.toml'}: {error}") from None
+    try:
         calls, final = _calls(root / "solution" / "oracle.toml")
     except tomllib.TOMLDecodeError as error:
-        raise TaskError(f"{root}: {error}") from None
+        raise TaskError(f"{root / 'solution' / 'oracle.toml'}: {error}") from None
     return Task(
         name=root.name,
         root=root,
