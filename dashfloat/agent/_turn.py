@@ -73,6 +73,7 @@ TURN: Final[tuple[tuple[At, tuple[Event, ...], str, tuple[At, ...]], ...]] = (
     ("summary",     ("StreamDone", "StreamFailed", "llm died"),   "Turn.summary_done",  ("request", "nothing")),
     ("calls",       ("step",),                                    "CallsFlow.step",     ("calls", "preview", "tool",
                                                                                          "calls_done")),
+    # where a turn asks: the preview is back, and _decide.asks_after_preview says whether to confirm or run it
     ("preview",     ("PreviewReady",),                            "CallsFlow.previewed", ("calls", "tool", "confirm")),
     ("confirm",     ("DecideConfirmation",),                      "CallsFlow.decided",  ("calls", "tool")),
     ("tool",        ("ToolFinished",),                            "CallsFlow.ran",      ("calls",)),

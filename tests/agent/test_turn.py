@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import re
+from pathlib import Path
 from typing import get_args
 
 import pytest
@@ -65,3 +68,43 @@ def test_the_table_fits_one_screen() -> None:
     source = inspect.getsource(turn)
     block = source[source.index("# fmt: off") : source.index("# fmt: on")]
     assert len(block.splitlines()) <= SCREEN_LINES
+
+
+ARCHITECTURE = Path(__file__).parents[2] / "docs" / "architecture.md"
+AGENT_MODULES = (
+    "_process",
+    "_core",
+    "_steps",
+    "_turn",
+    "_calls",
+    "_decide",
+    "_mentions",
+    "_context",
+    "_compactor",
+    "_rules",
+    "_restore",
+)
+PLACE = re.compile(r"`(?:(?P<file>_?\w+)\.py:)?(?P<name>[A-Za-z_]\w*(?:\.\w+)?)`")
+
+
+def test_the_path_of_one_prompt_names_places_that_exist() -> None:
+    """docs/architecture.md walks one prompt with file:function names (and Class.method once the file was named):
+    each must still be there, so the walk cannot drift from the code."""
+    text = ARCHITECTURE.read_text()
+    section = text[text.index("## The path of one prompt") :]
+    section = section[: section.index("\n## ", 1)]
+    modules = {name: importlib.import_module(f"dashfloat.agent.{name}") for name in AGENT_MODULES}
+    classes = {name: cls for module in modules.values() for name, cls in vars(module).items() if inspect.isclass(cls)}
+    checked = 0
+    for found in PLACE.finditer(section):
+        file, name = found["file"], found["name"]
+        head, _, attribute = name.partition(".")
+        if file is not None:
+            owner: object = getattr(modules[file], head)
+        elif head in classes and attribute:
+            owner = classes[head]
+        else:
+            continue  # a message, a wait or a value, not a place in the code
+        assert not attribute or hasattr(owner, attribute), found[0]
+        checked += 1
+    assert checked >= 30  # the walk names its places
