@@ -5,11 +5,12 @@ from typing import TYPE_CHECKING
 from dashfloat._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from dashfloat.agent._core import MAX_EPISODES_PER_TURN, AgentCore, provider_message
+    from dashfloat.agent._core import AgentCore, provider_message
     from dashfloat.agent._journal import Journal, MemoryJournal
     from dashfloat.agent._main import agent_process_main
     from dashfloat.agent._options import AgentOptions
     from dashfloat.agent._process import AgentShell, Worker, Workers, serve
+    from dashfloat.agent._steps import MAX_EPISODES_PER_TURN
     from dashfloat.agent._summary import RESULT_EXCERPT_MAX_LINES, result_excerpt, result_status
     from dashfloat.agent._workers import AGENT_PROCESS_NAME, EXECUTOR_PROCESS_NAME, LLM_PROCESS_NAME, ForkWorkers
 
@@ -37,7 +38,7 @@ __all__ = [
 __getattr__ = lazy_exports(
     __name__,
     {
-        "MAX_EPISODES_PER_TURN": "_core",
+        "MAX_EPISODES_PER_TURN": "_steps",
         "AgentCore": "_core",
         "Journal": "_journal",
         "MemoryJournal": "_journal",

@@ -23,7 +23,6 @@ from dashfloat.agent._context import Calibration, Window, compact_threshold, est
 from dashfloat.agent._options import AgentOptions
 from dashfloat.agent._prompt import system_message
 from dashfloat.agent._rules import Rules
-from dashfloat.agent._steps import MAX_EPISODES_PER_TURN as MAX_EPISODES_PER_TURN
 from dashfloat.agent._steps import Turn
 from dashfloat.agent._turn import Event, Waiting
 from dashfloat.protocol import (
