@@ -491,7 +491,7 @@ def test_a_turn_the_repository_cannot_turn_into_its_programs(tree: Path, isolate
     with ScriptedServer() as server:
         server.enqueue(tool_calls_reply(calls), text_reply("done"))
         done = headless(server, tree, isolated_env, "--json", "-p", "stage it")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 4, done.stderr  # a mutation refused with nobody to ask (ADR 0074)
     results = {e["id"]: e for e in map(json.loads, done.stdout.splitlines()) if e["type"] == "tool_result_shown"}
     seen = {i: (r["status"], "REPOSITORY-PROGRAM-RAN" in r.get("output", "")) for i, r in results.items()}
     # c1 ran by the rule; c2 asked (headless asks nobody); c3 ran unasked, and the repository's program did not
