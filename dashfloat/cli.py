@@ -47,7 +47,7 @@ exit codes of a headless run (-p; docs/headless.md):
   0    completed
   1    provider or stream failure
   2    usage or config error
-  3    a limit reached (--max-episodes, --timeout, or the agent's per-turn cap)
+  3    a limit reached (--max-episodes, --timeout, --budget-tokens, or the agent's per-turn cap)
   4    a mutation refused by policy with nobody to ask
   130  interrupted (Ctrl-C; SIGTERM 143, SIGHUP 129)"""
 
@@ -63,6 +63,21 @@ def _episodes(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if not 1 <= value <= MAX_EPISODES_MAX:
         raise argparse.ArgumentTypeError(f"needs 1 <= N <= {MAX_EPISODES_MAX}, not {value}")
+    return value
+
+
+BUDGET_TOKENS_MAX: Final = 10**12
+"""The most --budget-tokens may say (far beyond any run; a typo of many zeros is refused, not waited out)."""
+
+
+def _tokens(text: str) -> int:
+    """--budget-tokens N: a whole number of tokens, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= value <= BUDGET_TOKENS_MAX:
+        raise argparse.ArgumentTypeError(f"needs 1 <= N <= {BUDGET_TOKENS_MAX}, not {value}")
     return value
 
 
@@ -103,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--max-episodes", type=_episodes, metavar="N", help="headless: stop after N model requests")
     run.add_argument("--timeout", type=_seconds, metavar="SECONDS", help="headless: stop the whole run after SECONDS")
+    run.add_argument("--budget-tokens", type=_tokens, metavar="N", help="headless: stop once the run's tokens pass N")
     run.add_argument(
         "--output-last-message", metavar="FILE", help="headless: write the final answer's text to FILE at the end"
     )
@@ -307,6 +323,7 @@ def _main(argv: Sequence[str] | None, early: _EarlyAgent) -> int:
     for flag, value in (
         ("--max-episodes", args.max_episodes),
         ("--timeout", args.timeout),
+        ("--budget-tokens", args.budget_tokens),
         ("--output-last-message", args.output_last_message),
     ):
         if value is not None and prompt is None:
@@ -376,6 +393,7 @@ def _launch(
         max_episodes=args.max_episodes,
         timeout_s=args.timeout,
         last_message_path=args.output_last_message,
+        budget_tokens=args.budget_tokens,
         notify=not args.no_notify,
         no_color=args.no_color or "NO_COLOR" in os.environ,
         on_stop=launch.stop,

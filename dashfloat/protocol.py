@@ -783,9 +783,12 @@ class ChangeRecorded(Message, frozen=True):
 
 
 class UsageShown(Message, frozen=True):
-    """Usage of the final episode of a turn (sent before the phase goes idle)."""
+    """Usage of the final episode of a turn (sent before the phase goes idle), or of one request as its answer ends."""
 
     usage: Usage
+    request: bool = False
+    """True: one model request's usage, sent as its answer arrives (a run's total is their sum, a budget is checked
+    against it mid-turn); False: the turn's final episode again, at its end."""
 
 
 class ContextChanged(Message, frozen=True):

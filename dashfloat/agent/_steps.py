@@ -408,6 +408,8 @@ class Turn:
         """The answer: recorded, then its calls; an empty one ends the turn (or is read as "context exceeded")."""
         core = self.core
         self.last_usage = done.usage
+        if done.usage is not None:
+            core.ui(UsageShown(usage=done.usage, request=True))  # as it comes: a headless budget is checked mid-turn
         if done.usage is not None and done.usage.prompt_tokens > 0:
             core.estimates.append((core.last_estimate, done.usage.prompt_tokens))
             core.calibration = calibrate(core.last_sent, done.usage.prompt_tokens)

@@ -20,19 +20,20 @@ from dashfloat.protocol import (
     ConfirmRequested,
     ToolCallShown,
     ToolOutputShown,
+    Usage,
 )
 
 EVENT_SCHEMA_VERSION: Final = 1
 """Raised when an event loses or renames a field or changes a field's meaning; a new field or event keeps it."""
 
 Outcome = Literal["completed", "stopped", "failed", "limit", "refused", "interrupted", "terminated"]
-LimitName = Literal["episodes", "time", "turn"]
+LimitName = Literal["episodes", "time", "budget", "turn"]
 
 _SUMMARY_LINES = re.compile(r"\+(\d+)(?: −(\d+))?")
 
 
 class ResultUsage(msgspec.Struct, frozen=True):
-    """Tokens the provider reported (0 where it reported nothing; docs/headless.md says which)."""
+    """Tokens the provider reported, summed over the run's requests (0 where it reported nothing)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -61,7 +62,21 @@ class RunResult(msgspec.Struct, frozen=True, tag_field="type", tag="result"):
     usage: ResultUsage
     changes: list[ResultChange]
     limit: LimitName | None = None
-    """Which bound ended the run (outcome "limit"): --max-episodes, --timeout, or the agent's per-turn cap."""
+    """Which bound ended the run (outcome "limit"): --max-episodes, --timeout, --budget-tokens, or the agent's
+    per-turn cap."""
+
+
+def add_usage(total: ResultUsage, usage: Usage) -> ResultUsage:
+    """``total`` plus one request's usage; the cached and reasoning figures count where the provider gave them."""
+    # getattr: the two optional fields are read where the protocol's Usage carries them (None: not reported)
+    cached = getattr(usage, "cached_tokens", None) or 0
+    reasoning = getattr(usage, "reasoning_tokens", None) or 0
+    return ResultUsage(
+        prompt_tokens=total.prompt_tokens + usage.prompt_tokens,
+        completion_tokens=total.completion_tokens + usage.completion_tokens,
+        cached_tokens=total.cached_tokens + int(cached),
+        reasoning_tokens=total.reasoning_tokens + int(reasoning),
+    )
 
 
 def summary_lines(summary: str) -> tuple[int, int]:

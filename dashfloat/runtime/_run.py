@@ -34,6 +34,7 @@ def run(
     max_episodes: int | None = None,
     timeout_s: float | None = None,
     last_message_path: str | None = None,
+    budget_tokens: int | None = None,
     notify: bool = True,
     no_color: bool = False,
     on_stop: Callable[[], None] = lambda: None,
@@ -41,8 +42,8 @@ def run(
 ) -> int:
     """Start the agent; one headless turn (``prompt``) or undo/rewind (``undo_request``: rewind turns or None for
     an undo, and whether to apply it), else the TUI (``first_prompt``: sent once the agent is ready); always stop all.
-    ``link``: an agent from ``start_agent``; ``max_episodes``, ``timeout_s``, ``last_message_path``: the headless
-    turn's bounds and its final answer's file (``Printer``)."""
+    ``link``: an agent from ``start_agent``; ``max_episodes``, ``timeout_s``, ``budget_tokens``,
+    ``last_message_path``: the headless turn's bounds and its final answer's file (``Printer``)."""
     restore = restore_terminal
     # Here, not in start_agent: the sandbox probe's own orphan (bwrap's child) is not ours to reap.
     become_subreaper()
@@ -85,6 +86,7 @@ def run(
                 max_episodes=max_episodes,
                 timeout_s=timeout_s,
                 last_message_path=last_message_path,
+                budget_tokens=budget_tokens,
             )
             return printer.run(prompt)
         from dashfloat.ui import UiOptions, run_tui

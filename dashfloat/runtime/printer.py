@@ -43,7 +43,15 @@ from dashfloat.protocol import (
     UserPromptShown,
 )
 from dashfloat.runtime._agent_link import AgentProcess
-from dashfloat.runtime._events import LimitName, Outcome, ResultUsage, RunResult, changed_files, encode_event
+from dashfloat.runtime._events import (
+    LimitName,
+    Outcome,
+    ResultUsage,
+    RunResult,
+    add_usage,
+    changed_files,
+    encode_event,
+)
 from dashfloat.textsafe import defuse
 
 # The exit codes a scheduler reads (docs/headless.md has the table; the CLI's --help repeats it).
@@ -53,7 +61,7 @@ EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
 """A flag, the configuration or the prompt was refused before the run started."""
 EXIT_LIMIT: Final = 3
-"""--max-episodes, --timeout, or the agent's own per-turn request cap ended the run."""
+"""--max-episodes, --timeout, --budget-tokens, or the agent's own per-turn request cap ended the run."""
 EXIT_REFUSED: Final = 4
 """A mutation was refused by policy and nobody was there to ask (headless ``--approve ask`` or ``edits``)."""
 EXIT_INTERRUPTED: Final = 130
@@ -133,6 +141,7 @@ class Printer:
         max_episodes: int | None = None,
         timeout_s: float | None = None,
         last_message_path: str | None = None,
+        budget_tokens: int | None = None,
     ):
         self.link = link
         self.json_mode = json_mode
@@ -161,7 +170,10 @@ class Printer:
         self.limit: LimitName | None = None
         self.refused = False
         self.session_id: str | None = None
+        self.budget_tokens = budget_tokens
         self.usage = ResultUsage()
+        """The run's usage: the sum of every request's (``UsageShown(request=True)``)."""
+        self.requests_reported = False
         self.changes: list[ChangeRecorded] = []
         self.tool_names: dict[str, str] = {}
         self.last_message: list[str] = []
@@ -304,8 +316,14 @@ class Printer:
                 self.session_id = session_id
             case TokenReceived(text=text) if self.live:
                 self.last_message.append(text)
-            case UsageShown(usage=usage) if self.live:
-                self.usage = ResultUsage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)
+            case UsageShown(usage=usage, request=True) if self.live:
+                self.requests_reported = True
+                self.usage = add_usage(self.usage, usage)
+                spent = self.usage.prompt_tokens + self.usage.completion_tokens
+                if self.budget_tokens is not None and spent > self.budget_tokens and self.limit is None:
+                    self._cut("budget", f"--budget-tokens {self.budget_tokens} crossed ({spent} tokens)")
+            case UsageShown(usage=usage) if self.live and not self.requests_reported:
+                self.usage = add_usage(ResultUsage(), usage)  # an agent that reports only the turn's last request
             case ChangeRecorded() if self.live:
                 self.changes.append(message)
             case SystemEntry(text=text):

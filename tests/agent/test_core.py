@@ -160,15 +160,16 @@ def test_read_only_calls_run_without_asking_and_results_follow_in_order() -> Non
     assert start.messages[3].content == result_json(read("1\n2"))
 
 
-def test_only_the_final_episode_usage_is_forwarded() -> None:
+def test_each_requests_usage_is_forwarded_as_it_ends_and_the_final_episodes_at_the_turns_end() -> None:
     core = make_core()
     core.on_ui(SubmitPrompt(text="x"))
     done(core, "", [call("a", "read_file", path="x")], usage=Usage(100, 1, 101))
+    assert [m for m in take(core) if isinstance(m, UsageShown)] == [UsageShown(Usage(100, 1, 101), request=True)]
     core.on_executor(ToolFinished(call_id="a", result=read("")))
     take(core)
     done(core, "fin", usage=Usage(200, 2, 202))
     usages = [m for m in take(core) if isinstance(m, UsageShown)]
-    assert usages == [UsageShown(usage=Usage(200, 2, 202))]
+    assert usages == [UsageShown(Usage(200, 2, 202), request=True), UsageShown(usage=Usage(200, 2, 202))]
 
 
 def test_a_turn_without_usage_shows_the_estimated_context_instead() -> None:
