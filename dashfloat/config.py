@@ -17,7 +17,14 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from dashfloat.protocol import CommandLimits, ProviderConfig, SandboxMode, ToolCallMode
+from dashfloat.protocol import (
+    CommandLimits,
+    ProviderConfig,
+    ReasoningEcho,
+    ReasoningEffort,
+    SandboxMode,
+    ToolCallMode,
+)
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENAI_DEFAULT_MODEL = "gpt-4o-mini"
@@ -69,6 +76,10 @@ class ProviderEntry(msgspec.Struct, forbid_unknown_fields=True):
     """The answer bound sent as ``max_tokens``; absent: derived from context_window; 0: never sent."""
     tool_calls: ToolCallMode = "auto"
     """Read tool calls from ``native`` tool_calls only, also from the ``text``, or ``auto`` (docs/providers.md)."""
+    reasoning_echo: ReasoningEcho = "auto"
+    """Send kept reasoning back: ``auto`` on tool-call turns (DeepSeek requires it), ``always``, ``never``."""
+    reasoning_effort: ReasoningEffort | None = None
+    """Sent as ``reasoning_effort`` when set: ``low``, ``medium``, ``high``, or ``none`` (thinking off)."""
 
 
 class Settings(msgspec.Struct, forbid_unknown_fields=True):
@@ -179,8 +190,13 @@ def _field_error(path: Path, prefix: str, exc: msgspec.ValidationError) -> Confi
         where += "." + missing.group(1)
         what = "required field is missing"
     field = ".".join(p for p in (prefix, where.strip(".")) if p) or "(top level)"
-    if field.endswith(".tool_calls") and what.startswith("Invalid enum value"):
-        what += f" (use one of: {', '.join(get_args(ToolCallMode))})"
+    for name, choices in (
+        ("tool_calls", ToolCallMode),
+        ("reasoning_echo", ReasoningEcho),
+        ("reasoning_effort", ReasoningEffort),
+    ):
+        if field.endswith(f".{name}") and what.startswith("Invalid enum value"):
+            what += f" (use one of: {', '.join(get_args(choices))})"
     return ConfigError(f"{path}: {field}: {what.replace('`', '')[:1].lower() + what.replace('`', '')[1:]}")
 
 
@@ -353,6 +369,8 @@ def resolve_provider(flags: ProviderFlags, env: Mapping[str, str]) -> ProviderCo
             headers=dict(entry.headers),
             max_tokens=entry.max_tokens,
             tool_calls=entry.tool_calls,
+            reasoning_echo=entry.reasoning_echo,
+            reasoning_effort=entry.reasoning_effort,
         )
     name = "openai" if base_url == OPENAI_BASE_URL else (urlsplit(base_url).netloc or "custom")
     return ProviderConfig(name=name, base_url=base_url, model=model, api_key_env=KEY_ENV)

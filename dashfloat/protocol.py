@@ -19,6 +19,10 @@ ApprovalMode = Literal["ask", "edits", "all", "plan"]
 ResultStatus = Literal["ok", "error", "rejected", "cancelled"]
 Level = Literal["info", "warning", "error"]
 ToolCallMode = Literal["native", "text", "auto"]
+ReasoningField = Literal["reasoning_content", "reasoning", "think"]
+"""Where a server put its reasoning: a delta field, or ``<think>`` at the start of the answer text (never echoed)."""
+ReasoningEcho = Literal["auto", "always", "never"]
+ReasoningEffort = Literal["low", "medium", "high", "none"]
 """How a provider's tool calls are read: native ``tool_calls`` only, text forms too, or text forms only while
 the provider has sent no native call (docs/providers.md)."""
 StreamFailureKind = Literal[
@@ -78,6 +82,11 @@ class ProviderConfig(msgspec.Struct, frozen=True, omit_defaults=True):
     max_tokens: int | None = None
     """The answer bound sent as ``max_tokens``; None: derived from the window; 0: never sent."""
     tool_calls: ToolCallMode = "auto"
+    reasoning_echo: ReasoningEcho = "auto"
+    """Kept reasoning sent back: ``auto`` on tool-call messages of the current turn, ``always`` on every assistant
+    message that kept some, ``never`` (ADR 0077)."""
+    reasoning_effort: ReasoningEffort | None = None
+    """Sent as ``reasoning_effort`` when set (``none``: thinking off, as Ollama requires)."""
 
 
 class SandboxPolicy(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -148,6 +157,12 @@ class ChatMessage(msgspec.Struct, frozen=True, omit_defaults=True):
     content: str | None = None
     tool_calls: list[ToolCallRecord] | None = None
     tool_call_id: str | None = None
+    reasoning: str | None = None
+    """The assistant's reasoning, kept (bounded) and echoed as the server requires (ADR 0077); never answer text."""
+    reasoning_field: ReasoningField | None = None
+    """The field ``reasoning`` arrived in, and goes back in."""
+    reasoning_details: str | None = None
+    """OpenRouter's ``reasoning_details`` as JSON text, echoed with the reasoning."""
 
 
 # ---------------------------------------------------------------- tool arguments (docs/tools.md)
@@ -259,6 +274,10 @@ class Usage(msgspec.Struct, frozen=True):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cached_tokens: int | None = None
+    """``prompt_tokens_details.cached_tokens``, when reported."""
+    reasoning_tokens: int | None = None
+    """``completion_tokens_details.reasoning_tokens``, when reported."""
 
 
 class Checkpoint(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -938,6 +957,10 @@ class StreamDone(Message, frozen=True):
     tool_calls: list[AssembledCall]
     finish_reason: str
     usage: Usage | None = None
+    reasoning: str = ""
+    """The reasoning kept with the answer (bounded, marked when cut); its field and OpenRouter's details."""
+    reasoning_field: ReasoningField | None = None
+    reasoning_details: str = ""
 
 
 class StreamFailed(Message, frozen=True):

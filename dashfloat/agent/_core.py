@@ -20,6 +20,7 @@ from dashfloat.agent import _compaction as compaction
 from dashfloat.agent import _mentions as mentions
 from dashfloat.agent._calls import result_row
 from dashfloat.agent._context import Calibration, Window, compact_threshold, estimate, fill_percent, tokens_text
+from dashfloat.agent._echo import echoed
 from dashfloat.agent._options import AgentOptions
 from dashfloat.agent._prompt import system_message
 from dashfloat.agent._rules import Rules
@@ -406,12 +407,14 @@ class AgentCore:
         self.calibration = None
 
     def request_messages(self, conversation: Sequence[ConversationEntry] | None = None) -> list[ChatMessage]:
-        """The system message, then ``conversation`` (the session's by default) as the provider gets it."""
+        """The system message, then ``conversation`` (the session's by default) as the provider gets it: kept reasoning
+        only where it is sent back (``_echo.echoed``), so the estimate counts what goes."""
         if self._system is None:
             # Built once per session: a byte-identical front keeps the server's prompt cache warm
             # (the date would otherwise change it at midnight).
             self._system = system_message(self.cwd, self.instructions)
-        return [self._system, *map(provider_message, self.conversation if conversation is None else conversation)]
+        chat = map(provider_message, self.conversation if conversation is None else conversation)
+        return [self._system, *echoed(list(chat), self.provider.reasoning_echo)]
 
     def show_context(self) -> None:
         """The status bar's context figure from the estimate of the next request (the one /usage gives)."""

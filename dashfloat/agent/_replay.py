@@ -19,6 +19,7 @@ from dashfloat.protocol import (
     MalformedCall,
     Message,
     PhaseChanged,
+    ReasoningReceived,
     SystemEntry,
     TokenReceived,
     ToolArgs,
@@ -106,6 +107,8 @@ def replay_rows(messages: Sequence[ConversationEntry]) -> list[Message]:
         elif message.role == "user" and message.content is not None:
             out.append(UserPromptShown(text=typed_prompt(message.content)))  # not the files it attached
         elif message.role == "assistant":
+            if message.reasoning:
+                out.append(ReasoningReceived(text=message.reasoning))
             if message.content:
                 out.append(TokenReceived(text=message.content))
             for record in message.tool_calls or []:

@@ -430,7 +430,7 @@ class Turn:
                 core.ui(SystemEntry(text="[model returned nothing]"))
             return self.end(self.stop.outcome)
         calls = self._unique_ids(done.tool_calls)
-        self._record_assistant(done.content, calls)
+        self._record_assistant(done.content, calls, done)
         if done.finish_reason == "length":
             text = "the answer was cut off: the model hit its output limit (finish_reason: length)"
             core.ui(SystemEntry(text=text, level="warning"))
@@ -495,9 +495,19 @@ class Turn:
             unique.append(call)
         return unique
 
-    def _record_assistant(self, content: str, calls: list[AssembledCall]) -> None:
+    def _record_assistant(self, content: str, calls: list[AssembledCall], done: StreamDone | None = None) -> None:
+        """The answer joins the conversation, with the reasoning the stream kept for it (ADR 0077)."""
         tool_calls = [_canonical(call) for call in calls] or None
-        self.core.record(ChatMessage(role="assistant", content=content or None, tool_calls=tool_calls))
+        reasoning = done.reasoning if done is not None else ""
+        message = ChatMessage(
+            role="assistant",
+            content=content or None,
+            tool_calls=tool_calls,
+            reasoning=reasoning or None,
+            reasoning_field=done.reasoning_field if done is not None and reasoning else None,
+            reasoning_details=done.reasoning_details if done is not None and done.reasoning_details else None,
+        )
+        self.core.record(message)
 
     def _begin_calls(self, calls: list[AssembledCall]) -> At:
         self.calls = CallsFlow(list(calls), self.stop, self.core)

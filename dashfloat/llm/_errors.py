@@ -268,16 +268,20 @@ def first_byte_timeout(first_byte_s: float) -> StreamError:
 
 
 class OptionsRejected(Exception):
-    """A 400 that names a field some providers refuse (``stream_options``, ``max_tokens``): retry without it."""
+    """A 400 that names a field some providers refuse (``stream_options``, ``max_tokens``, ``reasoning_effort``, the
+    echoed reasoning): retry without it."""
 
-    def __init__(self, field: Literal["stream_options", "max_tokens"]) -> None:
+    def __init__(self, field: Literal["stream_options", "max_tokens", "reasoning_effort", "reasoning"]) -> None:
         super().__init__(field)
-        self.field: Literal["stream_options", "max_tokens"] = field
+        self.field: Literal["stream_options", "max_tokens", "reasoning_effort", "reasoning"] = field
 
 
 DROPPED_NOTICE: Final[dict[str, str]] = {
     "stream_options": "the provider rejected stream_options; retrying without it (no usage figures)",
     "max_tokens": "the provider rejected max_tokens; retrying without it (only the repetition guard bounds answers)",
+    "reasoning_effort": "the provider rejected reasoning_effort; retrying without it (the model's default effort)",
+    "reasoning": "the provider rejected the reasoning sent back with earlier answers; retrying without it "
+    '(set reasoning_echo = "never" for this provider to skip it)',
 }
 """What the user is told when a provider refused a field (OptionsRejected): the request goes again without it (not
 counted against MAX_ATTEMPTS; the field stays dropped for that provider)."""
@@ -338,6 +342,10 @@ def status_error(
         return OptionsRejected("stream_options")
     if status == 400 and "max_tokens" in sent and b"max_tokens" in body:
         return OptionsRejected("max_tokens")
+    if status == 400 and "reasoning_effort" in sent and b"reasoning_effort" in body:
+        return OptionsRejected("reasoning_effort")
+    if status == 400 and "reasoning" in sent and b"reasoning" in body:
+        return OptionsRejected("reasoning")
     if status in (400, 413, 422) and (status == 413 or says_context_exceeded(body)):
         return context_exceeded(said)
     if status in (401, 403):

@@ -79,3 +79,7 @@ CHUNK_SIZE_MAX_DIGITS: Final = 16
 """Hex digits of one chunk size (16: any 64-bit size); more is broken framing, not a larger chunk."""
 CHUNK_TRAILER_MAX_BYTES: Final = 8192
 """Trailer fields after the last chunk, in all (servers send none to a streaming client)."""
+REASONING_KEEP_MAX_BYTES: Final = 64 * 1024
+"""Reasoning kept with one answer (and echoed with it): more is cut, with ``REASONING_CUT_MARKER`` at the cut. The
+same cap ends a ``<think>`` block that never closes: the rest of the text is the answer (ADR 0077)."""
+REASONING_CUT_MARKER: Final = "\n[reasoning cut: DashFloat keeps the first {kib} KiB of an answer's reasoning]"

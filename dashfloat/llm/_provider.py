@@ -37,6 +37,9 @@ class ProviderMemory(msgspec.Struct):
     goes before the window is known) does not ask it as well, and looks at the discovery's answer when it is done."""
     warned_tools: set[str] = msgspec.field(default_factory=set)
     """Servers already warned about dropping the tools (the warning is given once)."""
+    think_inside: set[str] = msgspec.field(default_factory=set)
+    """Servers whose last answer closed a ``<think>`` block its template opened: the next answer's text is reasoning
+    until the close tag (``ThinkSplit.inside_first``)."""
 
 
 def props_warning(base: str, props: JsonValue) -> str | None:

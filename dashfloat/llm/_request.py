@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 
@@ -11,22 +11,42 @@ from dashfloat.catalogue import EXEC_TIMEOUT_DEFAULT_S, tools_catalogue
 from dashfloat.llm._limits import ANSWER_MAX_TOKENS_CAP, ANSWER_MAX_TOKENS_DEFAULT, ANSWER_WINDOW_FRACTION
 from dashfloat.protocol import ChatMessage, ProviderConfig
 
-Optional = Literal["stream_options", "max_tokens"]
-"""A request field some providers reject with a 400: dropped for that base URL once it was refused."""
+Optional = Literal["stream_options", "max_tokens", "reasoning_effort", "reasoning"]
+"""A request field some providers reject with a 400: dropped for that base URL once it was refused (``reasoning``:
+the reasoning echoed on assistant messages)."""
+
+_KEPT_ONLY: Final = ("reasoning", "reasoning_field", "reasoning_details")
+"""ChatMessage fields that are DashFloat's record, not the wire's: the echo puts the reasoning in its own field."""
 
 
-def wire_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+def echoes(messages: list[ChatMessage]) -> bool:
+    """Whether a request of ``messages`` sends reasoning back (the agent left it only where it is to be echoed)."""
+    return any(m.reasoning and m.reasoning_field in ("reasoning_content", "reasoning") for m in messages)
+
+
+def wire_messages(messages: list[ChatMessage], echo: bool = True) -> list[dict[str, Any]]:
     """The messages as sent: an assistant message that carries only tool calls gets ``"content": ""``.
 
     Without the key llama-cpp-python's function-calling template fails after its 200 headers (an empty
     body), and ``null`` makes it answer 500; ``""`` is accepted by every server we have recorded
     (docs/decisions/0013-request-shape.md). The stored conversation keeps its own form.
+
+    Reasoning the agent left on a message goes back in the field it came in (``reasoning_content`` for DeepSeek,
+    ``reasoning`` for vLLM and OpenRouter, with OpenRouter's ``reasoning_details``), unless ``echo`` is off (the
+    server refused it); reasoning split from ``<think>`` text never goes back (ADR 0077).
     """
     wire: list[dict[str, Any]] = []
     for message in messages:
         item: dict[str, Any] = msgspec.to_builtins(message)
+        for name in _KEPT_ONLY:
+            item.pop(name, None)
         if message.role == "assistant" and message.content is None:
             item["content"] = ""
+        field = message.reasoning_field
+        if echo and message.reasoning and field in ("reasoning_content", "reasoning"):
+            item[field] = message.reasoning
+            if message.reasoning_details:
+                item["reasoning_details"] = msgspec.Raw(message.reasoning_details.encode())
         wire.append(item)
     return wire
 
@@ -64,7 +84,7 @@ def request_body(
     """
     payload: dict[str, Any] = {
         "model": provider.model,
-        "messages": wire_messages(messages),
+        "messages": wire_messages(messages, echo="reasoning" not in dropped),
         "stream": True,
         "tools": _tools(exec_timeout_s or EXEC_TIMEOUT_DEFAULT_S),
     }
@@ -73,6 +93,8 @@ def request_body(
         payload["max_tokens"] = max_tokens
     if "stream_options" not in dropped:
         payload["stream_options"] = {"include_usage": True}
+    if provider.reasoning_effort is not None and "reasoning_effort" not in dropped:
+        payload["reasoning_effort"] = provider.reasoning_effort  # Ollama: only "none" turns thinking off
     return msgspec.json.encode(payload)
 
 

@@ -54,7 +54,7 @@ from dashfloat.llm._limits import (
     SSE_FRAME_MAX_BYTES,
 )
 from dashfloat.llm._provider import ProviderMemory, fetch_props, prompt_tokens_warning, props_warning
-from dashfloat.llm._request import Optional, request_body
+from dashfloat.llm._request import Optional, echoes, request_body
 from dashfloat.llm._route import transport_for
 from dashfloat.llm._transport import Response, Transport, finish_body, read_bounded, shutdown
 from dashfloat.llm.episode import Delta, DeltaKind, Episode
@@ -186,7 +186,7 @@ class Stream:
     # ------------------------------------------------------------ worker thread
 
     def _reset(self) -> None:
-        self._episode = Episode()
+        self._episode = Episode(think_inside_first=self.start.provider.base_url in self._memory.think_inside)
         self._body_began = False
         """A byte of the answer's body arrived (a connection closed before that never answered)."""
         self._answered = False
@@ -318,7 +318,7 @@ class Stream:
                 done = self._attempt(url, headers, body, dropped)
             except OptionsRejected as exc:
                 dropped.add(exc.field)
-                self._emit(("status", DROPPED_NOTICE[exc.field]))
+                self._emit(("warning" if exc.field == "reasoning" else "status", DROPPED_NOTICE[exc.field]))
                 continue
             except StreamError as exc:
                 if self.cancelled.is_set():
@@ -440,8 +440,17 @@ class Stream:
             self.start.provider,
             url,
             key_is_set=bool(env and os.environ.get(env)),
-            sent={"stream_options", "max_tokens"} - dropped,
+            sent=self._optional_sent(dropped),
         )
+
+    def _optional_sent(self, dropped: set[Optional]) -> set[Optional]:
+        """The optional fields the request carried (a 400 naming one is retried without it)."""
+        sent: set[Optional] = {"stream_options", "max_tokens"}
+        if self.start.provider.reasoning_effort is not None:
+            sent.add("reasoning_effort")
+        if echoes(self.start.messages):
+            sent.add("reasoning")
+        return sent - dropped
 
     def _counted(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
         """The body's reads; before each one (it may block) the deltas of the last go out as one message,
@@ -512,9 +521,15 @@ class Stream:
             provider.tool_calls == "auto" and provider.base_url not in self._memory.native_calls
         )
         episode = self._episode
+        for delta in episode.flush():  # what the <think> split held until the text ended
+            self._emit(delta, wake=False)
         done = episode.finished(self.request_id, text_calls=read_text)
         if episode.native_calls:
             self._memory.native_calls.add(provider.base_url)
+        if episode.closed_only:
+            self._memory.think_inside.add(provider.base_url)
+        elif done.reasoning_field != "think":
+            self._memory.think_inside.discard(provider.base_url)
         return done
 
     def _take_plain(self, events: list[bytes]) -> bool:

@@ -9,20 +9,212 @@ in the framing or HTTP) is handled here, so each is tested in tests/llm/test_epi
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 
 from dashfloat.jsonvalue import JsonObject
 from dashfloat.llm._errors import StreamError, clause, context_exceeded, error_text, one_line, says_context_exceeded
-from dashfloat.llm._limits import EPISODE_MAX_BYTES, EPISODE_MAX_TOOL_CALLS, REPEAT_MIN_COUNT, REPEAT_RUN_MIN_CHARS
+from dashfloat.llm._limits import (
+    EPISODE_MAX_BYTES,
+    EPISODE_MAX_TOOL_CALLS,
+    REASONING_CUT_MARKER,
+    REASONING_KEEP_MAX_BYTES,
+    REPEAT_MIN_COUNT,
+    REPEAT_RUN_MIN_CHARS,
+)
 from dashfloat.llm._repeat import Loop, RepetitionGuard
 from dashfloat.llm.textcalls import text_tool_calls
 from dashfloat.llm.toolcalls import ToolCalls, empty_call
-from dashfloat.protocol import AssembledCall, StreamDone, StreamFailed, StreamFailureKind, Usage
+from dashfloat.protocol import AssembledCall, ReasoningField, StreamDone, StreamFailed, StreamFailureKind, Usage
 
 DeltaKind = Literal["content", "reasoning", "status", "warning"]
 Delta = tuple[DeltaKind, str]
+
+THINK_OPEN: Final = "<think>"
+THINK_CLOSE: Final = "</think>"
+THINK_UNCLOSED_NOTE: Final = (
+    "the model's <think> block did not close within {kib} KiB: the rest of its text is shown as the answer"
+)
+
+
+def _utf8_prefix(text: str, limit: int) -> str:
+    """The longest prefix of ``text`` whose UTF-8 form is at most ``limit`` bytes."""
+    return text.encode()[: max(0, limit)].decode(errors="ignore")
+
+
+class KeptReasoning:
+    """An answer's reasoning as kept: the field it came in, its text up to REASONING_KEEP_MAX_BYTES (then marked),
+    and OpenRouter's ``reasoning_details`` merged by index (dropped whole past the same cap: a cut signature is
+    worthless)."""
+
+    def __init__(self) -> None:
+        self.field: ReasoningField | None = None
+        self._parts: list[str] = []
+        self._bytes = 0
+        self.cut = False
+        self._details: dict[int, dict[str, Any]] = {}
+        self._details_bytes = 0
+        self._details_dropped = False
+
+    def add(self, field: ReasoningField, text: str) -> None:
+        """Keep ``text``, which came in ``field`` (the first field seen names the whole answer's)."""
+        if self.field is None:
+            self.field = field
+        if self.cut or not text:
+            return
+        size = len(text.encode())
+        room = REASONING_KEEP_MAX_BYTES - self._bytes
+        if size > room:
+            text, self.cut = _utf8_prefix(text, room), True
+            size = room
+        self._parts.append(text)
+        self._bytes += size
+
+    def add_details(self, items: Any) -> None:
+        """Merge one delta's ``reasoning_details`` (text fragments joined per index, other keys the last one)."""
+        if self._details_dropped or not isinstance(items, list):
+            return
+        self._details_bytes += len(msgspec.json.encode(items))
+        if self._details_bytes > REASONING_KEEP_MAX_BYTES:
+            self._details_dropped = True
+            self._details.clear()
+            return
+        for position, item in enumerate(items):
+            if not isinstance(item, dict):
+                continue
+            index = item.get("index")
+            key = index if isinstance(index, int) and not isinstance(index, bool) else len(self._details) + position
+            merged = self._details.setdefault(key, {})
+            for name, value in item.items():
+                if name in ("text", "summary", "data") and isinstance(value, str):
+                    merged[name] = merged.get(name, "") + value
+                else:
+                    merged[name] = value
+
+    @property
+    def text(self) -> str:
+        """The kept text, marked where it was cut."""
+        kept = "".join(self._parts)
+        return kept + REASONING_CUT_MARKER.format(kib=REASONING_KEEP_MAX_BYTES // 1024) if self.cut else kept
+
+    @property
+    def details(self) -> str:
+        """The merged ``reasoning_details`` as JSON text ("" when none came)."""
+        if not self._details:
+            return ""
+        return msgspec.json.encode([self._details[key] for key in sorted(self._details)]).decode()
+
+
+def _close_prefix_len(text: str) -> int:
+    """The length of the longest end of ``text`` that is the start of THINK_CLOSE (a tag split across chunks)."""
+    for size in range(min(len(text), len(THINK_CLOSE) - 1), 0, -1):
+        if THINK_CLOSE.startswith(text[-size:]):
+            return size
+    return 0
+
+
+class ThinkSplit:
+    """Reasoning written at the start of the answer text (``<think>…</think>``, llama.cpp's ``--reasoning-format
+    none`` and many Qwen templates) told apart from the answer as the text streams, whatever its chunking.
+
+    ``start``: the text so far is blank or the start of THINK_OPEN; ``inside``: reasoning until THINK_CLOSE (or
+    REASONING_KEEP_MAX_BYTES of it, then the rest is the answer, with a note); ``after``: blank text after the
+    block is dropped; ``prose``: the answer, passed on as it comes (a ``<think>`` there is prose).
+    ``inside_first``: the server wrote a close tag without an open one before (its template opens the block), so
+    text that is not an open tag is reasoning from the start.
+    """
+
+    def __init__(self, inside_first: bool = False) -> None:
+        self.state: Literal["start", "inside", "after", "prose"] = "start"
+        self.inside_first = inside_first
+        self.opened = False
+        """An open tag began the text."""
+        self.closed = False
+        """The block's close tag came."""
+        self._held = ""
+        self._bytes = 0
+        self.overflowed = False
+        """The block did not close within the cap: the rest of the text is the answer."""
+
+    def feed(self, text: str) -> list[Delta]:
+        """The deltas ``text`` makes, given all the text before it."""
+        if self.state == "prose":
+            return [("content", text)]
+        held, self._held = self._held + text, ""
+        if self.state == "after":
+            answer = held.lstrip()
+            if answer:
+                self.state = "prose"
+                return [("content", answer)]
+            return []
+        lead: list[Delta] = []
+        if self.state == "start":
+            stripped = held.lstrip()
+            blank = held[: len(held) - len(stripped)]
+            lead = [("content", blank)] if blank else []  # blank text is passed on: it may be the whole answer
+            if stripped.startswith(THINK_OPEN):
+                self.state, self.opened = "inside", True
+                held = stripped[len(THINK_OPEN) :]
+            elif THINK_OPEN.startswith(stripped):
+                self._held = stripped  # an open tag still arriving (or nothing yet)
+                return lead
+            elif self.inside_first:
+                held = stripped
+                self.state = "inside"
+            else:
+                self.state = "prose"
+                return [*lead, ("content", stripped)]
+        end = held.find(THINK_CLOSE)
+        if end >= 0:
+            out = lead + self._reason(held[:end])
+            if self.overflowed:  # the cap was crossed before the close tag: all the rest is the answer
+                return [*out, ("content", held[end:])]
+            self.state, self.closed = "after", True
+            return out + self.feed(held[end + len(THINK_CLOSE) :])
+        keep = _close_prefix_len(held)
+        self._held = held[len(held) - keep :]
+        out = lead + self._reason(held[: len(held) - keep])
+        if self.overflowed and self._held:
+            out.append(("content", self._held))
+            self._held = ""
+        return out
+
+    def settles_as_prose(self, text: str) -> bool:
+        """Whether ``text``, coming next, is answer text as a whole (then the split passes the rest on as it comes)."""
+        if self.state == "start" and not self._held and not self.inside_first:
+            stripped = text.lstrip()
+            if stripped and not stripped.startswith(THINK_OPEN) and not THINK_OPEN.startswith(stripped):
+                self.state = "prose"
+        return self.state == "prose"
+
+    def _reason(self, text: str) -> list[Delta]:
+        """``text`` as reasoning up to the cap; past it, the block is taken as unclosed and the rest is the answer."""
+        if not text:
+            return []
+        size = len(text.encode())
+        room = REASONING_KEEP_MAX_BYTES - self._bytes
+        if size <= room:
+            self._bytes += size
+            return [("reasoning", text)]
+        kept = _utf8_prefix(text, room)
+        self._bytes = REASONING_KEEP_MAX_BYTES
+        self.state, self.overflowed = "prose", True
+        out: list[Delta] = [("reasoning", kept)] if kept else []
+        note = THINK_UNCLOSED_NOTE.format(kib=REASONING_KEEP_MAX_BYTES // 1024)
+        return [*out, ("warning", note), ("content", text[len(kept) :])]
+
+    def flush(self) -> list[Delta]:
+        """What is held once the text has ended: an unfinished open tag is the answer, a close tag's start
+        reasoning."""
+        held, self._held = self._held, ""
+        if not held:
+            return []
+        if self.state == "start":
+            return [("content", held)]
+        if self.state == "inside":
+            return self._reason(held)
+        return []
 
 
 # The common chunk, typed: text in ``choices[0].delta.content`` and nothing else that the general path reads.
@@ -79,14 +271,23 @@ def _content_only(data: str | bytes) -> str | None:
     return _chunk_content(chunk)
 
 
+def _detail(usage: JsonObject, group: str, name: str) -> int | None:
+    """``usage[group][name]`` when it is a count (OpenAI's ``*_tokens_details``); None when not reported."""
+    details = usage.get(group)
+    value = details.get(name) if isinstance(details, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
 class Episode:
     """Accumulates one streamed completion: content, reasoning, calls, finish reason, usage, its bounds."""
 
     content_only = staticmethod(_content_only)
     """The fast path's reader (tests compare it with an Episode whose reader declines every chunk)."""
 
-    def __init__(self) -> None:
+    def __init__(self, think_inside_first: bool = False) -> None:
         self._content: list[str] = []
+        self.reasoning = KeptReasoning()
+        self._think = ThinkSplit(think_inside_first)
         self._episode_bytes = 0
         self._calls = ToolCalls()
         self.finish_reason: str | None = None
@@ -164,6 +365,8 @@ class Episode:
         if not texts:
             return [], None
         joined = "".join(texts)
+        if not self._think.settles_as_prose(joined):
+            return None  # the answer may begin with a <think> block: one by one, through the split
         size = len(joined.encode())
         if self._episode_bytes + size + self._calls.fragment_bytes > EPISODE_MAX_BYTES:
             return None  # one of them crosses the bound: where, the one-by-one path says
@@ -183,6 +386,8 @@ class Episode:
 
     def _take_content(self, content: str) -> list[Delta]:
         """``_take_delta`` for a delta of non-empty content only (the fast path's chunk)."""
+        if self._think.state != "prose":
+            return self._take_delta({"content": content})
         self._episode_bytes += len(content.encode())
         self._check_bytes()
         self._content.append(content)
@@ -192,17 +397,27 @@ class Episode:
 
     def _take_delta(self, delta: JsonObject) -> list[Delta]:
         deltas: list[Delta] = []
-        content = delta.get("content")
-        if isinstance(content, str) and content:
-            deltas.append(("content", content))
-        # DeepSeek and vLLM say reasoning_content, Ollama and OpenRouter say reasoning: not answer text.
-        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        # DeepSeek and llama.cpp say reasoning_content, vLLM, Ollama and OpenRouter say reasoning: not answer text.
+        field: ReasoningField = "reasoning_content"
+        reasoning = delta.get(field)
+        if not (isinstance(reasoning, str) and reasoning):
+            field, reasoning = "reasoning", delta.get("reasoning")
         if isinstance(reasoning, str) and reasoning:
             deltas.append(("reasoning", reasoning))
+        details = delta.get("reasoning_details")
+        if details:
+            self.reasoning.add_details(details)
+        content = delta.get("content")
+        split: list[Delta] = []
+        if isinstance(content, str) and content:
+            split = self._think.feed(content)
+            deltas += split
         # Checked before keeping the text, so the partial answer is exactly what was shown.
-        self._episode_bytes += sum(len(text.encode()) for _, text in deltas)
+        self._episode_bytes += sum(len(text.encode()) for kind, text in deltas if kind != "warning")
         self._check_bytes()
-        self._content += [text for kind, text in deltas if kind == "content"]
+        if isinstance(reasoning, str) and reasoning:
+            self.reasoning.add(field, reasoning)
+        self._keep(split)
         self.emitted = self.emitted or bool(deltas)
         for kind, text in deltas:
             self._guard(kind, text)
@@ -218,6 +433,27 @@ class Episode:
                 )
             self._check_bytes()
         return deltas
+
+    def _keep(self, split: list[Delta]) -> None:
+        """Keep what the <think> split made of the answer text: the answer, and the reasoning it held."""
+        for kind, text in split:
+            if kind == "content":
+                self._content.append(text)
+            elif kind == "reasoning":
+                self.reasoning.add("think", text)
+
+    def flush(self) -> list[Delta]:
+        """Once the body has ended: the text the <think> split still held, as deltas to show (and kept)."""
+        split = self._think.flush()
+        self._keep(split)
+        self.emitted = self.emitted or bool(split)
+        return split
+
+    @property
+    def closed_only(self) -> bool:
+        """The answer's text closed a reasoning block it never opened (its template opens it): the next answer's
+        reasoning starts at once (``ThinkSplit.inside_first``)."""
+        return self._think.closed and not self._think.opened
 
     def _guard(self, kind: DeltaKind, text: str) -> None:
         """End a stream that loops on one span (a small model can repeat a sentence for minutes)."""
@@ -262,7 +498,12 @@ class Episode:
         if isinstance(raw, dict):
             # A usage object we cannot read is not worth failing the answer for.
             with contextlib.suppress(msgspec.ValidationError):
-                self.usage = msgspec.convert(raw, Usage)
+                usage = msgspec.convert(raw, Usage)
+                cached = _detail(raw, "prompt_tokens_details", "cached_tokens")
+                if cached is None:  # DeepSeek's own name for it
+                    cached = _detail({"usage": raw}, "usage", "prompt_cache_hit_tokens")
+                reasoning = _detail(raw, "completion_tokens_details", "reasoning_tokens")
+                self.usage = msgspec.structs.replace(usage, cached_tokens=cached, reasoning_tokens=reasoning)
 
     def finished(self, request_id: int, text_calls: bool = False) -> StreamDone:
         """The episode as a StreamDone once the body ended; truncated without [DONE] or a finish reason.
@@ -276,8 +517,22 @@ class Episode:
                 "the stream ended before the answer finished (no finish_reason, no [DONE]): try again.",
                 "the stream was cut off",
             )
+        self.flush()
         calls = self.calls()
         content = self.content
+        think = self._think
+        reasoning, field = self.reasoning.text, self.reasoning.field
+        if field == "think" and not think.opened and not think.closed:
+            # Read as reasoning only because this server's template opened the block last time; no close tag came,
+            # so it was the answer.
+            content, reasoning, field = reasoning + content, "", None
+        elif field is None and not think.opened and THINK_CLOSE in content:
+            # A close tag with no open tag: the block was opened by the template. What came before it is reasoning.
+            head, _, content = content.partition(THINK_CLOSE)
+            think.closed = True
+            kept = KeptReasoning()
+            kept.add("think", head)
+            reasoning, field, content = kept.text, "think", content.lstrip()
         if text_calls and not calls:
             content, calls = text_tool_calls(content)
         if not calls and not content.strip() and self._calls.empty_index is not None:
@@ -286,7 +541,16 @@ class Episode:
         reason = self.finish_reason or ("tool_calls" if calls else "stop")
         if reason == "stop" and calls:
             reason = "tool_calls"  # Gemini, Ollama, LocalAI finish tool calls with "stop"
-        return StreamDone(request_id, content, calls, reason, self.usage)
+        return StreamDone(
+            request_id,
+            content,
+            calls,
+            reason,
+            self.usage,
+            reasoning=reasoning,
+            reasoning_field=field,
+            reasoning_details=self.reasoning.details,
+        )
 
     def failed(self, request_id: int, kind: StreamFailureKind, message: str) -> StreamFailed:
         """The episode as a StreamFailed: what arrived before the failure is kept."""

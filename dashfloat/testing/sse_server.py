@@ -127,11 +127,13 @@ def text_reply(
     reasoning: str | None = None,
     finish_reason: str = "stop",
     delay_s: float = 0.0,
+    reasoning_field: str = "reasoning_content",
 ) -> Reply:
-    """A standard OpenAI stream of ``text`` in ``chunk_size``-character deltas, ``[DONE]`` at the end."""
+    """A standard OpenAI stream of ``text`` in ``chunk_size``-character deltas, ``[DONE]`` at the end; ``reasoning``
+    first, in ``reasoning_field`` (DeepSeek's ``reasoning_content``, vLLM's and Ollama's ``reasoning``)."""
     events = [sse_event(_chunk({"role": "assistant", "content": ""}))]
     for start in range(0, len(reasoning or ""), chunk_size):
-        events.append(sse_event(_chunk({"reasoning_content": (reasoning or "")[start : start + chunk_size]})))
+        events.append(sse_event(_chunk({reasoning_field: (reasoning or "")[start : start + chunk_size]})))
     for start in range(0, len(text), chunk_size):
         events.append(sse_event(_chunk({"content": text[start : start + chunk_size]})))
     events.append(sse_event(_chunk({}, finish_reason)))
@@ -143,9 +145,15 @@ def tool_calls_reply(
     calls: list[tuple[str, str, dict[str, Any]]],
     content: str = "",
     usage: tuple[int, int] | None = None,
+    reasoning: str = "",
+    reasoning_field: str = "reasoning_content",
 ) -> Reply:
-    """A standard OpenAI stream announcing ``(id, name, args)`` calls, arguments split in fragments."""
+    """A standard OpenAI stream announcing ``(id, name, args)`` calls, arguments split in fragments; ``reasoning``
+    first, in ``reasoning_field``, in two deltas."""
     events = [sse_event(_chunk({"role": "assistant", "content": content or None}))]
+    half = len(reasoning) // 2
+    for piece in (reasoning[:half], reasoning[half:]) if reasoning else ():
+        events.append(sse_event(_chunk({reasoning_field: piece})))
     for index, (call_id, name, args) in enumerate(calls):
         encoded = json.dumps(args)
         half = len(encoded) // 2

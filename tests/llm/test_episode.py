@@ -34,6 +34,7 @@ def feed_all(*events: str) -> tuple[Episode, list[tuple[str, str]]]:
     deltas: list[tuple[str, str]] = []
     for data in events:
         deltas += episode.feed(data)
+    deltas += episode.flush()  # as the stream does once the body ended (what a <think> split held)
     return episode, deltas
 
 
