@@ -138,3 +138,20 @@ def test_a_resumed_session_shows_and_keeps_its_reasoning(tmp_path: Path) -> None
     loaded = session_log.load(path)
     shown = [m.text for m in replay_rows(loaded.transcript) if isinstance(m, ReasoningReceived)]
     assert shown == [*(f"I should read {name} next." for name in FILES), "I have read all three.", "Resumed."]
+
+
+def test_vllm_interleaved_reasoning_tool_call_reasoning_answer(tmp_path: Path) -> None:
+    """vLLM >= 0.19 says ``reasoning``: it goes back in ``reasoning`` on the tool-call turn (interleaved thinking)."""
+    tree, env = setup(tmp_path)
+    with ScriptedServer() as server:
+        server.enqueue(
+            tool_calls_reply(
+                [("c1", "read_file", {"path": "a.txt"})], reasoning="Read it.", reasoning_field="reasoning"
+            ),
+            text_reply("It says hello.", reasoning="It is read.", reasoning_field="reasoning"),
+        )
+        done = run(server, tree, env, "-p", "what does a.txt say?")
+        assert done.returncode == 0, done.stderr
+        assert "It says hello." in done.stdout
+        [call_turn] = [m for m in server.requests[1]["messages"] if m["role"] == "assistant"]
+        assert call_turn["reasoning"] == "Read it." and "reasoning_content" not in call_turn
