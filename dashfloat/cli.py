@@ -157,6 +157,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--base-url", metavar="URL", help="an OpenAI-compatible base URL, e.g. http://localhost:11434/v1"
     )
     model.add_argument("--model", metavar="NAME", help="the model to ask")
+    model.add_argument(
+        "--reasoning-effort",
+        choices=("low", "medium", "high", "none"),
+        help="sent as reasoning_effort (none: thinking off); over the provider's reasoning_effort in config.toml",
+    )
     model.add_argument("--demo", action="store_true", help="use the built-in offline demo model")
     session = parser.add_argument_group("sessions")
     session.add_argument(

@@ -61,6 +61,8 @@ class ProviderFlags(msgspec.Struct):
     provider: str | None = None
     base_url: str | None = None
     model: str | None = None
+    reasoning_effort: ReasoningEffort | None = None
+    """``--reasoning-effort``: over the provider's own ``reasoning_effort``."""
 
 
 class ProviderEntry(msgspec.Struct, forbid_unknown_fields=True):
@@ -355,6 +357,7 @@ def resolve_provider(flags: ProviderFlags, env: Mapping[str, str]) -> ProviderCo
         model = OPENAI_DEFAULT_MODEL
     if picked is not None:
         name, entry = picked
+        effort = flags.reasoning_effort or entry.reasoning_effort
         return ProviderConfig(
             name=name,
             base_url=base_url,
@@ -370,10 +373,12 @@ def resolve_provider(flags: ProviderFlags, env: Mapping[str, str]) -> ProviderCo
             max_tokens=entry.max_tokens,
             tool_calls=entry.tool_calls,
             reasoning_echo=entry.reasoning_echo,
-            reasoning_effort=entry.reasoning_effort,
+            reasoning_effort=effort,
         )
     name = "openai" if base_url == OPENAI_BASE_URL else (urlsplit(base_url).netloc or "custom")
-    return ProviderConfig(name=name, base_url=base_url, model=model, api_key_env=KEY_ENV)
+    return ProviderConfig(
+        name=name, base_url=base_url, model=model, api_key_env=KEY_ENV, reasoning_effort=flags.reasoning_effort
+    )
 
 
 def idle_timeout_s(env: Mapping[str, str]) -> float:

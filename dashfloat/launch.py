@@ -55,7 +55,7 @@ def prepare(
     """Resolve the provider (flag > environment > file; the demo when nothing is configured). ``held_fds``: pipe
     ends of processes already started, which the demo server must not hold; ``sandbox_probe``: the sandbox's probe,
     started before the flags were read (else it runs here). The caller reaps it on every way out."""
-    flags = ProviderFlags(provider=args.provider, base_url=args.base_url, model=args.model)
+    flags = ProviderFlags(args.provider, args.base_url, args.model, getattr(args, "reasoning_effort", None))
     try:
         provider = None if args.demo else resolve_provider(flags, env)
         idle_timeout = idle_timeout_s(env)

@@ -155,3 +155,27 @@ def test_vllm_interleaved_reasoning_tool_call_reasoning_answer(tmp_path: Path) -
         assert "It says hello." in done.stdout
         [call_turn] = [m for m in server.requests[1]["messages"] if m["role"] == "assistant"]
         assert call_turn["reasoning"] == "Read it." and "reasoning_content" not in call_turn
+
+
+def test_the_effort_flag_and_config_reach_the_request_and_are_absent_when_unset(tmp_path: Path) -> None:
+    tree, env = setup(tmp_path, 'reasoning_effort = "high"\n')
+    with ScriptedServer() as server:
+        server.enqueue(text_reply("one"), text_reply("two"))
+        assert run(server, tree, env, "-p", "hi").returncode == 0
+        assert run(server, tree, env, "--reasoning-effort", "none", "-p", "hi").returncode == 0
+        assert [body.get("reasoning_effort") for body in server.requests] == ["high", "none"]
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    tree, env = setup(bare)
+    with ScriptedServer() as server:
+        server.enqueue(text_reply("three"))
+        assert run(server, tree, env, "-p", "hi").returncode == 0
+        assert "reasoning_effort" not in server.requests[0]
+
+
+def test_a_misspelt_echo_mode_is_refused_with_the_choices(tmp_path: Path) -> None:
+    tree, env = setup(tmp_path, 'reasoning_echo = "sometimes"\n')
+    with ScriptedServer() as server:
+        done = run(server, tree, env, "-p", "hi")
+    assert done.returncode != 0
+    assert "providers.ds.reasoning_echo" in done.stderr and "auto, always, never" in done.stderr
