@@ -43,12 +43,22 @@ def usage_report(window_line: str, sandbox: SandboxState, turn_usage: Sequence[U
     environment = describe_env(sandbox.hide_env, sandbox.pass_env)
     if not turn_usage:
         return f"{window_line}\n{environment}\nno usage reported yet in this session"
-    rows = [window_line, environment, "turn  prompt  completion  total"]
+    # Cached and reasoning tokens only when the provider reports them (OpenAI's *_tokens_details, DeepSeek's cache).
+    details = any(u.cached_tokens is not None or u.reasoning_tokens is not None for u in turn_usage)
+    rows = [window_line, environment, "turn  prompt  completion  total" + ("  cached  reasoning" if details else "")]
     for turn, usage in enumerate(turn_usage, 1):
-        rows.append(f"{turn:<4}  {usage.prompt_tokens:>6}  {usage.completion_tokens:>10}  {usage.total_tokens:>5}")
+        row = f"{turn:<4}  {usage.prompt_tokens:>6}  {usage.completion_tokens:>10}  {usage.total_tokens:>5}"
+        if details:
+            row += f"  {_maybe(usage.cached_tokens):>6}  {_maybe(usage.reasoning_tokens):>9}"
+        rows.append(row)
     total = sum(u.total_tokens for u in turn_usage)
     rows.append(f"all   {tokens_text(total)} tokens in {count(len(turn_usage), 'turn')}")
     return "\n".join(rows)
+
+
+def _maybe(tokens: int | None) -> str:
+    """A count the provider may not report: ``-`` when it did not."""
+    return "-" if tokens is None else str(tokens)
 
 
 def permissions_report(approval: ApprovalMode, read_only_commands: bool, rules: Sequence[SourcedRule]) -> str:
