@@ -118,6 +118,40 @@ def _typed(name: str, checked: JsonObject) -> ToolArgs:
     raise AssertionError(f"tool {name!r} has no argument Struct")  # a catalogue edit forgot us
 
 
+def signature(name: str) -> str:
+    """``edit_file(path: string, search_block: string, replace_block: string)``: what a tool takes, optional
+    arguments marked with ``?``, in the order the catalogue lists them."""
+    schema = _SCHEMAS[name]
+    properties, required = schema["properties"], schema["required"]
+    assert isinstance(properties, dict) and isinstance(required, list)
+    params = []
+    for key, prop in properties.items():
+        assert isinstance(prop, dict)
+        params.append(f"{key}{'' if key in required else '?'}: {prop['type']}")
+    return f"{name}({', '.join(params)})"
+
+
+_ONLY_TOOLS: Final = "; ".join(signature(name) for name in TOOL_NAMES)
+
+
+def explained(name: str, error: str) -> str:
+    """``error`` (from ``parse_args``) with what the model can do about it: the tool's signature, or the list of
+    tools when the name is none of them (ADR 0079: a small model corrects a call it is shown how to write)."""
+    if name not in TOOL_NAMES:
+        run = " To run a program or a script, call execute_command with a shell command line." if name else ""
+        return (
+            f"unknown tool: {name!r}; the call was not run. The only tools are: {_ONLY_TOOLS} (? marks an optional "
+            f"argument).{run} Call one of these by its exact name."
+        )
+    unknown = error.partition(": unknown parameter(s): ")[2]
+    if unknown:
+        return (
+            f"{error}; the call was not run. The tool takes only: {signature(name)} (? marks an optional argument). "
+            f"Call {name} again without {unknown}."
+        )
+    return f"{error}; the call was not run. The tool takes: {signature(name)} (? marks an optional argument)."
+
+
 def assemble(
     call_id: str, name: str, args: JsonObject | None, error: str | None = None, written: str = "", cut: bool = False
 ) -> AssembledCall:
@@ -128,7 +162,7 @@ def assemble(
     if error is None:
         parsed = parse_args(name, args)
         if isinstance(parsed, str):
-            error = parsed
+            error = explained(name, parsed)
         else:
             return AssembledCall(call_id, name, arguments, args=parsed)
     return AssembledCall(call_id, name, arguments, error=error, written=written, cut=cut)

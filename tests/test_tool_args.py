@@ -29,7 +29,7 @@ from dashfloat.protocol import (
     ToolArgs,
     WriteFileArgs,
 )
-from dashfloat.tool_args import assemble, parse_args
+from dashfloat.tool_args import assemble, explained, parse_args
 from tests.executor.conftest import run_json
 
 
@@ -130,7 +130,8 @@ def test_the_structs_say_what_the_catalogue_says() -> None:
 
 def test_a_call_that_did_not_parse_keeps_what_the_model_wrote() -> None:
     call = assemble("c1", "read_file", {"path": 3})
-    assert call == AssembledCall("c1", "read_file", '{"path":3}', error="read_file: path must be a string")
+    error = explained("read_file", "read_file: path must be a string")
+    assert call == AssembledCall("c1", "read_file", '{"path":3}', error=error)
     broken = assemble("c2", "read_file", None, "the arguments are not valid JSON: '{'")
     assert broken.arguments == "{}" and broken.args is None
     assert assemble("c3", "list_directory", {}).args == ListDirectoryArgs()

@@ -5,28 +5,40 @@ Three written forms are read (docs/decisions/0014-text-tool-calls.md):
 - ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (Hermes and Qwen templates) and
 - ``[TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]`` or ``[TOOL_CALLS]name[ARGS]{...}`` (Mistral):
   the marker says a call was meant, so a malformed one is still a call, with an error for the model;
-- a fenced block (```` ```json ````, ```` ```tool_call ```` or bare) or a whole answer that is one JSON object:
-  an explanation may show such JSON, so it runs only when the whole block is exactly
-  ``{"name": <one of the five tools>, "arguments": {valid arguments}}``; anything else stays prose.
+- a fenced block (```` ```json ````, ```` ```tool_call ```` or bare), a ``<tools>`` block, or a whole answer, that
+  starts with a call attempt: an object with a ``"name"`` string and ``"arguments"`` (or ``"parameters"``). A call
+  attempt is a call whatever it names and whatever its arguments (ADR 0079): an unknown tool or arguments that do
+  not fit become an error result the model reads, never prose it is not told about. A block that starts
+  ``{"name":`` but is no JSON is a broken call, answered the same way. Other JSON (a list, a larger object, JSON
+  in a sentence) stays prose.
 
-The prose around the calls is kept as the answer's content.
+What follows the calls inside their block (one call per line, then often a result the model invented before any
+call ran) is read as more calls while it is calls and dropped from there on. The prose around blocks is kept.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Final
 
 import msgspec
 
-from dashfloat.catalogue import parameter_schemas
-from dashfloat.jsonvalue import JsonObject, JsonValue
+from dashfloat.jsonvalue import JsonValue
 from dashfloat.protocol import AssembledCall
 from dashfloat.tool_args import assemble
 
-_SCHEMAS: Final = parameter_schemas()
 _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
-_FENCED = re.compile(r"```[ \t]*(?:json|tool_call|tool_code)?[ \t]*\n?(.*?)\n?[ \t]*```", re.DOTALL)
+_FENCED = re.compile(
+    r"```[ \t]*(?:json|tool_call|tool_code)?[ \t]*\n?(.*?)\n?[ \t]*```|<tools>\s*(.*?)\s*(?:</tools>|\Z)", re.DOTALL
+)
+_CALL_START = re.compile(r'\{\s*"name"\s*:')
+"""How a call attempt begins: a block that starts so and does not decode is a broken call, not prose."""
+_CALL_EXTRA_KEYS = frozenset({"type", "id"})
+"""Keys a written call may carry beside name and arguments (copied from the OpenAI shape) and still be a call."""
+_RAW: Final = json.JSONDecoder()
+_INVENTED = re.compile(r"<tool_response>.*?(?:</tool_response>|\Z)", re.DOTALL)
+"""A result written by the model itself after its call (Hermes and Qwen form): no call had run yet."""
 _MARKER = "[TOOL_CALLS]"
 _MISTRAL_ARGS = re.compile(r"\s*([A-Za-z_][\w.-]*)\[ARGS\]")
 _ARG_KEYS = ("arguments", "parameters")  # Llama templates write "parameters"
@@ -40,35 +52,34 @@ def _decode(text: str) -> JsonValue | msgspec.UnsetType:
     return value
 
 
-def _type_ok(value: JsonValue, schema: JsonValue) -> bool:
-    assert isinstance(schema, dict)
-    kind = schema.get("type")
-    if kind == "string":
-        return isinstance(value, str)
-    if kind == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
-    return True
+def _attempt(value: JsonValue) -> bool:
+    """Whether ``value`` is written as a call: a name and arguments (anything else about it may be wrong)."""
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+        return False
+    arg_keys = [key for key in _ARG_KEYS if key in value]
+    return len(arg_keys) == 1 and set(value) - {"name", *arg_keys} <= _CALL_EXTRA_KEYS
 
 
-def _valid_call(value: JsonValue | msgspec.UnsetType) -> tuple[str, JsonObject] | None:
-    """``(name, args)`` when ``value`` is exactly a call of a known tool with valid arguments."""
-    if not isinstance(value, dict) or len(value) != 2 or "name" not in value:
-        return None
-    arg_key = next((key for key in _ARG_KEYS if key in value), None)
-    name = value["name"]
-    args: JsonValue | msgspec.UnsetType = value.get(arg_key) if arg_key else None
-    if isinstance(args, str):
-        args = _decode(args)
-    if not isinstance(name, str) or name not in _SCHEMAS or not isinstance(args, dict):
-        return None
-    schema = _SCHEMAS[name]
-    properties, required = schema["properties"], schema["required"]
-    assert isinstance(properties, dict) and isinstance(required, list)
-    if any(key not in properties or not _type_ok(v, properties[key]) for key, v in args.items()):
-        return None
-    if any(key not in args for key in required if isinstance(key, str)):
-        return None
-    return name, args
+def _block_calls(block: str, first_index: int) -> list[AssembledCall]:
+    """The calls a block starts with (none: the block is prose). JSON values are read one after another; the first
+    that is no call attempt ends the calls, and it and the rest are dropped (a result the model made up)."""
+    text = block.strip()
+    calls: list[AssembledCall] = []
+    at = 0
+    while at < len(text):
+        try:
+            value, end = _RAW.raw_decode(text, at)
+        except (json.JSONDecodeError, RecursionError):
+            if _CALL_START.match(text, at):
+                calls.append(_broken(first_index + len(calls), text[at : at + 80]))
+            break
+        if not _attempt(value):
+            break
+        calls.append(_marked_call(value, first_index + len(calls)))
+        at = end
+        while at < len(text) and text[at] in " \t\r\n,":
+            at += 1
+    return calls
 
 
 def _marked_call(value: JsonValue | msgspec.UnsetType, index: int) -> AssembledCall:
@@ -124,7 +135,7 @@ def text_tool_calls(content: str) -> tuple[str, list[AssembledCall]]:
             calls.append(
                 _broken(len(calls), match.group(1)[:80]) if value is msgspec.UNSET else _marked_call(value, len(calls))
             )
-        prose = _TAGGED.sub("", content)
+        prose = _INVENTED.sub("", _TAGGED.sub("", content))
     elif _MARKER in content:
         before, _, rest = content.partition(_MARKER)
         calls = _mistral(rest, 0)
@@ -133,17 +144,17 @@ def text_tool_calls(content: str) -> tuple[str, list[AssembledCall]]:
         kept: list[str] = []
         last = 0
         for match in _FENCED.finditer(content):
-            found = _valid_call(_decode(match.group(1).strip()))
-            if found is None:
-                continue  # JSON shown in an explanation, or a near miss: it stays prose and never runs
+            found = _block_calls(match.group(1) or match.group(2) or "", len(calls))
+            if not found:
+                continue  # JSON shown in an explanation: it stays prose and never runs
             kept.append(content[last : match.start()])
             last = match.end()
-            calls.append(assemble(f"text_call_{len(calls)}", *found))
+            calls += found
         if calls:
             kept.append(content[last:])
             prose = "".join(kept)
-        elif (found := _valid_call(_decode(content.strip()))) is not None:
-            calls, prose = [assemble("text_call_0", *found)], ""
+        elif content.lstrip().startswith("{") and (found := _block_calls(content, 0)):
+            calls, prose = found, ""
     if not calls:
         return content, []
     return re.sub(r"\n{3,}", "\n\n", prose).strip(), calls

@@ -75,21 +75,37 @@ def test_a_malformed_marked_call_is_an_error_for_the_model_not_silence() -> None
 
 
 @pytest.mark.parametrize(
-    "block",
+    ("block", "name", "error"),
     [
-        {"name": "read_file", "arguments": {"path": "a"}, "id": "x"},  # an extra key: not exactly a call
-        {"name": "open_file", "arguments": {"path": "a"}},  # not one of the five tools
-        {"name": "read_file", "arguments": {}},  # a required argument is missing
-        {"name": "read_file", "arguments": {"path": 3}},  # wrong type
-        {"name": "read_file", "arguments": {"path": "a", "mode": "r"}},  # an unknown argument
-        {"name": "read_file"},  # no arguments at all
-        {"tool": "read_file", "arguments": {"path": "a"}},  # not the call shape
-        [READ],  # a list of calls in a fence: an example, not a call
-        {"name": "read_file", "arguments": "{not json"},
+        ({"name": "read_file", "arguments": {"path": "a"}, "id": "x"}, "read_file", None),  # OpenAI's id: a call
+        ({"name": "open_file", "arguments": {"path": "a"}}, "open_file", "unknown tool: 'open_file'"),
+        ({"name": "read_file", "arguments": {}}, "read_file", "missing required parameter path"),
+        ({"name": "read_file", "arguments": {"path": 3}}, "read_file", "path must be a string"),
+        ({"name": "read_file", "arguments": {"path": "a", "mode": "r"}}, "read_file", "unknown parameter(s): mode"),
+        ({"name": "read_file", "arguments": "{not json"}, "read_file", "not a JSON object"),
     ],
 )
-def test_near_misses_in_a_fence_stay_prose_and_never_run(block: Any) -> None:
-    text = f"For example, a call looks like:\n```json\n{json.dumps(block)}\n```\nbut I am not calling it."
+def test_a_near_miss_in_a_fence_is_a_call_answered_with_an_error(block: Any, name: str, error: str | None) -> None:
+    """ADR 0079 (reversing 0014's near misses): a call the model got wrong is answered, so it can correct it."""
+    text = f"Let me do it:\n```json\n{json.dumps(block)}\n```\nDone."
+    prose, calls = text_tool_calls(text)
+    assert prose == "Let me do it:\n\nDone."
+    [(got_name, _, got_error)] = [(c.name, written(c), c.error) for c in calls]
+    assert got_name == name
+    assert (got_error is None) if error is None else (got_error is not None and error in got_error)
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"name": "read_file"},  # no arguments at all: an object that names a tool, not a call
+        {"tool": "read_file", "arguments": {"path": "a"}},  # not the call shape
+        {"name": "read_file", "arguments": {"path": "a"}, "note": "x"},  # a key no call carries
+        [READ],  # a list of calls in a fence: an example, not a call
+    ],
+)
+def test_json_that_is_not_written_as_a_call_stays_prose(block: Any) -> None:
+    text = f"For example:\n```json\n{json.dumps(block)}\n```\nbut I am not calling it."
     assert text_tool_calls(text) == (text, [])
 
 
@@ -111,7 +127,25 @@ def test_any_text_without_markers_or_fences_is_never_a_call(text: str) -> None:
     if "<tool_call>" in text or "[TOOL_CALLS]" in text or "```" in text:
         return
     prose, calls = text_tool_calls(text)
-    if calls:  # only possible when the whole text is exactly one valid call object
-        assert json.loads(text)["name"] in {"read_file", "write_file", "edit_file", "execute_command", "list_directory"}
+    if calls:  # only possible when the whole text starts with a call attempt
+        assert text.lstrip().startswith("{")
     else:
         assert prose == text
+
+
+def test_calls_one_per_line_in_a_tools_block_then_an_invented_result_is_dropped() -> None:
+    second = {"name": "list_directory", "arguments": {}}
+    text = f"<tools>\n{json.dumps(READ)}\n{json.dumps(second)}\n{json.dumps({'result': 'made up'})}\n</tools>\nok"
+    prose, calls = text_tool_calls(text)
+    assert [c.name for c in calls] == ["read_file", "list_directory"] and prose == "ok"
+
+
+def test_a_fenced_block_that_starts_as_a_call_but_is_no_json_is_a_broken_call() -> None:
+    [(name, _, error)] = calls_of('```json\n{"name": "read_file", "arguments": {"path": "a",\n```')
+    assert name == "" and error is not None and "not valid JSON" in error
+
+
+def test_a_whole_answer_that_is_a_call_of_an_unknown_tool_is_a_call() -> None:
+    prose, [call] = text_tool_calls('{"name": "create_gitignore", "parameters": {"entries": ["*.pyc"]}}')
+    assert prose == "" and call.name == "create_gitignore" and call.error is not None
+    assert call.error.startswith("unknown tool: 'create_gitignore'; the call was not run.")

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dashfloat.llm.toolcalls import WRITTEN_MAX_CHARS, ToolCalls
-from dashfloat.tool_args import parse_args
+from dashfloat.tool_args import explained, parse_args
 from tests.llm.conftest import written
 
 
@@ -177,7 +177,7 @@ def test_type_missing_and_empty_tool_call_lists() -> None:
     acc = ToolCalls().feed([]).feed([{"index": 0, "id": "c1", "function": {"name": "read_file", "arguments": "{}"}}])
     acc = acc.feed([]).feed(None)
     assert [(c.id, c.name, c.arguments, c.error) for c in acc.finish()] == [
-        ("c1", "read_file", "{}", "read_file: missing required parameter path")
+        ("c1", "read_file", "{}", explained("read_file", "read_file: missing required parameter path"))
     ]
 
 
@@ -234,7 +234,7 @@ def test_random_arguments_split_and_interleaved_reassemble_exactly(
 
 def _parse_error(name: str, args: object) -> str | None:
     parsed = parse_args(name, args)
-    return parsed if isinstance(parsed, str) else None
+    return explained(name, parsed) if isinstance(parsed, str) else None
 
 
 @settings(max_examples=300, deadline=None)
@@ -320,7 +320,8 @@ def test_arguments_that_are_no_json_object_go_to_the_row_up_to_written_max_chars
         None,
         "it was cut off before any of its arguments came",
     )
-    assert started.finish()[1].error == "read_file: missing required parameter path"  # a finished stream: its error
+    finished = started.finish()[1].error  # a finished stream: its error, with what the tool takes
+    assert finished == explained("read_file", "read_file: missing required parameter path")
 
 
 def test_a_named_fragment_costs_the_completeness_check_no_rescan_of_the_arguments(monkeypatch: Any) -> None:
