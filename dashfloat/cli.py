@@ -122,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--output-last-message", metavar="FILE", help="headless: write the final answer's text to FILE at the end"
     )
+    run.add_argument("--patch", metavar="FILE", help="headless: write the run's changes to FILE as a git patch")
     policy = parser.add_argument_group("tools")
     policy.add_argument(
         "--approve",
@@ -330,6 +331,7 @@ def _main(argv: Sequence[str] | None, early: _EarlyAgent) -> int:
         ("--timeout", args.timeout),
         ("--budget-tokens", args.budget_tokens),
         ("--output-last-message", args.output_last_message),
+        ("--patch", args.patch),
     ):
         if value is not None and prompt is None:
             return _fail(f"{flag} needs -p PROMPT")
@@ -337,6 +339,10 @@ def _main(argv: Sequence[str] | None, early: _EarlyAgent) -> int:
         answer = Path(args.output_last_message)
         if answer.is_dir() or not answer.parent.is_dir():  # said now, not after the run the scheduler paid for
             return _fail(f"--output-last-message {answer}: a directory, or in a directory that does not exist")
+    if args.patch is not None:
+        patch = Path(args.patch)
+        if patch.is_dir() or not patch.parent.is_dir():
+            return _fail(f"--patch {patch}: a directory, or in a directory that does not exist")
     restore: tuple[int | None, bool] | None = None
     if args.undo or args.rewind is not None:
         if args.undo and args.rewind is not None:
@@ -399,6 +405,7 @@ def _launch(
         timeout_s=args.timeout,
         last_message_path=args.output_last_message,
         budget_tokens=args.budget_tokens,
+        patch_path=None if args.patch is None else os.path.abspath(args.patch),
         notify=not args.no_notify,
         no_color=args.no_color or "NO_COLOR" in os.environ,
         on_stop=launch.stop,

@@ -799,6 +799,10 @@ class ChangeRecorded(Message, frozen=True):
     rule: str = ""
     """The allow rule that let it run (approved_by "rule"), or the mode (approved_by "flag")."""
     diff: list[str] = []
+    before_sha256: str | None = None
+    """A write or edit: sha256 of the file before it (None: there was none, or its pre-image was not kept)."""
+    after_sha256: str | None = None
+    """A write or edit: sha256 of the bytes it left."""
 
 
 class UsageShown(Message, frozen=True):
@@ -1111,6 +1115,49 @@ ExecutorToAgent = (
     | PathsFound
     | FrameRejected
 )
+
+# ---------------------------------------------------------------- Main process <-> patch keeper (headless --patch)
+
+
+class PatchedFile(msgspec.Struct, frozen=True):
+    """One file a run changed, as its patch says: digests (None: absent at that end) and lines added and removed."""
+
+    path: str
+    """Relative to the working directory."""
+    before_sha256: str | None
+    after_sha256: str | None
+    added: int = 0
+    removed: int = 0
+    binary: bool = False
+
+
+class WritePatch(Message, frozen=True):
+    """Write every change since the starting tree to ``path`` as one git patch; replies PatchWritten."""
+
+    path: str
+
+
+PatchToKeeper = WritePatch | Shutdown
+
+
+class BaselineKept(Message, frozen=True):
+    """The keeper holds the starting tree (``files`` files, ``size`` bytes), or ``error`` says why it cannot."""
+
+    files: int = 0
+    size: int = 0
+    error: str = ""
+
+
+class PatchWritten(Message, frozen=True):
+    """WritePatch's reply: the files the patch changes and its size, or ``error`` (then nothing was written)."""
+
+    files: list[PatchedFile] = []
+    size: int = 0
+    error: str = ""
+
+
+KeeperToMain = BaselineKept | PatchWritten
+
 
 # ---------------------------------------------------------------- wire forms
 

@@ -23,6 +23,8 @@ UNIONS = {
     "LlmToAgent": protocol.LlmToAgent,
     "AgentToExecutor": protocol.AgentToExecutor,
     "ExecutorToAgent": protocol.ExecutorToAgent,
+    "PatchToKeeper": protocol.PatchToKeeper,
+    "KeeperToMain": protocol.KeeperToMain,
 }
 
 json_values = st.recursive(

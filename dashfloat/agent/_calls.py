@@ -13,6 +13,8 @@ from __future__ import annotations
 import collections
 from typing import TYPE_CHECKING, Final, Literal, Protocol, assert_never
 
+import msgspec
+
 from dashfloat.agent._decide import (
     Approval,
     Ask,
@@ -254,6 +256,10 @@ class CallsFlow:
         change, self.change = self.change, None
         out = self._finish(finished.result)
         if change is not None and result_status(finished.result) == "ok":
+            landed = finished.checkpoint
+            if landed is not None:  # the digests a headless run's result lists
+                before = landed.before if landed.existed else None
+                change = msgspec.structs.replace(change, before_sha256=before, after_sha256=landed.after)
             out.append(("ui", change))
         return "calls", out
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         READ_MAX_LINES,
         READ_STREAM_THRESHOLD_BYTES,
     )
+    from dashfloat.executor._patch import serve_patch
     from dashfloat.executor._sandbox import Probe as SandboxProbe
     from dashfloat.executor._sandbox import detect as detect_sandbox
     from dashfloat.executor._serve import serve
@@ -62,6 +63,7 @@ __all__ = [
     "run_command",
     "run_tool",
     "serve",
+    "serve_patch",
 ]
 
 __getattr__ = lazy_exports(
@@ -87,6 +89,7 @@ __getattr__ = lazy_exports(
         "SandboxProbe": "_sandbox:Probe",
         "detect_sandbox": "_sandbox:detect",
         "serve": "_serve",
+        "serve_patch": "_patch",
         "PREVIEW_MAX_LINE_CHARS": "_tools",
         "Preview": "_tools",
         "preview": "_tools",

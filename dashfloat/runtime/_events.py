@@ -18,6 +18,7 @@ from dashfloat.protocol import (
     AgentToUi,
     ChangeRecorded,
     ConfirmRequested,
+    PatchedFile,
     ToolCallShown,
     ToolOutputShown,
     Usage,
@@ -42,11 +43,15 @@ class ResultUsage(msgspec.Struct, frozen=True):
 
 
 class ResultChange(msgspec.Struct, frozen=True):
-    """One file a write_file or edit_file changed, its lines added and removed summed over the run."""
+    """One file the run changed: its lines added and removed, its sha256 before and after (null: absent then)."""
 
     path: str
     added: int
     removed: int
+    before_sha256: str | None = None
+    """None: the file did not exist before the run (or, without --patch, a change record did not say)."""
+    after_sha256: str | None = None
+    """None: the run deleted the file (or, without --patch, a change record did not say)."""
 
 
 class RunResult(msgspec.Struct, frozen=True, tag_field="type", tag="result"):
@@ -88,14 +93,29 @@ def summary_lines(summary: str) -> tuple[int, int]:
 
 
 def changed_files(records: list[ChangeRecorded]) -> list[ResultChange]:
-    """The file changes of a run in the order first seen, one entry per path (commands' changes are not recorded)."""
-    totals: dict[str, tuple[int, int]] = {}
+    """The file changes of a run in the order first seen, one entry per path (commands' changes are not recorded):
+    lines summed, the digest before the first change and after the last."""
+    changes: dict[str, ResultChange] = {}
     for record in records:
         if record.path:
             added, removed = summary_lines(record.summary)
-            before = totals.get(record.path, (0, 0))
-            totals[record.path] = (before[0] + added, before[1] + removed)
-    return [ResultChange(path=path, added=a, removed=r) for path, (a, r) in totals.items()]
+            first = changes.get(record.path)
+            changes[record.path] = ResultChange(
+                path=record.path,
+                added=added + (first.added if first else 0),
+                removed=removed + (first.removed if first else 0),
+                before_sha256=first.before_sha256 if first else record.before_sha256,
+                after_sha256=record.after_sha256,
+            )
+    return list(changes.values())
+
+
+def patched_files(files: list[PatchedFile]) -> list[ResultChange]:
+    """The changes --patch found (every file, commands' too, in path order) as the result lists them."""
+    return [
+        ResultChange(f.path, f.added, f.removed, before_sha256=f.before_sha256, after_sha256=f.after_sha256)
+        for f in files
+    ]
 
 
 def encode_event(message: AgentToUi, tool_names: dict[str, str]) -> bytes:

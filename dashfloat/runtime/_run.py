@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from collections.abc import Callable
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from dashfloat.agent import AgentOptions
 from dashfloat.procutil import become_subreaper, kill_strays, reap_orphans, release_free_heap
 from dashfloat.runtime._agent_link import AgentProcess
+
+if TYPE_CHECKING:
+    from dashfloat.runtime._patch_link import PatchKeeper
 
 
 def start_agent(log_path: str) -> AgentProcess:
@@ -35,6 +40,7 @@ def run(
     timeout_s: float | None = None,
     last_message_path: str | None = None,
     budget_tokens: int | None = None,
+    patch_path: str | None = None,
     notify: bool = True,
     no_color: bool = False,
     on_stop: Callable[[], None] = lambda: None,
@@ -43,7 +49,8 @@ def run(
     """Start the agent; one headless turn (``prompt``) or undo/rewind (``undo_request``: rewind turns or None for
     an undo, and whether to apply it), else the TUI (``first_prompt``: sent once the agent is ready); always stop all.
     ``link``: an agent from ``start_agent``; ``max_episodes``, ``timeout_s``, ``budget_tokens``,
-    ``last_message_path``: the headless turn's bounds and its final answer's file (``Printer``)."""
+    ``last_message_path``: the headless turn's bounds and its final answer's file (``Printer``); ``patch_path``: where
+    the run's changes go as a patch (``PatchKeeper``)."""
     restore = restore_terminal
     # Here, not in start_agent: the sandbox probe's own orphan (bwrap's child) is not ours to reap.
     become_subreaper()
@@ -52,9 +59,12 @@ def run(
     else:
         link.configure(options)
     agent = link
+    keeper: PatchKeeper | None = None
 
     def stop_everything() -> None:
         agent.shutdown()
+        if keeper is not None:
+            keeper.stop()
         on_stop()
         # The agent is reaped, so what is still below us is what an agent and executor killed together left to us (a
         # subreaper): an unsandboxed command's setsid children, which no cgroup may hold here (ADR 0065). Without a
@@ -76,8 +86,17 @@ def run(
 
             return RestoreDriver(link, undo_request[0], undo_request[1]).run()
         if prompt is not None:
-            from dashfloat.runtime.printer import Printer  # after the fork: the agent starts meanwhile
+            from dashfloat.runtime._patch_link import PatchKeeper, skipped_paths
+            from dashfloat.runtime.printer import EXIT_USAGE, Printer  # after the fork: the agent starts meanwhile
 
+            if patch_path is not None:
+                # The starting tree is kept before the prompt goes: nothing can have changed it yet.
+                skip = skipped_paths(options.cwd, [patch_path, last_message_path, options.state_dir])
+                keeper = PatchKeeper(options.cwd, skip, log_path, link.held_fds())
+                why = keeper.baseline()
+                if why:
+                    print(f"dashfloat: --patch {patch_path}: {why}", file=sys.stderr)
+                    return EXIT_USAGE
             release_free_heap()  # the configuration's and the imports' scratch
             printer = Printer(
                 link,
@@ -87,6 +106,7 @@ def run(
                 timeout_s=timeout_s,
                 last_message_path=last_message_path,
                 budget_tokens=budget_tokens,
+                patch=None if keeper is None or patch_path is None else (keeper, patch_path),
             )
             return printer.run(prompt)
         from dashfloat.ui import UiOptions, run_tui

@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Callable
 from types import FrameType
-from typing import Any, Final, Literal, TextIO, assert_never
+from typing import TYPE_CHECKING, Any, Final, Literal, TextIO, assert_never
 
 from dashfloat.catalogue import call_name, describe_change, summarize_call
 from dashfloat.protocol import (
@@ -23,6 +23,7 @@ from dashfloat.protocol import (
     ConfirmRequested,
     ContextChanged,
     DecideConfirmation,
+    PatchedFile,
     PathsFound,
     PhaseChanged,
     PromptRestored,
@@ -51,7 +52,11 @@ from dashfloat.runtime._events import (
     add_usage,
     changed_files,
     encode_event,
+    patched_files,
 )
+
+if TYPE_CHECKING:
+    from dashfloat.runtime._patch_link import PatchKeeper
 from dashfloat.textsafe import defuse
 
 # The exit codes a scheduler reads (docs/headless.md has the table; the CLI's --help repeats it).
@@ -142,6 +147,7 @@ class Printer:
         timeout_s: float | None = None,
         last_message_path: str | None = None,
         budget_tokens: int | None = None,
+        patch: tuple[PatchKeeper, str] | None = None,
     ):
         self.link = link
         self.json_mode = json_mode
@@ -171,6 +177,9 @@ class Printer:
         self.refused = False
         self.session_id: str | None = None
         self.budget_tokens = budget_tokens
+        self.patch = patch
+        self.patched: list[PatchedFile] | None = None
+        """What --patch wrote: every file the run changed (commands' too), with digests; None: no patch."""
         self.usage = ResultUsage()
         """The run's usage: the sum of every request's (``UsageShown(request=True)``)."""
         self.requests_reported = False
@@ -259,6 +268,13 @@ class Printer:
     def _finish(self, outcome: Outcome) -> int:
         """The run is over: the final answer's file, the result record (``--json``), and the exit code."""
         code = _EXIT_CODES[outcome]
+        if self.patch is not None:  # first: the answer's file, written next, is no change of the run's
+            keeper, path = self.patch
+            written = keeper.write(path)
+            if written.error:
+                self._row(f"--patch {defused(path)}: not written: {defused(written.error)}")
+            else:
+                self.patched = written.files
         if self.last_message_path is not None:
             try:
                 with open(self.last_message_path, "w", encoding="utf-8") as file:
@@ -278,7 +294,7 @@ class Printer:
             episodes=self.episodes,
             duration_s=round(time.monotonic() - self.started, 3),
             usage=self.usage,
-            changes=changed_files(self.changes),
+            changes=changed_files(self.changes) if self.patched is None else patched_files(self.patched),
             limit=self.limit if outcome == "limit" else None,
         )
         self.out.write(JSON_ENCODER.encode(record).decode() + "\n")

@@ -151,7 +151,7 @@ def test_the_run_command_runs_dashfloat_with_the_instruction_verbatim(
     record = parse_result(text)
     assert record is not None
     assert (record.outcome, record.exit_code, record.session_id) == ("completed", 0, "task-9")
-    assert record.usage.completion_tokens == 7 and record.episodes == 2
+    assert record.usage.completion_tokens == 5 + 7 and record.episodes == 2
     assert (logs / STDERR_NAME).exists()
 
 

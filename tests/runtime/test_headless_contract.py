@@ -6,6 +6,7 @@ against the published schema (docs/events.schema.json) as it is read.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import signal
 import subprocess
@@ -112,9 +113,16 @@ def test_a_completed_run_names_its_tools_leaks_no_prompt_history_and_ends_in_its
     assert result["outcome"] == "completed" and result["limit"] is None
     assert result["episodes"] == 3
     assert result["usage"] == {"prompt_tokens": 40, "completion_tokens": 7, "cached_tokens": 0, "reasoning_tokens": 0}
+    digest = {text: hashlib.sha256(text.encode()).hexdigest() for text in ("hello\n", "bye\nthere\n", "n\n")}
     assert result["changes"] == [
-        {"path": "a.txt", "added": 2, "removed": 1},
-        {"path": "new.txt", "added": 1, "removed": 0},
+        {
+            "path": "a.txt",
+            "added": 2,
+            "removed": 1,
+            "before_sha256": digest["hello\n"],
+            "after_sha256": digest["bye\nthere\n"],
+        },
+        {"path": "new.txt", "added": 1, "removed": 0, "before_sha256": None, "after_sha256": digest["n\n"]},
     ]
     assert (tree / "a.txt").read_text() == "bye\nthere\n"
 
