@@ -18,6 +18,7 @@ from dashfloat.agent import _mentions as mentions
 from dashfloat.agent import _turn as turn
 from dashfloat.agent._calls import CANCELLED, CallsFlow, Out, Outcome, Outgoing, Stop, result_row
 from dashfloat.agent._context import calibrate, estimate, fill_percent, hard_limit, sends_before_window, tokens_text
+from dashfloat.agent._loops import repeated_calls
 from dashfloat.agent._turn import At, Event, Waiting
 from dashfloat.protocol import (
     AssembledCall,
@@ -510,7 +511,11 @@ class Turn:
         self.core.record(message)
 
     def _begin_calls(self, calls: list[AssembledCall]) -> At:
-        self.calls = CallsFlow(list(calls), self.stop, self.core)
+        checked, looping = repeated_calls(calls, self.core.conversation)  # loops cut early (ADR 0079)
+        if looping is not None and self.stop.result is None:
+            self.stop.set(ToolFailed(error=looping), "limit")  # the model reads it as each call's result
+            self.core.ui(SystemEntry(text=looping.removeprefix("not run: "), level="warning"))
+        self.calls = CallsFlow(checked, self.stop, self.core)
         return "calls"
 
     def calls_done(self) -> At:

@@ -643,7 +643,7 @@ def test_episode_limit_stops_the_turn() -> None:
     core.on_ui(SubmitPrompt(text="loop"))
     for n in range(MAX_EPISODES_PER_TURN):
         assert core.turn.episodes == n + 1
-        done(core, "", [call(f"c{n}", "read_file", path="x")])
+        done(core, "", [call(f"c{n}", "read_file", path=f"x{n}")])  # a new call each time
         core.on_executor(ToolFinished(call_id=f"c{n}", result=read("")))
     out = take(core)
     starts = [m for m in out if isinstance(m, StartStream)]

@@ -75,7 +75,9 @@ class Model:
             self.per_prompt[prompt] = self.per_prompt.get(prompt, 0) + 1
             self.calls += 1
             call_id = f"read_{self.calls}"
-        return tool_calls_reply([(call_id, "read_file", {"path": "big.txt"})], usage=usage)
+        # Two calls taking turns: the same call again right after its result would be cut as a loop (ADR 0079).
+        args = {"path": "big.txt", "limit": 1000 + self.calls % 2}
+        return tool_calls_reply([(call_id, "read_file", args)], usage=usage)
 
 
 def big_file(tree: Path) -> None:
