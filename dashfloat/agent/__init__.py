@@ -7,7 +7,7 @@ from dashfloat._lazy import lazy_exports
 if TYPE_CHECKING:
     from dashfloat.agent._core import AgentCore, provider_message
     from dashfloat.agent._journal import Journal, MemoryJournal
-    from dashfloat.agent._main import agent_process_main
+    from dashfloat.agent._main import AGENT_EXIT_SESSION_IN_USE, agent_process_main
     from dashfloat.agent._options import AgentOptions
     from dashfloat.agent._process import AgentShell, Worker, Workers, serve
     from dashfloat.agent._steps import MAX_EPISODES_PER_TURN
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from dashfloat.agent._workers import AGENT_PROCESS_NAME, EXECUTOR_PROCESS_NAME, LLM_PROCESS_NAME, ForkWorkers
 
 __all__ = [
+    "AGENT_EXIT_SESSION_IN_USE",
     "AGENT_PROCESS_NAME",
     "EXECUTOR_PROCESS_NAME",
     "LLM_PROCESS_NAME",
@@ -44,6 +45,7 @@ __getattr__ = lazy_exports(
         "MemoryJournal": "_journal",
         "provider_message": "_core",
         "agent_process_main": "_main",
+        "AGENT_EXIT_SESSION_IN_USE": "_main",
         "AgentOptions": "_options",
         "AgentShell": "_process",
         "Worker": "_process",

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from multiprocessing.connection import Connection
+from typing import Final
 
 import msgspec
 
 from dashfloat.agent._options import AgentOptions
 from dashfloat.agent._workers import AGENT_PROCESS_NAME, ForkWorkers
 from dashfloat.procutil import become_child, become_subreaper, die_with_parent, set_name
+
+AGENT_EXIT_SESSION_IN_USE: Final = 75
+"""The agent's exit code when the session it was to resume is another process's (taken after the launch's check):
+the main process names the holder and exits 2 (runtime/_agent_link.py). 75 is sysexits' "temporary failure"."""
 
 
 def agent_process_main(conn: Connection, log_path: str, close_fds: list[int]) -> None:
@@ -35,6 +40,7 @@ def agent_process_main(conn: Connection, log_path: str, close_fds: list[int]) ->
     # executor is forked once our first messages went out): on a thread beside the core's import it would share our
     # GIL with it and slow it down.
     from dashfloat.agent._process import serve
+    from dashfloat.sessions.log import SessionLocked  # the journal's, loaded by the core already
 
     workers.preload_executor()
     try:
@@ -48,5 +54,10 @@ def agent_process_main(conn: Connection, log_path: str, close_fds: list[int]) ->
     workers.configure(options.cwd, options.exec_timeout_s, options.sandbox)
     try:
         serve(conn, options, workers)
+    except SessionLocked:
+        # Another process took the session between the launch's check and our lock: we say nothing on the pipe
+        # and exit so; the main process names the holder and exits 2 (ADR 0078).
+        workers.abandon()
+        raise SystemExit(AGENT_EXIT_SESSION_IN_USE) from None
     finally:
         workers.kill_strays()  # the workers are stopped: an executor killed after its grace left its orphans to us

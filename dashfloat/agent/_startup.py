@@ -30,6 +30,8 @@ def _resume(core: AgentCore, journal: SessionJournal, options: AgentOptions) -> 
             core.outbox.append(("ui", SystemEntry(text=text)))
             return
         loaded = journal.open(path)
+    except session_log.SessionLocked:
+        raise  # never a new session instead: the start is refused (agent_process_main exits so)
     except (session_log.SessionError, OSError) as exc:
         core.outbox.append(("ui", SystemEntry(text=f"{exc}; starting a new session", level="error")))
         return

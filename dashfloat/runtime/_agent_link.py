@@ -11,6 +11,8 @@ import contextlib
 import hashlib  # noqa: F401
 import os
 import secrets  # noqa: F401
+import select
+import socket
 import ssl  # noqa: F401
 import time
 from collections import deque
@@ -44,6 +46,17 @@ def _agent_main(conn: Connection, log_path: str, close_fds: list[int]) -> None:
     from dashfloat.agent import agent_process_main  # in the forked child: the main process never loads it
 
     agent_process_main(conn, log_path, close_fds)
+
+
+def _at_eof(fd: int) -> bool:
+    """Whether the socket ``fd`` (a duplex Pipe end) is closed by its peer and drained, read without consuming."""
+    peek = socket.socket(fileno=os.dup(fd))
+    try:
+        return peek.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    finally:
+        peek.close()
 
 
 class AgentProcess:
@@ -148,6 +161,24 @@ class AgentProcess:
             TurnEnded(outcome="failed"),
             PhaseChanged(phase="idle"),
         ]
+
+    def start_refused(self) -> bool:
+        """Wait until the agent has started (it wrote its first message) or stopped; True when it stopped because the
+        session it was to resume is another process's: taken between the launch's check and the agent's own lock,
+        which the agent never answers with a new session (``AGENT_EXIT_SESSION_IN_USE``; ADR 0078)."""
+        from dashfloat.agent import AGENT_EXIT_SESSION_IN_USE
+
+        while True:
+            ready, _, _ = select.select([self.channel.fileno(), self.process.sentinel], [], [])
+            if self.process.sentinel in ready or _at_eof(self.channel.fileno()):
+                break  # it stopped (its pipe closes with it: the end may be seen first)
+            if ready:
+                return False  # a message: it is up
+        self.process.join(SHUTDOWN_WAIT_S)
+        if self.process.exitcode != AGENT_EXIT_SESSION_IN_USE:
+            return False  # died otherwise: receive() restarts it as ever
+        self.gave_up = True
+        return True
 
     def _ask_shutdown(self, process: BaseProcess) -> None:
         self.send(Shutdown())

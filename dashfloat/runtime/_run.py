@@ -6,8 +6,9 @@ import os
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from dashfloat.agent import AgentOptions
 from dashfloat.procutil import become_subreaper, kill_strays, reap_orphans, release_free_heap
@@ -24,6 +25,30 @@ def start_agent(log_path: str) -> AgentProcess:
     configuration and probes the sandbox (issue 19). Stop it with ``shutdown()`` if the start goes no further.
     """
     return AgentProcess(None, log_path)
+
+
+EXIT_SESSION_REFUSED: Final = 2
+"""The session named is another process's: a usage error, as the launch's own refusal is (printer.EXIT_USAGE)."""
+
+
+def session_in_use(options: AgentOptions) -> str:
+    """The refusal for a session the agent found locked: its holder, as the launch names it (if it still holds it)."""
+    from dashfloat.sessions.log import SessionError, SessionLocked, check_unlocked, find_session, newest_for_cwd
+    from dashfloat.sessions.state import SESSIONS_DIRNAME
+
+    sessions = Path(options.state_dir) / SESSIONS_DIRNAME
+    try:
+        if options.resume_id:
+            path: Path | None = find_session(sessions, options.resume_id)
+        else:
+            path = newest_for_cwd(sessions, options.cwd)
+        if path is not None:
+            check_unlocked(path)
+    except SessionLocked as exc:
+        return str(exc)
+    except (SessionError, OSError):
+        pass
+    return "the session was taken by another process as this one started; wait for that run to finish, or stop it"
 
 
 def run(
@@ -81,6 +106,10 @@ def run(
     signal.signal(signal.SIGTERM, terminate)
     signal.signal(signal.SIGHUP, terminate)
     try:
+        if options.state_dir and (options.resume_id or options.continue_latest) and link.start_refused():
+            # Lost the race for the session after the launch's check: refused as the launch refuses, exit 2.
+            print(f"dashfloat: {session_in_use(options)}", file=sys.stderr)
+            return EXIT_SESSION_REFUSED
         if undo_request is not None:
             from dashfloat.runtime._restore_cli import RestoreDriver
 

@@ -1,0 +1,107 @@
+"""The race the launch's check leaves: a session taken by another process after that check and before the agent's own
+lock. The agent never answers it with a new session: the run is refused with exit 2 naming the holder, headless and
+in the TUI alike, having written no event and asked the model nothing.
+
+The launch's check is what the race gets past, so the run here starts at ``runtime.run`` (after the launch), in this
+process, while another process holds the session.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dashfloat.agent import AgentOptions
+from dashfloat.protocol import ProviderConfig
+from dashfloat.runtime import run
+from dashfloat.sessions.state import SESSIONS_DIRNAME
+from dashfloat.testing.sse_server import ScriptedServer, text_reply
+
+SESSION = "race-1"
+
+HOLDER = """
+import sys
+from pathlib import Path
+import msgspec
+from dashfloat.sessions.log import SessionWriter, new_header
+fresh = new_header(cwd=sys.argv[2], provider="p", model="m", dashfloat_version="0")
+header = msgspec.structs.replace(fresh, id=sys.argv[3])
+writer = SessionWriter.create(Path(sys.argv[1]), header)
+print("held", flush=True)
+sys.stdin.read()
+writer.close()
+"""
+
+
+@pytest.fixture
+def holder(tree: Path, tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another process writing session SESSION (it holds the session's lock until its stdin closes)."""
+    sessions = tmp_path / "state" / SESSIONS_DIRNAME
+    sessions.mkdir(parents=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(sessions), str(tree), SESSION],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None and process.stdout.readline() == "held\n"
+    yield process
+    assert process.stdin is not None
+    process.stdin.close()
+    process.wait(timeout=30)
+    process.stdout.close()
+
+
+def options(server: ScriptedServer, tree: Path, tmp_path: Path, **session: str | bool) -> AgentOptions:
+    provider = ProviderConfig(name="scripted", base_url=server.base_url, model="m", context_window=100_000)
+    return AgentOptions(provider=provider, cwd=str(tree), state_dir=str(tmp_path / "state"), **session)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("session", "prompt"),
+    [
+        ({"resume_id": SESSION}, "hi"),  # headless --session-id / --resume
+        ({"continue_latest": True}, "hi"),  # headless --continue
+        ({"resume_id": SESSION}, None),  # the TUI: refused before it starts
+    ],
+)
+def test_a_session_taken_after_the_launchs_check_is_refused_with_exit_2(
+    tree: Path,
+    tmp_path: Path,
+    holder: subprocess.Popen[str],
+    capsys: pytest.CaptureFixture[str],
+    session: dict[str, str | bool],
+    prompt: str | None,
+) -> None:
+    with ScriptedServer() as server:
+        server.enqueue(text_reply("should never be asked"))
+        code = run(
+            options(server, tree, tmp_path, **session),
+            log_path=str(tmp_path / "dashfloat.log"),
+            prompt=prompt,
+            json_mode=True,
+        )
+        assert server.requests == []
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""  # no event: the run never started
+    assert f"dashfloat: session {SESSION} is in use by process {holder.pid} on " in err
+    sessions = tmp_path / "state" / SESSIONS_DIRNAME
+    assert sorted(p.name for p in sessions.iterdir()) == [f"{SESSION}.jsonl", f"{SESSION}.lock"]  # no new session
+
+
+def test_a_free_session_is_resumed_as_before(tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with ScriptedServer() as server:
+        server.enqueue(text_reply("first."), text_reply("second."))
+        opts = options(server, tree, tmp_path)
+        assert run(opts, log_path=str(tmp_path / "dashfloat.log"), prompt="one", json_mode=True) == 0
+        first = capsys.readouterr().out
+        started = next(json.loads(line) for line in first.splitlines() if '"session_started"' in line)
+        resumed = options(server, tree, tmp_path, resume_id=started["session_id"])
+        assert run(resumed, log_path=str(tmp_path / "dashfloat.log"), prompt="two", json_mode=True) == 0
+    assert len(server.requests) == 2
