@@ -3,6 +3,7 @@ unasked, plan mode changes nothing."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 from pathlib import Path
@@ -40,6 +41,8 @@ def test_an_auto_approved_edit_carries_its_diff_in_json_and_a_summary_line_in_pl
             "approved_by": "flag",
             "rule": "--approve edits",
             "diff": ["@@ -1 +1 @@", "-hello", "+goodbye"],
+            "before_sha256": hashlib.sha256(b"hello\n").hexdigest(),
+            "after_sha256": hashlib.sha256(b"goodbye\n").hexdigest(),
         }
         assert (tree / "a.txt").read_text() == "goodbye\n"
         server.enqueue(
