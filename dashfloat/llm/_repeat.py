@@ -6,7 +6,9 @@ and the tail repeats when its last ``REPEAT_MIN_COUNT`` periods are identical (o
 
 What repeats is then told apart by its shortest unit (ADR 0051):
 - a **passage** (a unit of ``REPEAT_SPAN_MIN_CHARS`` or more: a sentence, a paragraph, a line) repeated
-  ``REPEAT_MIN_COUNT`` times back to back is a loop;
+  ``REPEAT_MIN_COUNT`` times back to back is a loop, and so is a **long passage** (``REPEAT_LONG_PASSAGE_CHARS`` or
+  more) seen twice back to back at a look (ADR 0079: a small model re-writing a 236-character schema line or a
+  paragraph loops for minutes before 24 copies come);
 - a **run** (a shorter unit: ``=====``, ``|-----``, blank lines, ``0, 0, 0``) is what rules, table separators,
   padding and zeroed data are made of, and is a loop only once it is ``REPEAT_RUN_MIN_CHARS`` long. A run shorter
   than that is looked past: an earlier occurrence of the needle before the run may still show a passage looping
@@ -18,7 +20,7 @@ from __future__ import annotations
 import bisect
 import collections
 import itertools
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from dashfloat.llm._limits import (
     REPEAT_CHECK_EVERY_CHARS,
@@ -27,6 +29,10 @@ from dashfloat.llm._limits import (
     REPEAT_SPAN_MAX_CHARS,
     REPEAT_SPAN_MIN_CHARS,
 )
+
+REPEAT_LONG_PASSAGE_CHARS: Final = 160
+"""A passage this long is a loop once it is written twice back to back (the count is for shorter ones)."""
+LONG_PASSAGE_COPIES: Final = 2
 
 _CANDIDATES = 8  # earlier occurrences of the needle tried per check (a later check shifts the needle)
 _TAIL_CHARS = max(REPEAT_MIN_COUNT * REPEAT_SPAN_MAX_CHARS, REPEAT_RUN_MIN_CHARS)
@@ -39,6 +45,8 @@ class Loop(NamedTuple):
     """A whole number of units, ``REPEAT_SPAN_MIN_CHARS`` or more (for a passage, the passage): one copy is kept."""
     unit: int
     """The length of the shortest unit that repeats (below ``REPEAT_SPAN_MIN_CHARS``: a run)."""
+    copies: int = REPEAT_MIN_COUNT
+    """How many copies of a passage made it a loop (``LONG_PASSAGE_COPIES`` for a long one)."""
 
     @property
     def run(self) -> bool:
@@ -82,10 +90,10 @@ def _run_chars(tail: str, unit: int, known: int) -> int:
     return low
 
 
-def _repeating(tail: str, needle_at: int) -> tuple[int, int] | None:
+def _repeating(tail: str, needle_at: int) -> tuple[int, int, int] | None:
     """The first period an earlier occurrence of the needle at ``needle_at`` proposes over which the tail's end
     repeats ``REPEAT_MIN_COUNT`` times (a period shorter than the needle counts as its smallest multiple that is
-    not), as (period, characters that repeat), or None."""
+    not), or twice for a long passage, as (period, characters that repeat, copies), or None."""
     needle = tail[needle_at : needle_at + REPEAT_SPAN_MIN_CHARS]
     end = needle_at + REPEAT_SPAN_MIN_CHARS - 1
     for _ in range(_CANDIDATES):
@@ -96,7 +104,12 @@ def _repeating(tail: str, needle_at: int) -> tuple[int, int] | None:
         span = period * -(-REPEAT_SPAN_MIN_CHARS // period)  # the smallest multiple that is a long span
         region = span * REPEAT_MIN_COUNT
         if span <= REPEAT_SPAN_MAX_CHARS and region <= len(tail) and _repeats(tail[-region:], period):
-            return period, region
+            return period, region, REPEAT_MIN_COUNT
+        twice = period * LONG_PASSAGE_COPIES
+        long = REPEAT_LONG_PASSAGE_CHARS <= period <= REPEAT_SPAN_MAX_CHARS and twice <= len(tail)
+        # Only a passage long in itself: copies of a shorter one that add up to the length are the count's.
+        if long and _repeats(tail[-twice:], period) and _shortest_unit(tail[-twice:], period) == period:
+            return period, twice, LONG_PASSAGE_COPIES
         end = found + REPEAT_SPAN_MIN_CHARS - 1
     return None
 
@@ -124,10 +137,10 @@ def looping_span(tail: str) -> Loop | None:
         repeating = _repeating(tail, needle_at)
         if repeating is None:
             return None
-        period, known = repeating
+        period, known, copies = repeating
         unit = _shortest_unit(tail[-known:], period)
         if unit >= REPEAT_SPAN_MIN_CHARS:
-            return Loop(tail[-unit:], unit)  # a passage
+            return Loop(tail[-unit:], unit, copies)  # a passage
     return None
 
 

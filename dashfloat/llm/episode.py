@@ -20,7 +20,6 @@ from dashfloat.llm._limits import (
     EPISODE_MAX_TOOL_CALLS,
     REASONING_CUT_MARKER,
     REASONING_KEEP_MAX_BYTES,
-    REPEAT_MIN_COUNT,
     REPEAT_RUN_MIN_CHARS,
 )
 from dashfloat.llm._repeat import Loop, RepetitionGuard
@@ -475,8 +474,7 @@ class Episode:
             what = f"wrote {span[-loop.unit :]!r} over and over, {REPEAT_RUN_MIN_CHARS} characters of it and more"
         else:
             what = (
-                f"repeated the same {len(span)}-character passage {REPEAT_MIN_COUNT} times in a row "
-                f"({one_line(span, 60)!r})"
+                f"repeated the same {len(span)}-character passage {loop.copies} times in a row ({one_line(span, 60)!r})"
             )
         return StreamError(
             "repeating", f"the model {what}; the stream was stopped: ask again, rephrase, or use a larger model."

@@ -17,7 +17,15 @@ from dashfloat.llm._limits import (
     REPEAT_SPAN_MAX_CHARS,
     REPEAT_SPAN_MIN_CHARS,
 )
-from dashfloat.llm._repeat import _TAIL_CHARS, Loop, RepetitionGuard, _needle_unit, looping_span
+from dashfloat.llm._repeat import (
+    _TAIL_CHARS,
+    LONG_PASSAGE_COPIES,
+    REPEAT_LONG_PASSAGE_CHARS,
+    Loop,
+    RepetitionGuard,
+    _needle_unit,
+    looping_span,
+)
 
 PROSE = "".join(random.Random(7).choices("ABCDEFGHIJKLMNOPQRSTUVWXYZ.,;", k=3000))
 """Text that never loops, in characters no unit below holds (nothing before a run extends it by chance)."""
@@ -117,7 +125,7 @@ def test_a_run_past_the_bound_is_stopped_soon_after_it(unit: str, sizes: list[in
 
 @settings(max_examples=60, deadline=None)
 @given(
-    passage=st.text(alphabet=UNIT_CHARS, min_size=REPEAT_SPAN_MIN_CHARS, max_size=300),
+    passage=st.text(alphabet=UNIT_CHARS, min_size=REPEAT_SPAN_MIN_CHARS, max_size=REPEAT_LONG_PASSAGE_CHARS - 1),
     copies=st.integers(1, REPEAT_MIN_COUNT - 1),
     sizes=st.lists(st.integers(1, 700), min_size=1, max_size=5),
 )
@@ -150,3 +158,34 @@ def test_the_needles_run_unit_is_the_shortest_period_a_brute_force_finds(unit: s
         needle = needle[:-1] + ("b" if needle[-1] != "b" else "a")
     periods = [u for u in range(1, len(needle) // 2 + 1) if needle[u:] == needle[:-u]]
     assert _needle_unit(needle) == (periods[0] if periods else 0)
+
+
+def test_a_long_passage_is_a_loop_the_second_time_it_is_written() -> None:
+    """ADR 0079: the 0.5B model wrote one 250-character line of a tool schema again and again for 120 s."""
+    long = "".join(random.Random(3).choices("abcdefgh =-|:\n0123", k=REPEAT_LONG_PASSAGE_CHARS))
+    assert _primitive(long)
+    assert looping_span(PROSE + long) is None
+    assert looping_span(PROSE + long * LONG_PASSAGE_COPIES) == Loop(long, len(long), LONG_PASSAGE_COPIES)
+    shorter = long[:-1]  # one character below the bound: the count decides, as for any passage
+    assert looping_span(PROSE + shorter * LONG_PASSAGE_COPIES) is None
+    assert looping_span(PROSE + shorter * REPEAT_MIN_COUNT) == Loop(shorter, len(shorter))
+
+
+def test_copies_of_a_short_passage_adding_up_to_a_long_one_are_left_to_the_count() -> None:
+    passage = "I will now read the file notes.txt to see what it says. "
+    copies = REPEAT_LONG_PASSAGE_CHARS // len(passage) + 1
+    assert looping_span(PROSE + passage * copies * LONG_PASSAGE_COPIES) is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    passage=st.text(alphabet=UNIT_CHARS, min_size=REPEAT_LONG_PASSAGE_CHARS, max_size=REPEAT_SPAN_MAX_CHARS),
+    sizes=st.lists(st.integers(1, 700), min_size=1, max_size=5),
+)
+def test_a_long_looping_passage_is_stopped_within_its_third_copy(passage: str, sizes: list[int]) -> None:
+    assume(_primitive(passage))
+    fed = _fed(PROSE[:500] + passage * 8, sizes)
+    assert fed is not None
+    loop, taken = fed
+    assert loop.copies == LONG_PASSAGE_COPIES and len(loop.span) == len(passage)
+    assert taken - 500 < len(passage) * LONG_PASSAGE_COPIES + REPEAT_CHECK_EVERY_CHARS + max(sizes)
