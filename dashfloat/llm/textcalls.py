@@ -26,7 +26,7 @@ import msgspec
 
 from dashfloat.jsonvalue import JsonValue
 from dashfloat.protocol import AssembledCall
-from dashfloat.tool_args import assemble
+from dashfloat.tool_args import assemble, explained
 
 _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
 _FENCED = re.compile(
@@ -52,15 +52,16 @@ def _decode(text: str) -> JsonValue | msgspec.UnsetType:
     return value
 
 
-def _attempt(value: JsonValue) -> bool:
-    """Whether ``value`` is written as a call: a name and arguments (anything else about it may be wrong)."""
+def _attempt(value: JsonValue, whole: bool = False) -> bool:
+    """Whether ``value`` is written as a call: a name and arguments (anything else about it may be wrong). In a
+    block, other keys than OpenAI's make it an example; an answer that is nothing but the object is a call."""
     if not isinstance(value, dict) or not isinstance(value.get("name"), str):
         return False
     arg_keys = [key for key in _ARG_KEYS if key in value]
-    return len(arg_keys) == 1 and set(value) - {"name", *arg_keys} <= _CALL_EXTRA_KEYS
+    return len(arg_keys) == 1 and (whole or set(value) - {"name", *arg_keys} <= _CALL_EXTRA_KEYS)
 
 
-def _block_calls(block: str, first_index: int) -> list[AssembledCall]:
+def _block_calls(block: str, first_index: int, whole: bool = False) -> list[AssembledCall]:
     """The calls a block starts with (none: the block is prose). JSON values are read one after another; the first
     that is no call attempt ends the calls, and it and the rest are dropped (a result the model made up)."""
     text = block.strip()
@@ -73,7 +74,7 @@ def _block_calls(block: str, first_index: int) -> list[AssembledCall]:
             if _CALL_START.match(text, at):
                 calls.append(_broken(first_index + len(calls), text[at : at + 80]))
             break
-        if not _attempt(value):
+        if not _attempt(value, whole):
             break
         calls.append(_marked_call(value, first_index + len(calls)))
         at = end
@@ -96,7 +97,7 @@ def _marked_call(value: JsonValue | msgspec.UnsetType, index: int) -> AssembledC
     if not name:
         return assemble(call_id, "", None, "the tool call written in the text has no name")
     if not isinstance(args, dict):
-        return assemble(call_id, name, None, "the arguments written in the text are not a JSON object")
+        return assemble(call_id, name, None, explained(name, "the arguments written in the text are not a JSON object"))
     return assemble(call_id, name, args)
 
 
@@ -153,7 +154,7 @@ def text_tool_calls(content: str) -> tuple[str, list[AssembledCall]]:
         if calls:
             kept.append(content[last:])
             prose = "".join(kept)
-        elif content.lstrip().startswith("{") and (found := _block_calls(content, 0)):
+        elif content.lstrip().startswith("{") and (found := _block_calls(content, 0, whole=True)):
             calls, prose = found, ""
     if not calls:
         return content, []

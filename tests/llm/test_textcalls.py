@@ -149,3 +149,9 @@ def test_a_whole_answer_that_is_a_call_of_an_unknown_tool_is_a_call() -> None:
     prose, [call] = text_tool_calls('{"name": "create_gitignore", "parameters": {"entries": ["*.pyc"]}}')
     assert prose == "" and call.name == "create_gitignore" and call.error is not None
     assert call.error.startswith("unknown tool: 'create_gitignore'; the call was not run.")
+
+
+def test_an_answer_that_is_only_a_call_object_is_a_call_whatever_else_it_carries() -> None:
+    """Seen from the 0.5B model: ``{"name": "timeout", "arguments": "30", "features": [...]}`` as its whole answer."""
+    [call] = text_tool_calls('{"name": "timeout", "arguments": "30", "features": ["export"]}')[1]
+    assert call.name == "timeout" and call.error is not None and call.error.startswith("unknown tool: 'timeout'")
