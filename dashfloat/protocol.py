@@ -568,9 +568,13 @@ class Cancel(Message, frozen=True):
 
 
 class SetModel(Message, frozen=True):
-    """/model NAME: use this model from the next request on."""
+    """/model NAME: use this model from the next request on (refused when the server lists others only)."""
 
     model: str
+
+
+class ShowModels(Message, frozen=True):
+    """/model: list the server's models (``GET /models``); replies a SystemEntry and AgentReady with ``models``."""
 
 
 class SetApproval(Message, frozen=True):
@@ -662,6 +666,7 @@ UiToAgent = (
     | DecideConfirmation
     | Cancel
     | SetModel
+    | ShowModels
     | SetApproval
     | ListPermissions
     | RemovePermission
@@ -705,6 +710,8 @@ class AgentReady(Message, frozen=True):
     """Permission rules in force (session grants and saved rules): the status bar says so."""
     prompt_files: list[PromptFile] = []
     """Prompt files of the project and the user (the UI reads no files): /NAME expands them."""
+    models: list[str] = []
+    """The models the server listed, once asked (/model completes them)."""
 
 
 class SessionStarted(Message, frozen=True):
@@ -985,6 +992,8 @@ class WindowFound(Message, frozen=True):
     source: WindowSource
     detail: str = ""
     notice: str = ""
+    models: list[str] = []
+    """The model ids the server's ``GET /models`` listed (empty: it listed none, or was not asked)."""
 
 
 LlmToAgent = ContentDelta | ReasoningDelta | StreamStatus | StreamDone | StreamFailed | WindowFound

@@ -67,6 +67,7 @@ from dashfloat.protocol import (
     SessionStarted,
     SetApproval,
     SetModel,
+    ShowModels,
     ShowUsage,
     Shutdown,
     StartStream,
@@ -97,6 +98,11 @@ APPROVE_ALL_WARNING: Final = (
     "(deny rules still apply; writes in .git/ still ask)"
 )
 PLAN_NOTICE: Final = "approve: plan — nothing changes: edits, writes and commands are refused; read-only commands run"
+
+
+MODELS_REQUEST_ID: Final = -1
+"""The request id of a DiscoverWindow sent for the server's model list alone (/model, ``_models``); the window's own
+questions count up from 1."""
 
 
 def tool_message(reply: ToolReply) -> ChatMessage:
@@ -155,6 +161,14 @@ class AgentCore:
         self._undo_log: undo.UndoLog | None = None
         self.user_commands_run = 0
         self.prompt_files: list[PromptFile] = []
+        self.models: list[str] | None = None
+        """The server's models (``GET /models``), once the window discovery or /model asked; None: not yet."""
+        self.listing = False
+        """/model waits for that list to show it."""
+        self.unchecked: list[tuple[str, str]] = []
+        """(model, the one before) of each /model NAME made before the list came: checked when it comes."""
+        self.models_asked = False
+        """A DiscoverWindow for the list alone (``MODELS_REQUEST_ID``) is unanswered."""
         self.pending_context: list[str] = []
         """Outputs of !commands, sent to the model with the next prompt."""
         self.mention_ids = itertools.count(1)
@@ -211,6 +225,7 @@ class AgentCore:
             sandbox=self.sandbox,
             rules=len(self.rules.all()),
             prompt_files=self.prompt_files,
+            models=self.models or [],
         )
 
     def load(
@@ -266,12 +281,9 @@ class AgentCore:
             case Cancel():
                 turn.move("Cancel", *turn.cancel())
             case SetModel(model=model):
-                self.provider = msgspec.structs.replace(self.provider, model=model)
-                self.ui(SystemEntry(text=f"model set to {model} (from the next request on)"))
-                if self.window.forget():
-                    self.calibration = None
-                    self.discover_window()
-                self.ui(self.ready_message())
+                self._pick_model(model)
+            case ShowModels():
+                self._pick_model(None)
             case SetApproval(mode=mode):
                 self.approval = mode
                 if mode == "all":
@@ -451,6 +463,60 @@ class AgentCore:
 
     # ------------------------------------------------------------ the window (_context.Window)
 
+    def _pick_model(self, name: str | None) -> None:
+        """/model [NAME] against the server's list (``_models``). Not known yet: /model waits for it; /model NAME
+        switches at once (a request may be on its way) and is checked when the list comes, by the new model's window
+        discovery, which asks ``/models`` first, or by a question of its own."""
+        from dashfloat.agent import _models  # /model only: imported where first used, as _reports is
+
+        if name is None:
+            if self.models is None:
+                self.listing = True
+                self._ask_models()
+                return
+            self.ui(SystemEntry(text=_models.listing(self.models, self.provider.model, self.provider.base_url)))
+        elif self.models and name not in self.models:
+            text = _models.unknown(name, self.models, self.provider.model, self.provider.base_url)
+            self.ui(SystemEntry(text=text, level="error"))
+        else:
+            previous = self.provider.model
+            self.provider = msgspec.structs.replace(self.provider, model=name)
+            self.ui(SystemEntry(text=f"model set to {name} (from the next request on)"))
+            if self.window.forget():
+                self.calibration = None
+                self.discover_window()
+            if self.models is None:
+                self.unchecked.append((name, previous))
+                if not any(isinstance(message, DiscoverWindow) for _, message in self.outbox):
+                    self._ask_models()  # no discovery went out to bring the list back
+        self.ui(self.ready_message())
+
+    def _ask_models(self) -> None:
+        if not self.models_asked:
+            self.models_asked = True
+            self.outbox.append(("llm", DiscoverWindow(request_id=MODELS_REQUEST_ID, provider=self.provider)))
+
+    def _models_known(self, listed: list[str]) -> None:
+        """The server's list came: a /model waiting for it is answered, a switch made before it is checked (and
+        undone when the server does not list the model)."""
+        from dashfloat.agent import _models
+
+        self.models = listed
+        unchecked, self.unchecked = self.unchecked, []
+        for name, previous in unchecked:
+            if listed and name not in listed and self.provider.model == name:
+                self.provider = msgspec.structs.replace(self.provider, model=previous)
+                text = _models.unknown(name, listed, previous, self.provider.base_url, undone=True)
+                self.ui(SystemEntry(text=text, level="error"))
+                if self.window.forget():
+                    self.calibration = None
+                    self.discover_window()
+        if self.listing:
+            self.listing = False
+            self._pick_model(None)
+        elif unchecked:
+            self.ui(self.ready_message())
+
     def discover_window(self) -> None:
         """Ask the LLM process for the window of the current provider and model (once per pair)."""
         asked = self.window.ask(self.provider)
@@ -471,6 +537,12 @@ class AgentCore:
 
     def on_llm(self, message: LlmToAgent) -> None:
         if isinstance(message, WindowFound):
+            ours = message.request_id in (MODELS_REQUEST_ID, self.window.asked)  # else stale: its list may be too
+            if message.models or ours:
+                self._models_known(list(message.models))
+            if message.request_id == MODELS_REQUEST_ID:
+                self.models_asked = False
+                return
             if self.window.answers(message, self.provider):  # else an answer for a model we no longer use
                 if message.notice:
                     self.ui(SystemEntry(text=message.notice, level="warning"))

@@ -188,22 +188,27 @@ def discover(
             ("Ollama /api/ps context_length", "GET", f"{root}/api/ps", None, lambda b: w.ollama_ps(b, model)),
         ]
     notices: list[str] = []
+    listed: list[str] = []
+    """The ids ``/models`` listed: /model lists and checks them (the same question, asked once)."""
     for detail, method, url, body, parse in probes:
         answer = get(method, url, headers, body)
         if url == props_url and props is not None:
             props[provider.base_url] = answer
+        if not listed:
+            listed = w.model_ids(answer)
         value = parse(answer)
         if (window := w.sane(value)) is not None:
-            return WindowFound(request_id, window, "server", detail, "; ".join(notices))
+            return WindowFound(request_id, window, "server", detail, "; ".join(notices), models=listed)
         if w.reported(value):
             notices.append(f"ignored a context window of {value!r} reported by {url}")
     if is_local_url(base):
         value, which = w.ollama_show(get("POST", f"{root}/api/show", headers, {"model": model}))
         if (window := w.sane(value)) is not None:
-            return WindowFound(request_id, window, "server", f"Ollama /api/show {which}", "; ".join(notices))
+            found = WindowFound(request_id, window, "server", f"Ollama /api/show {which}", "; ".join(notices))
+            return msgspec.structs.replace(found, models=listed)
         if w.reported(value):
             notices.append(f"ignored a context window of {value!r} reported by {root}/api/show")
-    return unreported(model, request_id, "nothing reported", "; ".join(notices))
+    return msgspec.structs.replace(unreported(model, request_id, "nothing reported", "; ".join(notices)), models=listed)
 
 
 def unreported(model: str, request_id: int, detail: str, notice: str) -> WindowFound:

@@ -102,6 +102,24 @@ def _entry_for(body: JsonValue, model: str, keys: tuple[str, ...] = ("id",)) -> 
     return None
 
 
+MODELS_LISTED_MAX: Final = 500
+"""Model ids kept from one ``GET /models`` answer (OpenRouter lists a few hundred); more are left out."""
+MODEL_ID_MAX_CHARS: Final = 200
+"""A longer id is no model name a person types: left out of the list."""
+
+
+def model_ids(body: JsonValue) -> list[str]:
+    """The ids a ``GET /models`` answer lists (``data[].id``), in its order, at most MODELS_LISTED_MAX."""
+    ids: list[str] = []
+    for entry in _entries(body):
+        name = entry.get("id")
+        if isinstance(name, str) and name and len(name) <= MODEL_ID_MAX_CHARS and name not in ids:
+            ids.append(name)
+            if len(ids) == MODELS_LISTED_MAX:
+                break
+    return ids
+
+
 def openai_models(body: JsonValue, model: str) -> object:
     """``GET /v1/models``: vLLM's ``max_model_len``, OpenRouter's ``context_length`` (or its
     ``top_provider.context_length``), Groq's ``context_window``; None when the entry says nothing."""

@@ -156,7 +156,10 @@ class TuiShell:
         """Up and Down through earlier prompts."""
         self.paths = PathCompletion()
         self.completer = merge_completers(
-            [commands.SlashCompleter(lambda: self.state.prompt_files), MentionCompleter(self.paths)]
+            [
+                commands.SlashCompleter(lambda: self.state.prompt_files, lambda: self.state.models),
+                MentionCompleter(self.paths),
+            ]
         )
         self.buffer = Buffer(multiline=True, completer=self.completer, complete_while_typing=True, name="input")
         self.buffer.on_text_changed += self.on_text_changed

@@ -24,6 +24,7 @@ from dashfloat.protocol import (
     SavePermission,
     SetApproval,
     SetModel,
+    ShowModels,
     ShowUsage,
     UiToAgent,
     UndoTurn,
@@ -32,7 +33,7 @@ from dashfloat.protocol import (
 COMMANDS: dict[str, tuple[str, str]] = {
     "/help": ("", "list these commands"),
     "/clear": ("", "start a new, empty session"),
-    "/model": ("NAME", "use model NAME from the next request on"),
+    "/model": ("[NAME]", "list the server's models; use model NAME from the next request on"),
     "/approve": ("ask|edits|all|plan", "what runs without asking (plan: nothing changes)"),
     "/permissions": ("[remove N|save N]", "list the rules in force; remove one; save a session grant"),
     "/sessions": ("", "list saved sessions"),
@@ -167,7 +168,7 @@ def parse(text: str, prompt_files: Sequence[PromptFile] = ()) -> Parsed:
         case "/compact":
             return Send(CompactConversation(focus=arg))
         case "/model":
-            return Send(SetModel(model=arg)) if arg else Invalid("usage: /model NAME")
+            return Send(SetModel(model=arg)) if arg else Send(ShowModels())
         case "/resume":
             return Send(ResumeSession(session_id=arg)) if arg else Invalid("usage: /resume ID")
         case "/approve":
@@ -190,8 +191,14 @@ def parse(text: str, prompt_files: Sequence[PromptFile] = ()) -> Parsed:
 class SlashCompleter(Completer):
     """Completes command names (and prompt files) after a leading ``/`` and the /approve modes."""
 
-    def __init__(self, prompt_files: Callable[[], Sequence[PromptFile]] = lambda: ()) -> None:
+    def __init__(
+        self,
+        prompt_files: Callable[[], Sequence[PromptFile]] = lambda: (),
+        models: Callable[[], Sequence[str]] = lambda: (),
+    ) -> None:
         self.prompt_files = prompt_files
+        self.models = models
+        """The server's models, once the agent has them (/model lists them first): /model completes them."""
 
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
         text = document.text_before_cursor
@@ -211,3 +218,7 @@ class SlashCompleter(Completer):
             for mode in APPROVAL_MODES:
                 if mode.startswith(arg):
                     yield Completion(mode, start_position=-len(arg))
+        if name == "/model" and " " not in arg:
+            for model in self.models():
+                if model.startswith(arg):
+                    yield Completion(model, start_position=-len(arg))

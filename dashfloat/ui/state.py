@@ -260,6 +260,8 @@ class UiState(msgspec.Struct, frozen=True):
     input_empty: bool = True
     prompt_files: tuple[PromptFile, ...] = ()
     """/NAME prompt files the agent found (project and user)."""
+    models: tuple[str, ...] = ()
+    """The server's models, once the agent listed them: /model completes them."""
     live_output: LiveOutput | None = None
     """A running command's newest output (its result row replaces it)."""
     changes: tuple[ChangeRecorded, ...] = ()
@@ -363,6 +365,7 @@ def reduce(state: UiState, event: Event) -> UiState:
                 window_source=event.window_source,
                 history=_ready_history(state, event.history),
                 prompt_files=tuple(event.prompt_files),
+                models=tuple(event.models),
                 ready=True,
             )
         case SessionStarted():

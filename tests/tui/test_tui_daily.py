@@ -414,12 +414,12 @@ def test_a_command_typed_on_after_a_usage_error_is_refused_not_sent_to_the_model
     server.enqueue(text_reply("should not be asked"))
     term = launch(server, tree, isolated_env)
     try:
-        term.send("/model\r")
-        assert term.wait_for("usage: /model NAME", visible_only=True), term.text()
+        term.send("/resume\r")  # was /model, which now lists the models (ADR 0077)
+        assert term.wait_for("usage: /resume ID", visible_only=True), term.text()
         term.send("/approve bogus\r")
-        assert term.wait_for("starts with the command /model", visible_only=True), term.text()
+        assert term.wait_for("starts with the command /resume", visible_only=True), term.text()
         # still in the input, to be edited (the input's row is drawn after the notice: waited for, not looked at)
-        assert term.wait_for("❯ /model/approve bogus", visible_only=True), term.text()
+        assert term.wait_for("❯ /resume/approve bogus", visible_only=True), term.text()
         assert server.requests == []
     finally:
         term.close()
