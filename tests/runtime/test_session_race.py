@@ -8,7 +8,6 @@ process, while another process holds the session.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -74,7 +73,7 @@ def test_a_session_taken_after_the_launchs_check_is_refused_with_exit_2(
     tree: Path,
     tmp_path: Path,
     holder: subprocess.Popen[str],
-    capsys: pytest.CaptureFixture[str],
+    capfd: pytest.CaptureFixture[str],
     session: dict[str, str | bool],
     prompt: str | None,
 ) -> None:
@@ -87,7 +86,7 @@ def test_a_session_taken_after_the_launchs_check_is_refused_with_exit_2(
             json_mode=True,
         )
         assert server.requests == []
-    out, err = capsys.readouterr()
+    out, err = capfd.readouterr()
     assert code == 2
     assert out == ""  # no event: the run never started
     assert f"dashfloat: session {SESSION} is in use by process {holder.pid} on " in err
@@ -95,13 +94,12 @@ def test_a_session_taken_after_the_launchs_check_is_refused_with_exit_2(
     assert sorted(p.name for p in sessions.iterdir()) == [f"{SESSION}.jsonl", f"{SESSION}.lock"]  # no new session
 
 
-def test_a_free_session_is_resumed_as_before(tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_free_session_is_resumed_as_before(tree: Path, tmp_path: Path) -> None:
     with ScriptedServer() as server:
         server.enqueue(text_reply("first."), text_reply("second."))
-        opts = options(server, tree, tmp_path)
-        assert run(opts, log_path=str(tmp_path / "dashfloat.log"), prompt="one", json_mode=True) == 0
-        first = capsys.readouterr().out
-        started = next(json.loads(line) for line in first.splitlines() if '"session_started"' in line)
-        resumed = options(server, tree, tmp_path, resume_id=started["session_id"])
-        assert run(resumed, log_path=str(tmp_path / "dashfloat.log"), prompt="two", json_mode=True) == 0
-    assert len(server.requests) == 2
+        log = str(tmp_path / "dashfloat.log")
+        assert run(options(server, tree, tmp_path), log_path=log, prompt="one", json_mode=True) == 0
+        [saved] = (tmp_path / "state" / SESSIONS_DIRNAME).glob("*.jsonl")
+        resumed = options(server, tree, tmp_path, resume_id=saved.stem)
+        assert run(resumed, log_path=log, prompt="two", json_mode=True) == 0
+    assert [m["content"] for m in server.requests[1]["messages"] if m["role"] == "user"][-2:] == ["one", "two"]
