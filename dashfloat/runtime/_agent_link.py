@@ -22,7 +22,7 @@ from typing import Final
 
 import msgspec
 
-from dashfloat.agent import AGENT_PROCESS_NAME, AgentOptions
+from dashfloat.agent import AGENT_EXIT_SESSION_IN_USE, AGENT_PROCESS_NAME, AgentOptions
 from dashfloat.channel import Channel, PeerDied, ProtocolError
 from dashfloat.procutil import FORK, start_sharing, stop_process
 from dashfloat.protocol import (
@@ -148,7 +148,14 @@ class AgentProcess:
         while self.restarts and now - self.restarts[0] > RESTART_WINDOW_S:
             self.restarts.popleft()
         where = f" (details in {self.log_path})" if self.log_path else ""
-        if len(self.restarts) > MAX_RESTARTS:
+        if self.process.exitcode == AGENT_EXIT_SESSION_IN_USE:
+            # Another process took the session while the agent was down: a fresh one would be refused again.
+            self.gave_up = True
+            text = (
+                f"the agent process stopped ({reason}), and its session {self.session_id} is now written by another "
+                "process: not restarting it"
+            )
+        elif len(self.restarts) > MAX_RESTARTS:
             self.gave_up = True
             times = len(self.restarts)
             text = f"the agent process stopped ({reason}) {times} times in a minute; not restarting it{where}"
@@ -166,8 +173,6 @@ class AgentProcess:
         """Wait until the agent has started (it wrote its first message) or stopped; True when it stopped because the
         session it was to resume is another process's: taken between the launch's check and the agent's own lock,
         which the agent never answers with a new session (``AGENT_EXIT_SESSION_IN_USE``; ADR 0078)."""
-        from dashfloat.agent import AGENT_EXIT_SESSION_IN_USE
-
         while True:
             ready, _, _ = select.select([self.channel.fileno(), self.process.sentinel], [], [])
             if self.process.sentinel in ready or _at_eof(self.channel.fileno()):

@@ -8,6 +8,8 @@ process, while another process holds the session.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,10 +18,11 @@ from pathlib import Path
 import pytest
 
 from dashfloat.agent import AgentOptions
-from dashfloat.protocol import ProviderConfig
+from dashfloat.protocol import ProviderConfig, SubmitPrompt, SystemEntry
 from dashfloat.runtime import run
 from dashfloat.sessions.state import SESSIONS_DIRNAME
 from dashfloat.testing.sse_server import ScriptedServer, text_reply
+from tests.e2e import agent_tree, collect, turn_over
 
 SESSION = "race-1"
 
@@ -103,3 +106,37 @@ def test_a_free_session_is_resumed_as_before(tree: Path, tmp_path: Path) -> None
         resumed = options(server, tree, tmp_path, resume_id=saved.stem)
         assert run(resumed, log_path=log, prompt="two", json_mode=True) == 0
     assert [m["content"] for m in server.requests[1]["messages"] if m["role"] == "user"][-2:] == ["one", "two"]
+
+
+TAKER = """
+import sys
+from pathlib import Path
+from dashfloat.sessions.log import SessionWriter
+writer, _ = SessionWriter.open_existing(Path(sys.argv[1]))
+print("held", flush=True)
+sys.stdin.read()
+writer.close()
+"""
+
+
+def test_an_agent_whose_session_was_taken_while_it_was_down_is_not_restarted(tree: Path, tmp_path: Path) -> None:
+    with ScriptedServer() as server, agent_tree(server, tree, state_dir=tmp_path / "state") as link:
+        server.enqueue(text_reply("first."))
+        link.send(SubmitPrompt(text="one"))
+        collect(link, turn_over)
+        session_id = link.session_id
+        os.kill(link.process.pid or 0, signal.SIGKILL)
+        link.process.join()
+        path = tmp_path / "state" / SESSIONS_DIRNAME / f"{session_id}.jsonl"
+        with subprocess.Popen(
+            [sys.executable, "-c", TAKER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        ) as taker:
+            assert taker.stdout is not None and taker.stdout.readline() == "held\n"
+            got = collect(link, lambda m: isinstance(m, SystemEntry) and "not restarting" in m.text)
+            assert taker.stdin is not None
+            taker.stdin.close()
+        notices = [m.text for m in got if isinstance(m, SystemEntry) and m.level == "error"]
+        assert "restarted it with your conversation" in notices[0]  # the first restart: its session was free
+        assert f"its session {session_id} is now written by another process: not restarting it" in notices[-1]
+        assert link.gave_up and len(notices) == 2
+    assert len(server.requests) == 1
