@@ -571,6 +571,10 @@ class SetModel(Message, frozen=True):
     """/model NAME: use this model from the next request on (refused when the server lists others only)."""
 
     model: str
+    """Empty: keep the model, change only ``effort`` (``/model @high``)."""
+    effort: ReasoningEffort | Literal["default"] | None = None
+    """``/model NAME@EFFORT``: the session's ``reasoning_effort`` from the next request on; ``default``: back to the
+    launch's (config.toml or ``--reasoning-effort``); None: unchanged (ADR 0077)."""
 
 
 class ShowModels(Message, frozen=True):

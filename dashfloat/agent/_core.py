@@ -55,6 +55,7 @@ from dashfloat.protocol import (
     PromptFile,
     PromptInfo,
     PromptsListed,
+    ReasoningEffort,
     RemovePermission,
     RestoreApplied,
     RestorePreviewed,
@@ -165,10 +166,13 @@ class AgentCore:
         """The server's models (``GET /models``), once the window discovery or /model asked; None: not yet."""
         self.listing = False
         """/model waits for that list to show it."""
-        self.unchecked: list[tuple[str, str]] = []
-        """(model, the one before) of each /model NAME made before the list came: checked when it comes."""
+        self.unchecked: list[tuple[str, str, ReasoningEffort | None]] = []
+        """(model, the one before, the effort before) of each /model NAME made before the list came: checked when it
+        comes (an undone switch undoes its ``@EFFORT`` too)."""
         self.models_asked = False
         """A DiscoverWindow for the list alone (``MODELS_REQUEST_ID``) is unanswered."""
+        self.launch_effort = options.provider.reasoning_effort
+        """config.toml's or ``--reasoning-effort``'s: what ``/model @default`` goes back to."""
         self.pending_context: list[str] = []
         """Outputs of !commands, sent to the model with the next prompt."""
         self.mention_ids = itertools.count(1)
@@ -280,8 +284,12 @@ class AgentCore:
                     self.log.append(f"ignored decision {decision!r} for confirmation {ref}: pending is {pending}")
             case Cancel():
                 turn.move("Cancel", *turn.cancel())
-            case SetModel(model=model):
-                self._pick_model(model)
+            case SetModel(model=model, effort=effort):
+                if model or effort is None:
+                    self._pick_model(model or None, effort)
+                else:  # /model @EFFORT: the effort alone
+                    self.ui(SystemEntry(text=f"{self._set_effort(effort)} from the next request on"))
+                    self.ui(self.ready_message())
             case ShowModels():
                 self._pick_model(None)
             case SetApproval(mode=mode):
@@ -383,6 +391,8 @@ class AgentCore:
         line = reports.window_report(
             window.size, window.source, window.detail, tokens, self.compact_at_percent, self.compactions
         )
+        if self.provider.reasoning_effort is not None:  # the effort in force (/model @EFFORT changes it)
+            line += f"\nreasoning effort: {self.provider.reasoning_effort} (/model @EFFORT changes it)"
         return reports.usage_report(line, self.sandbox, self.turn_usage)
 
     def permissions_report(self) -> str:
@@ -463,7 +473,15 @@ class AgentCore:
 
     # ------------------------------------------------------------ the window (_context.Window)
 
-    def _pick_model(self, name: str | None) -> None:
+    def _set_effort(self, effort: ReasoningEffort | Literal["default"]) -> str:
+        """/model …@EFFORT: the session's ``reasoning_effort`` (the next request's); says what it is now."""
+        from dashfloat.agent import _models
+
+        chosen = self.launch_effort if effort == "default" else effort
+        self.provider = msgspec.structs.replace(self.provider, reasoning_effort=chosen)
+        return _models.effort_set(chosen, default=effort == "default")
+
+    def _pick_model(self, name: str | None, effort: ReasoningEffort | Literal["default"] | None = None) -> None:
         """/model [NAME] against the server's list (``_models``). Not known yet: /model waits for it; /model NAME
         switches at once (a request may be on its way) and is checked when the list comes, by the new model's window
         discovery, which asks ``/models`` first, or by a question of its own."""
@@ -479,14 +497,15 @@ class AgentCore:
             text = _models.unknown(name, self.models, self.provider.model, self.provider.base_url)
             self.ui(SystemEntry(text=text, level="error"))
         else:
-            previous = self.provider.model
+            previous, previous_effort = self.provider.model, self.provider.reasoning_effort
             self.provider = msgspec.structs.replace(self.provider, model=name)
-            self.ui(SystemEntry(text=f"model set to {name} (from the next request on)"))
+            effort_words = "" if effort is None else f", {self._set_effort(effort)}"
+            self.ui(SystemEntry(text=f"model set to {name}{effort_words} (from the next request on)"))
             if self.window.forget():
                 self.calibration = None
                 self.discover_window()
             if self.models is None:
-                self.unchecked.append((name, previous))
+                self.unchecked.append((name, previous, previous_effort))
                 if not any(isinstance(message, DiscoverWindow) for _, message in self.outbox):
                     self._ask_models()  # no discovery went out to bring the list back
         self.ui(self.ready_message())
@@ -503,9 +522,9 @@ class AgentCore:
 
         self.models = listed
         unchecked, self.unchecked = self.unchecked, []
-        for name, previous in unchecked:
+        for name, previous, previous_effort in unchecked:
             if listed and name not in listed and self.provider.model == name:
-                self.provider = msgspec.structs.replace(self.provider, model=previous)
+                self.provider = msgspec.structs.replace(self.provider, model=previous, reasoning_effort=previous_effort)
                 text = _models.unknown(name, listed, previous, self.provider.base_url, undone=True)
                 self.ui(SystemEntry(text=text, level="error"))
                 if self.window.forget():

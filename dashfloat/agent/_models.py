@@ -30,3 +30,11 @@ def unknown(name: str, models: Sequence[str], current: str, base_url: str, undon
     using = f"back to {current}" if undone else f"still using {current}"
     head = f"/model {name}: the server at {base_url} lists no such model; {using}. It lists:"
     return "\n".join([head, *_names(models, current)])
+
+
+def effort_set(effort: str | None, default: bool) -> str:
+    """What ``/model …@EFFORT`` made of the session's reasoning effort (``default``: the launch's came back)."""
+    if effort is None:
+        return "reasoning effort back to the model's own (none sent)"
+    sent = "thinking off" if effort == "none" else "sent as reasoning_effort"
+    return f"reasoning effort {'back to ' if default else ''}{effort} ({sent})"

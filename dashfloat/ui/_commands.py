@@ -17,6 +17,7 @@ from dashfloat.protocol import (
     ListPrompts,
     ListSessions,
     PromptFile,
+    ReasoningEffort,
     RemovePermission,
     ResumeSession,
     RewindTo,
@@ -33,7 +34,7 @@ from dashfloat.protocol import (
 COMMANDS: dict[str, tuple[str, str]] = {
     "/help": ("", "list these commands"),
     "/clear": ("", "start a new, empty session"),
-    "/model": ("[NAME]", "list the server's models; use model NAME from the next request on"),
+    "/model": ("[NAME][@EFFORT]", "list the server's models; use NAME (and/or EFFORT) from the next request on"),
     "/approve": ("ask|edits|all|plan", "what runs without asking (plan: nothing changes)"),
     "/permissions": ("[remove N|save N]", "list the rules in force; remove one; save a session grant"),
     "/sessions": ("", "list saved sessions"),
@@ -47,6 +48,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "/exit": ("", "quit DashFloat"),
 }
 APPROVAL_MODES: tuple[str, ...] = get_args(ApprovalMode)
+EFFORTS: tuple[str, ...] = (*get_args(ReasoningEffort), "default")
+"""What ``/model NAME@EFFORT`` takes; ``default``: back to config.toml's or ``--reasoning-effort``'s (ADR 0077)."""
+EFFORT_MARK: Final = "@"
+"""Starts the effort suffix: model ids hold ``:`` (Ollama tags) and ``/`` (OpenRouter), never a word after ``@``."""
+MODEL_USAGE: Final = f"usage: /model [NAME][@{'|'.join(EFFORTS)}]"
 
 
 class Send(msgspec.Struct, frozen=True):
@@ -117,6 +123,25 @@ def list_number(text: str) -> int | None:
     return None
 
 
+def model_command(arg: str) -> Send | Invalid:
+    """``/model [NAME][@EFFORT]``: the text after the last ``@`` is the effort when it is a word (``@high``); one
+    that holds any other character is part of the name (Vertex's ``claude-3-5-sonnet@20240620``), and a trailing
+    empty ``@`` keeps a name whose suffix is a word (``/model name@latest@``)."""
+    if not arg:
+        return Send(ShowModels())
+    if " " in arg:
+        return Invalid(f"{MODEL_USAGE} (a model name holds no space)")
+    name, mark, effort = arg.rpartition(EFFORT_MARK)
+    if not mark or (effort and not effort.isalpha()):
+        return Send(SetModel(model=arg))
+    if not effort:
+        return Send(SetModel(model=name)) if name else Invalid(MODEL_USAGE)
+    match effort.lower():
+        case "low" | "medium" | "high" | "none" | "default" as known:
+            return Send(SetModel(model=name, effort=known))
+    return Invalid(f"/model: no reasoning effort {effort!r}; it takes {', '.join(EFFORTS)} ({MODEL_USAGE})")
+
+
 def parse(text: str, prompt_files: Sequence[PromptFile] = ()) -> Parsed:
     """What submitting ``text`` means: a prompt, a slash command, or a prompt file (/NAME [args])."""
     stripped = text.strip()
@@ -168,7 +193,7 @@ def parse(text: str, prompt_files: Sequence[PromptFile] = ()) -> Parsed:
         case "/compact":
             return Send(CompactConversation(focus=arg))
         case "/model":
-            return Send(SetModel(model=arg)) if arg else Send(ShowModels())
+            return model_command(arg)
         case "/resume":
             return Send(ResumeSession(session_id=arg)) if arg else Invalid("usage: /resume ID")
         case "/approve":
@@ -218,6 +243,11 @@ class SlashCompleter(Completer):
             for mode in APPROVAL_MODES:
                 if mode.startswith(arg):
                     yield Completion(mode, start_position=-len(arg))
+        if name == "/model" and " " not in arg and EFFORT_MARK in arg:
+            typed = arg.rpartition(EFFORT_MARK)[2]
+            for effort in EFFORTS:
+                if effort.startswith(typed):
+                    yield Completion(effort, start_position=-len(typed), display_meta="reasoning effort")
         if name == "/model" and " " not in arg:
             for model in self.models():
                 if model.startswith(arg):
