@@ -161,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     model.add_argument(
         "--reasoning-effort",
         choices=("low", "medium", "high", "none"),
-        help="sent as reasoning_effort (none: thinking off); over the provider's reasoning_effort in config.toml",
+        metavar="EFFORT",
+        help="low|medium|high|none (off): the request's reasoning_effort",
     )
     model.add_argument("--demo", action="store_true", help="use the built-in offline demo model")
     session = parser.add_argument_group("sessions")
