@@ -87,7 +87,10 @@ def _int(value: Any) -> int:
 def read_events(text: str) -> RunStats:
     """The run's stats from its ``--json`` stdout: the last ``result`` record when there is one, else counted from
     ``phase_changed`` to ``streaming`` (one per model request) and ``usage_shown`` events; bad lines are skipped."""
-    streaming = prompt = completion = 0
+    streaming = 0
+    # usage_shown comes per request ("request": true) and again at the turn's end (the last request's): a run's tokens
+    # are the requests' sum, or the turns' where the stream predates per-request events
+    sums = {True: [0, 0], False: [0, 0]}
     result: dict[str, Any] | None = None
     for line in text.splitlines():
         try:
@@ -100,11 +103,13 @@ def read_events(text: str) -> RunStats:
         if kind == "phase_changed" and event.get("phase") == "streaming":
             streaming += 1
         elif kind == "usage_shown" and isinstance(event.get("usage"), dict):
-            prompt += _int(event["usage"].get("prompt_tokens"))
-            completion += _int(event["usage"].get("completion_tokens"))
+            counted = sums[event.get("request") is True]
+            counted[0] += _int(event["usage"].get("prompt_tokens"))
+            counted[1] += _int(event["usage"].get("completion_tokens"))
         elif kind == "result":
             result = event
     if result is None:
+        prompt, completion = sums[True] if any(sums[True]) else sums[False]
         return RunStats(episodes=streaming, prompt_tokens=prompt, completion_tokens=completion)
     usage = result.get("usage") if isinstance(result.get("usage"), dict) else {}
     assert isinstance(usage, dict)

@@ -250,3 +250,14 @@ def test_bad_options_are_refused(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main([*argv, "--no-write"])
     assert exit_info.value.code == 2
+
+
+def test_without_a_result_record_per_request_usage_is_summed_and_the_turns_repeat_is_not() -> None:
+    lines = [
+        '{"type":"phase_changed","phase":"streaming"}',
+        '{"type":"usage_shown","usage":{"prompt_tokens":100,"completion_tokens":7},"request":true}',
+        '{"type":"phase_changed","phase":"streaming"}',
+        '{"type":"usage_shown","usage":{"prompt_tokens":150,"completion_tokens":3},"request":true}',
+        '{"type":"usage_shown","usage":{"prompt_tokens":150,"completion_tokens":3}}',
+    ]
+    assert read_events("\n".join(lines)) == RunStats(None, None, 2, 250, 10, from_result=False)
