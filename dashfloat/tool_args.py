@@ -131,18 +131,23 @@ def signature(name: str) -> str:
     return f"{name}({', '.join(params)})"
 
 
+_NAMES_THE_FIX: Final = (" must be >= ", " must be <= ", " is empty (", " are identical (")
+"""``parse_args`` errors about a value, not the call's shape: they say what to change already, so no signature."""
 _ONLY_TOOLS: Final = "; ".join(signature(name) for name in TOOL_NAMES)
 
 
 def explained(name: str, error: str) -> str:
     """``error`` (from ``parse_args``) with what the model can do about it: the tool's signature, or the list of
-    tools when the name is none of them (ADR 0079: a small model corrects a call it is shown how to write)."""
+    tools when the name is none of them (ADR 0079: a small model corrects a call it is shown how to write); an
+    error about one value's range or emptiness is left as it is."""
     if name not in TOOL_NAMES:
         run = " To run a program or a script, call execute_command with a shell command line." if name else ""
         return (
             f"unknown tool: {name!r}; the call was not run. The only tools are: {_ONLY_TOOLS} (? marks an optional "
             f"argument).{run} Call one of these by its exact name."
         )
+    if any(phrase in error for phrase in _NAMES_THE_FIX):
+        return error
     unknown = error.partition(": unknown parameter(s): ")[2]
     if unknown:
         return (

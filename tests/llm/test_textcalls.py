@@ -155,3 +155,16 @@ def test_an_answer_that_is_only_a_call_object_is_a_call_whatever_else_it_carries
     """Seen from the 0.5B model: ``{"name": "timeout", "arguments": "30", "features": [...]}`` as its whole answer."""
     [call] = text_tool_calls('{"name": "timeout", "arguments": "30", "features": ["export"]}')[1]
     assert call.name == "timeout" and call.error is not None and call.error.startswith("unknown tool: 'timeout'")
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        ({"command": " "}, "execute_command: command is empty (nothing to run)"),
+        ({"command": "ls", "timeout": 601}, "execute_command: timeout must be <= 600, got 601"),
+        ({"command": "ls", "timeout": 0}, "execute_command: timeout must be >= 1, got 0"),
+    ],
+)
+def test_an_error_about_one_value_names_the_fix_and_gets_no_signature(args: dict[str, Any], error: str) -> None:
+    [(_, _, got)] = calls_of(f"```json\n{json.dumps({'name': 'execute_command', 'arguments': args})}\n```")
+    assert got == error
