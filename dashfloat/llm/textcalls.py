@@ -34,6 +34,8 @@ _FENCED = re.compile(
 )
 _CALL_START = re.compile(r'\{\s*"name"\s*:')
 """How a call attempt begins: a block that starts so and does not decode is a broken call, not prose."""
+_BROKEN_NAME = re.compile(r'\{\s*"name"\s*:\s*"([A-Za-z_][\w.-]{0,63})"')
+"""The name at the start of a call that does not decode."""
 _CALL_EXTRA_KEYS = frozenset({"type", "id"})
 """Keys a written call may carry beside name and arguments (copied from the OpenAI shape) and still be a call."""
 _RAW: Final = json.JSONDecoder()
@@ -102,7 +104,13 @@ def _marked_call(value: JsonValue | msgspec.UnsetType, index: int) -> AssembledC
 
 
 def _broken(index: int, what: str) -> AssembledCall:
-    return assemble(f"text_call_{index}", "", None, f"the tool call written in the text is not valid JSON: {what!r}")
+    """A call that is no JSON: named when its start names it (the conversation then shows which tool it meant, not
+    ``unknown``, a name the model copied next time), answered with what that tool takes."""
+    error = f"the tool call written in the text is not valid JSON: {what!r}"
+    named = _BROKEN_NAME.match(what.strip())
+    if named is None:
+        return assemble(f"text_call_{index}", "", None, error)
+    return assemble(f"text_call_{index}", named.group(1), None, explained(named.group(1), error))
 
 
 def _mistral(rest: str, first_index: int) -> list[AssembledCall]:

@@ -67,7 +67,10 @@ def test_mistral_tool_calls_marker_with_a_list_and_with_name_args_pairs() -> Non
 
 def test_a_malformed_marked_call_is_an_error_for_the_model_not_silence() -> None:
     (broken,) = calls_of('<tool_call>{"name": "read_file", "arguments": {"path": </tool_call>')
-    assert broken[0] == "" and broken[2] is not None and "not valid JSON" in broken[2]
+    assert broken[0] == "read_file" and broken[2] is not None and "not valid JSON" in broken[2]
+    assert "The tool takes: read_file(path: string" in broken[2]
+    (nameless,) = calls_of('<tool_call>{"arguments": {"path": </tool_call>')
+    assert nameless[0] == "" and nameless[2] is not None and "not valid JSON" in nameless[2]
     (no_object,) = calls_of('<tool_call>{"name": "read_file", "arguments": [1]}</tool_call>')
     assert no_object[0] == "read_file" and no_object[2] is not None and "not a JSON object" in no_object[2]
     (garbage,) = calls_of("[TOOL_CALLS] definitely not json")
@@ -142,7 +145,7 @@ def test_calls_one_per_line_in_a_tools_block_then_an_invented_result_is_dropped(
 
 def test_a_fenced_block_that_starts_as_a_call_but_is_no_json_is_a_broken_call() -> None:
     [(name, _, error)] = calls_of('```json\n{"name": "read_file", "arguments": {"path": "a",\n```')
-    assert name == "" and error is not None and "not valid JSON" in error
+    assert name == "read_file" and error is not None and "not valid JSON" in error
 
 
 def test_a_whole_answer_that_is_a_call_of_an_unknown_tool_is_a_call() -> None:
