@@ -12,7 +12,7 @@ from multiprocessing.connection import Connection
 from typing import Final
 
 from dashfloat.channel import Channel, PeerDied, ProtocolError
-from dashfloat.procutil import FORK, stop_process
+from dashfloat.procutil import FORK, start_sharing, stop_process
 from dashfloat.protocol import BaselineKept, KeeperToMain, PatchWritten, Shutdown, WritePatch
 
 KEEPER_STOP_GRACE_S: Final = 0.3
@@ -51,7 +51,7 @@ class PatchKeeper:
             args=(theirs, log_path, [ours.fileno(), *(close_fds or [])], root, skip),
             name=KEEPER_PROCESS_NAME,
         )
-        self.process.start()
+        start_sharing(self.process)  # frozen for its collector, our freed heap trimmed, as every child (issue 19)
         theirs.close()
         self.channel = Channel[KeeperToMain](ours, KeeperToMain, "patch->main")
 
