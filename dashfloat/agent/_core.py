@@ -194,8 +194,10 @@ class AgentCore:
     def ui(self, message: Message) -> None:
         self.outbox.append(("ui", message))
 
-    def set_phase(self, phase: Phase) -> None:
-        if phase != self.phase:
+    def set_phase(self, phase: Phase, *, announce: bool = False) -> None:
+        """Set the phase and tell the UI when it changed; ``announce``: tell it even when it did not (each model
+        request says ``streaming``, so a headless run counts its requests by it: ``result.episodes``)."""
+        if phase != self.phase or announce:
             self.phase = phase
             self.ui(PhaseChanged(phase=phase))
 

@@ -215,6 +215,7 @@ class Turn:
         """An episode boundary: one more model request in this turn (compacted if need be: once per boundary)."""
         self.episodes += 1
         self.summarised = False
+        self.core.set_phase("streaming", announce=True)
         return "request"
 
     def request(self) -> At:

@@ -280,3 +280,17 @@ def test_the_agents_own_per_turn_cap_is_a_limit_too(tree: Path, tmp_path: Path) 
     result = the_result(events, EXIT_LIMIT)
     assert (result["outcome"], result["limit"], result["episodes"]) == ("limit", "turn", MAX_EPISODES_PER_TURN)
     assert code == EXIT_LIMIT
+
+
+def test_every_model_request_counts_as_an_episode_even_when_no_call_ran_between(tree: Path, tmp_path: Path) -> None:
+    # An unknown tool's call fails without running anything, so the phase never left streaming: the result counted 1.
+    with ScriptedServer() as server:
+        server.enqueue(
+            tool_calls_reply([("c1", "no_such_tool", {"x": 1})]),
+            tool_calls_reply([("c2", "no_such_tool", {"x": 2})]),
+            text_reply("done"),
+        )
+        code, events, _ = run_json(server, tree, tmp_path, "-p", "go", "--yes")
+    result = the_result(events, 0)
+    assert result["episodes"] == 3
+    assert [e["phase"] for e in events if e["type"] == "phase_changed"].count("streaming") == 3
