@@ -291,6 +291,7 @@ def test_every_model_request_counts_as_an_episode_even_when_no_call_ran_between(
             text_reply("done"),
         )
         code, events, _ = run_json(server, tree, tmp_path, "-p", "go", "--yes")
+    assert code == 0
     result = the_result(events, 0)
     assert result["episodes"] == 3
     assert [e["phase"] for e in events if e["type"] == "phase_changed"].count("streaming") == 3
