@@ -14,10 +14,12 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dashfloat.agent import AgentOptions
+from dashfloat.procutil import FORK
 from dashfloat.protocol import ProviderConfig, SubmitPrompt, SystemEntry
 from dashfloat.runtime import run
 from dashfloat.sessions.state import SESSIONS_DIRNAME
@@ -59,6 +61,16 @@ def holder(tree: Path, tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
     process.stdout.close()
 
 
+def run_apart(options: AgentOptions, **kwargs: Any) -> int:
+    """``run`` in a forked child, as the main process it is: it makes itself a subreaper and at its end kills every
+    process below it, which in this test process would be other tests' long-lived children (the LLM worker fixtures)."""
+    child = FORK.Process(target=lambda: os._exit(run(options, **kwargs)))
+    child.start()
+    child.join()
+    assert child.exitcode is not None
+    return child.exitcode
+
+
 def options(server: ScriptedServer, tree: Path, tmp_path: Path, **session: str | bool) -> AgentOptions:
     provider = ProviderConfig(name="scripted", base_url=server.base_url, model="m", context_window=100_000)
     return AgentOptions(provider=provider, cwd=str(tree), state_dir=str(tmp_path / "state"), **session)  # type: ignore[arg-type]
@@ -82,7 +94,7 @@ def test_a_session_taken_after_the_launchs_check_is_refused_with_exit_2(
 ) -> None:
     with ScriptedServer() as server:
         server.enqueue(text_reply("should never be asked"))
-        code = run(
+        code = run_apart(
             options(server, tree, tmp_path, **session),
             log_path=str(tmp_path / "dashfloat.log"),
             prompt=prompt,
@@ -101,10 +113,10 @@ def test_a_free_session_is_resumed_as_before(tree: Path, tmp_path: Path) -> None
     with ScriptedServer() as server:
         server.enqueue(text_reply("first."), text_reply("second."))
         log = str(tmp_path / "dashfloat.log")
-        assert run(options(server, tree, tmp_path), log_path=log, prompt="one", json_mode=True) == 0
+        assert run_apart(options(server, tree, tmp_path), log_path=log, prompt="one", json_mode=True) == 0
         [saved] = (tmp_path / "state" / SESSIONS_DIRNAME).glob("*.jsonl")
         resumed = options(server, tree, tmp_path, resume_id=saved.stem)
-        assert run(resumed, log_path=log, prompt="two", json_mode=True) == 0
+        assert run_apart(resumed, log_path=log, prompt="two", json_mode=True) == 0
     assert [m["content"] for m in server.requests[1]["messages"] if m["role"] == "user"][-2:] == ["one", "two"]
 
 
