@@ -48,7 +48,8 @@ class _Model:
                 return text_reply("Done reading.", usage=usage)
             self.per_prompt[prompt] = n + 1
             call_id = f"read_{len(self.per_prompt)}_{n}"
-        return tool_calls_reply([(call_id, "read_file", {"path": "big.txt"})], usage=usage)
+        # the whole file each time, asked a little differently: the same call again is a loop the agent cuts (ADR 0079)
+        return tool_calls_reply([(call_id, "read_file", {"path": "big.txt", "limit": 200 + n})], usage=usage)
 
 
 def _session(

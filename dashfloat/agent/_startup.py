@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Final
 
 from dashfloat.agent._core import APPROVE_ALL_WARNING, PLAN_NOTICE, AgentCore
 from dashfloat.agent._journal import Journal, MemoryJournal, SessionJournal
@@ -13,6 +14,9 @@ from dashfloat.agent.prompt_files import load_prompt_files
 from dashfloat.protocol import SystemEntry
 from dashfloat.sessions import log as session_log
 from dashfloat.sessions.history import load_history
+
+SANDBOX_OFF_NOTICE: Final = "commands are not sandboxed (--sandbox off): they run with your full permissions"
+"""Said once at the start of a session whose commands were put outside the sandbox by name (flag or config)."""
 
 
 def _resume(core: AgentCore, journal: SessionJournal, options: AgentOptions) -> None:
@@ -70,6 +74,10 @@ def build_core(options: AgentOptions) -> AgentCore:
         # Said once here, on the status bar, and in every command confirmation: never a silent claim.
         text = f"commands are NOT sandboxed: {options.sandbox.unavailable}; they run with your full permissions"
         core.outbox.append(("ui", SystemEntry(text=text, level="warning")))
+    elif options.sandbox.mode == "off":
+        # --sandbox off asked for by name (a container that is the boundary, bwrap unable to make namespaces there):
+        # taken without a question, and said once, as the status bar and every confirmation say it too.
+        core.outbox.append(("ui", SystemEntry(text=SANDBOX_OFF_NOTICE)))
     if instructions.files:
         names = ", ".join(str(path) for path in instructions.files)
         core.outbox.append(("ui", SystemEntry(text=f"project instructions loaded from {names}")))

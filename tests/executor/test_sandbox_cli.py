@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from dashfloat.agent._startup import SANDBOX_OFF_NOTICE
 from dashfloat.executor._sandbox import BWRAP_ENV
 from dashfloat.testing.sse_server import ScriptedServer, text_reply, tool_calls_reply
 from tests.e2e import dashfloat_argv, isolated_environment
@@ -38,8 +39,18 @@ def test_an_unasked_command_cannot_write_outside(tmp_path: Path) -> None:
 
 def test_sandbox_off_runs_as_before(tmp_path: Path) -> None:
     outside = tmp_path / "outside.txt"
-    headless_command(tmp_path, f"echo x > {outside}", "--sandbox", "off")
+    stderr = headless_command(tmp_path, f"echo x > {outside}", "--sandbox", "off")
     assert outside.exists()
+    assert stderr.count(SANDBOX_OFF_NOTICE) == 1  # taken without a question, and said once
+
+
+def test_sandbox_off_is_taken_and_said_once_where_bwrap_cannot_make_namespaces(tmp_path: Path) -> None:
+    # A container that is the boundary: no bwrap there, and --sandbox off by name is no error and no warning.
+    outside = tmp_path / "outside.txt"
+    env = {BWRAP_ENV: "/nonexistent/bwrap"}
+    stderr = headless_command(tmp_path, f"echo x > {outside}", "--sandbox", "off", env_extra=env)
+    assert outside.exists()
+    assert stderr.count(SANDBOX_OFF_NOTICE) == 1 and "NOT sandboxed" not in stderr
 
 
 def test_the_fallback_is_announced_at_start(tmp_path: Path) -> None:
