@@ -197,3 +197,8 @@ class Window:
         LLM process owes only the window now (its discovery's deadline bounds that), no stream to watch for silence."""
         held = self.held
         return bool(held) and held is not None and isinstance(held[-1], StreamDone | StreamFailed)
+
+
+MODELS_REQUEST_ID: Final = -1
+"""The request id of a DiscoverWindow sent for the server's model list alone (/model, ``_models``); the window's own
+questions count up from 1."""

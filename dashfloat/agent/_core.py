@@ -19,7 +19,15 @@ import msgspec
 from dashfloat.agent import _compaction as compaction
 from dashfloat.agent import _mentions as mentions
 from dashfloat.agent._calls import result_row
-from dashfloat.agent._context import Calibration, Window, compact_threshold, estimate, fill_percent, tokens_text
+from dashfloat.agent._context import (
+    MODELS_REQUEST_ID,
+    Calibration,
+    Window,
+    compact_threshold,
+    estimate,
+    fill_percent,
+    tokens_text,
+)
 from dashfloat.agent._echo import echoed
 from dashfloat.agent._options import AgentOptions
 from dashfloat.agent._prompt import system_message
@@ -99,11 +107,6 @@ APPROVE_ALL_WARNING: Final = (
     "(deny rules still apply; writes in .git/ still ask)"
 )
 PLAN_NOTICE: Final = "approve: plan — nothing changes: edits, writes and commands are refused; read-only commands run"
-
-
-MODELS_REQUEST_ID: Final = -1
-"""The request id of a DiscoverWindow sent for the server's model list alone (/model, ``_models``); the window's own
-questions count up from 1."""
 
 
 def tool_message(reply: ToolReply) -> ChatMessage:
@@ -287,13 +290,17 @@ class AgentCore:
             case Cancel():
                 turn.move("Cancel", *turn.cancel())
             case SetModel(model=model, effort=effort):
+                from dashfloat.agent import _models  # /model only: imported where first used, as _reports is
+
                 if model or effort is None:
-                    self._pick_model(model or None, effort)
+                    _models.pick(self, model or None, effort)
                 else:  # /model @EFFORT: the effort alone
-                    self.ui(SystemEntry(text=f"{self._set_effort(effort)} from the next request on"))
+                    self.ui(SystemEntry(text=f"{_models.set_effort(self, effort)} from the next request on"))
                     self.ui(self.ready_message())
             case ShowModels():
-                self._pick_model(None)
+                from dashfloat.agent import _models
+
+                _models.pick(self, None)
             case SetApproval(mode=mode):
                 self.approval = mode
                 if mode == "all":
@@ -475,69 +482,6 @@ class AgentCore:
 
     # ------------------------------------------------------------ the window (_context.Window)
 
-    def _set_effort(self, effort: ReasoningEffort | Literal["default"]) -> str:
-        """/model …@EFFORT: the session's ``reasoning_effort`` (the next request's); says what it is now."""
-        from dashfloat.agent import _models
-
-        chosen = self.launch_effort if effort == "default" else effort
-        self.provider = msgspec.structs.replace(self.provider, reasoning_effort=chosen)
-        return _models.effort_set(chosen, default=effort == "default")
-
-    def _pick_model(self, name: str | None, effort: ReasoningEffort | Literal["default"] | None = None) -> None:
-        """/model [NAME] against the server's list (``_models``). Not known yet: /model waits for it; /model NAME
-        switches at once (a request may be on its way) and is checked when the list comes, by the new model's window
-        discovery, which asks ``/models`` first, or by a question of its own."""
-        from dashfloat.agent import _models  # /model only: imported where first used, as _reports is
-
-        if name is None:
-            if self.models is None:
-                self.listing = True
-                self._ask_models()
-                return
-            self.ui(SystemEntry(text=_models.listing(self.models, self.provider.model, self.provider.base_url)))
-        elif self.models and name not in self.models:
-            text = _models.unknown(name, self.models, self.provider.model, self.provider.base_url)
-            self.ui(SystemEntry(text=text, level="error"))
-        else:
-            previous, previous_effort = self.provider.model, self.provider.reasoning_effort
-            self.provider = msgspec.structs.replace(self.provider, model=name)
-            effort_words = "" if effort is None else f", {self._set_effort(effort)}"
-            self.ui(SystemEntry(text=f"model set to {name}{effort_words} (from the next request on)"))
-            if self.window.forget():
-                self.calibration = None
-                self.discover_window()
-            if self.models is None:
-                self.unchecked.append((name, previous, previous_effort))
-                if not any(isinstance(message, DiscoverWindow) for _, message in self.outbox):
-                    self._ask_models()  # no discovery went out to bring the list back
-        self.ui(self.ready_message())
-
-    def _ask_models(self) -> None:
-        if not self.models_asked:
-            self.models_asked = True
-            self.outbox.append(("llm", DiscoverWindow(request_id=MODELS_REQUEST_ID, provider=self.provider)))
-
-    def _models_known(self, listed: list[str]) -> None:
-        """The server's list came: a /model waiting for it is answered, a switch made before it is checked (and
-        undone when the server does not list the model)."""
-        from dashfloat.agent import _models
-
-        self.models = listed
-        unchecked, self.unchecked = self.unchecked, []
-        for name, previous, previous_effort in unchecked:
-            if listed and name not in listed and self.provider.model == name:
-                self.provider = msgspec.structs.replace(self.provider, model=previous, reasoning_effort=previous_effort)
-                text = _models.unknown(name, listed, previous, self.provider.base_url, undone=True)
-                self.ui(SystemEntry(text=text, level="error"))
-                if self.window.forget():
-                    self.calibration = None
-                    self.discover_window()
-        if self.listing:
-            self.listing = False
-            self._pick_model(None)
-        elif unchecked:
-            self.ui(self.ready_message())
-
     def discover_window(self) -> None:
         """Ask the LLM process for the window of the current provider and model (once per pair)."""
         asked = self.window.ask(self.provider)
@@ -560,7 +504,9 @@ class AgentCore:
         if isinstance(message, WindowFound):
             ours = message.request_id in (MODELS_REQUEST_ID, self.window.asked)  # else stale: its list may be too
             if message.models or ours:
-                self._models_known(list(message.models))
+                from dashfloat.agent import _models  # a server that lists models: the picker's flow (ADR 0077)
+
+                _models.known(self, list(message.models))
             if message.request_id == MODELS_REQUEST_ID:
                 self.models_asked = False
                 return
