@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from dashfloat.executor import _git_meta, detect_sandbox, preview
-from dashfloat.executor._git_meta import GITFILE_MAX_BYTES, GitBinds
+from dashfloat.executor._git_meta import GIT_CONFIG_SCAN_MAX_BYTES, GITFILE_MAX_BYTES, GitBinds
 from dashfloat.executor._sandbox import (
     GIT_METADATA_NOTE,
     Sandbox,
@@ -448,6 +448,25 @@ def test_the_binds_put_a_folder_before_what_is_in_it(repo: Path, fixed: Root) ->
         assert places[0] == str(repo / ".git") and binds.args[0] == "--bind-fd"
         assert {p.rpartition("/")[2] for p in places[1:]} == {"hooks", "info", "config"}
         assert set(binds.args[0::3][1:]) == {"--ro-bind-fd"}
+    finally:
+        for fd in binds.fds:
+            os.close(fd)
+
+
+@pytest.mark.parametrize("over", [False, True])
+def test_a_config_too_large_to_scan_is_taken_to_turn_on_per_work_tree_config(
+    repo: Path, fixed: Root, over: bool
+) -> None:
+    config = repo / ".git" / "config"
+    padding = GIT_CONFIG_SCAN_MAX_BYTES - config.stat().st_size + (1 if over else 0)
+    with config.open("a") as file:
+        file.write("#" + "x" * (padding - 2) + "\n")  # a comment: git still reads the config
+    assert (config.stat().st_size > GIT_CONFIG_SCAN_MAX_BYTES) is over
+    binds = GitBinds(fixed.fd, fixed.path, fixed.path)
+    try:
+        # past the bound the config is not read, so config.worktree is made and bound read-only, as if turned on
+        assert (repo / ".git" / "config.worktree").exists() is over
+        assert (str(repo / ".git" / "config.worktree") in binds.args) is over
     finally:
         for fd in binds.fds:
             os.close(fd)
