@@ -135,6 +135,26 @@ class SandboxState(msgspec.Struct, frozen=True, omit_defaults=True):
     """Every command's bounds (config ``[limits]``), sandboxed or not: confinement the executor applies."""
 
 
+# hooks (ADR 0088): what the agent sends the executor to run around one tool call
+
+
+class HookCommand(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One configured hook to run (``dashfloat.hooks``): its command line, its timeout, where it was configured."""
+
+    command: str
+    timeout_s: float
+    source: str = ""
+    """The file that configured it (named in what the user is told of its failures)."""
+
+
+class ToolHooks(msgspec.Struct, frozen=True, omit_defaults=True):
+    """The hooks whose matcher names one call's tool: run before it (``pre``) and after it (``post``)."""
+
+    pre: list[HookCommand] = []
+    post: list[HookCommand] = []
+    session_id: str = ""
+
+
 class FunctionCall(msgspec.Struct, frozen=True):
     """The function part of an assistant tool call: arguments as a JSON string (canonical form)."""
 
@@ -493,12 +513,14 @@ ToolResult = (
 )
 
 
-class ToolReply(msgspec.Struct, frozen=True):
+class ToolReply(msgspec.Struct, frozen=True, omit_defaults=True):
     """A conversation entry: the result of tool call ``call_id`` (sent as a ``role: "tool"`` message)."""
 
     call_id: str
     name: str
     result: ToolResult
+    context: str = ""
+    """What the call's hooks added for the model (ADR 0088); the model reads it as ``hook_context``."""
 
 
 ConversationEntry = ChatMessage | ToolReply
@@ -542,9 +564,13 @@ def result_object(result: ToolResult) -> dict[str, object]:
             assert_never(result)
 
 
-def result_json(result: ToolResult) -> str:
-    """The ``content`` of the ``role: "tool"`` message for ``result``: exactly what the model reads."""
-    return _RESULT_ENCODER.encode(result_object(result)).decode()
+def result_json(result: ToolResult, context: str = "") -> str:
+    """The ``content`` of the ``role: "tool"`` message for ``result``: exactly what the model reads (``context``:
+    what the call's hooks added, ADR 0088)."""
+    shown = result_object(result)
+    if context:
+        shown["hook_context"] = context
+    return _RESULT_ENCODER.encode(shown).decode()
 
 
 # ---------------------------------------------------------------- UI -> Agent
@@ -1025,6 +1051,8 @@ class RunTool(Message, frozen=True):
     sandbox: SandboxPolicy = msgspec.field(default_factory=SandboxPolicy)
     checkpoint_store: str = ""
     """Where to keep a write/edit's pre-image, and to track a command's changes ("": do neither)."""
+    hooks: ToolHooks | None = None
+    """The PreToolUse and PostToolUse hooks to run around it (ADR 0088)."""
 
 
 class CancelTool(Message, frozen=True):
@@ -1096,6 +1124,10 @@ class ToolFinished(Message, frozen=True):
     """An execute_command: the workspace files it changed."""
     notice: str = ""
     """Something the user should know about the checkpoint store (oldest pre-images dropped, ...)."""
+    hook_context: str = ""
+    """What its hooks added for the model (a PreToolUse's block reason is the ``ToolFailed`` error instead)."""
+    hook_notices: list[str] = []
+    """What the user should know of its hooks (one failed, timed out, printed too much; ADR 0088)."""
 
 
 class RestorePreviewed(Message, frozen=True):
