@@ -118,6 +118,56 @@ class LimitsSettings(msgspec.Struct, forbid_unknown_fields=True):
     max_file_mib: int | None = None
 
 
+# hooks (ADR 0088): ``[[hooks.EVENT]]`` arrays of tables, in config.toml and in a project's .dashfloat/hooks.toml
+
+HOOK_TIMEOUT_MAX_S: Final = 600.0
+"""The longest ``timeout`` a hook may be given (a hook holds its call, or the prompt, until it ends)."""
+HOOKS_PER_EVENT_MAX: Final = 32
+"""Hooks one file may give one event; a longer list is refused (a config file, not a pipeline)."""
+
+
+class HookEntry(msgspec.Struct, forbid_unknown_fields=True):
+    """One ``[[hooks.EVENT]]`` table: a command, the tools it is for, its timeout in seconds."""
+
+    command: str
+    matcher: str = ""
+    """A regular expression a tool's whole name must match (empty or ``*``: every tool); tool events only."""
+    timeout: float | None = None
+
+
+class HooksTable(msgspec.Struct, forbid_unknown_fields=True):
+    """The ``[hooks]`` table: one array of hooks per event (Claude Code's event names)."""
+
+    PreToolUse: list[HookEntry] = []
+    PostToolUse: list[HookEntry] = []
+    UserPromptSubmit: list[HookEntry] = []
+    Stop: list[HookEntry] = []
+    SessionStart: list[HookEntry] = []
+
+
+def check_hooks(path: Path, table: HooksTable) -> None:
+    """ConfigError naming the file and the field of the first hook that cannot run as written."""
+    for event in msgspec.structs.fields(HooksTable):
+        entries: list[HookEntry] = getattr(table, event.name)
+        if len(entries) > HOOKS_PER_EVENT_MAX:
+            raise ConfigError(f"{path}: hooks.{event.name}: {len(entries)} hooks, more than {HOOKS_PER_EVENT_MAX}")
+        for index, entry in enumerate(entries):
+            field = f"{path}: hooks.{event.name}[{index}]"
+            if not entry.command.strip() or "\0" in entry.command:
+                raise ConfigError(f"{field}.command: must be a command line")
+            if entry.matcher not in ("", "*"):
+                try:
+                    re.compile(entry.matcher)
+                except re.error as exc:
+                    raise ConfigError(f"{field}.matcher: {entry.matcher!r} is not a regular expression: {exc}") from exc
+            if entry.timeout is not None and not (
+                math.isfinite(entry.timeout) and 0 < entry.timeout <= HOOK_TIMEOUT_MAX_S
+            ):
+                raise ConfigError(
+                    f"{field}.timeout: must be a number of seconds above 0, at most {HOOK_TIMEOUT_MAX_S:g}"
+                )
+
+
 class ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
     """The whole config.toml."""
 
@@ -126,6 +176,7 @@ class ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
     settings: Settings = msgspec.field(default_factory=Settings)
     sandbox: SandboxSettings = msgspec.field(default_factory=SandboxSettings)
     limits: LimitsSettings = msgspec.field(default_factory=LimitsSettings)
+    hooks: HooksTable = msgspec.field(default_factory=HooksTable)
 
 
 def config_path(env: Mapping[str, str]) -> Path:
@@ -146,6 +197,7 @@ def _fields_at(prefix: str, where: str) -> list[str]:
         ".settings": Settings,
         ".sandbox": SandboxSettings,
         ".limits": LimitsSettings,
+        ".hooks": HooksTable,
     }
     table = tables.get(where)
     return [] if table is None else [f.name for f in msgspec.structs.fields(table)]
@@ -292,6 +344,7 @@ def load_config(env: Mapping[str, str]) -> ConfigFile | None:
         value = getattr(config.limits, field)
         if value is not None and not low <= value <= high:
             raise ConfigError(f"{path}: limits.{field}: must be between {low} and {high}")
+    check_hooks(path, config.hooks)
     for index, name in enumerate(config.sandbox.pass_env):
         if not ENV_NAME.fullmatch(name):
             raise ConfigError(f"{path}: sandbox.pass_env[{index}]: {name!r} is not an environment variable's name")
