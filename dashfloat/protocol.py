@@ -53,6 +53,9 @@ StreamFailureKind = Literal[
 ]
 """Every way a stream can fail (docs/providers.md "Failure kinds"); ``crashed``: the LLM process died."""
 SandboxMode = Literal["workspace-write", "read-only", "off"]
+NetworkMode = Literal["registries", "on", "off"]
+"""The network of sandboxed commands that run without a keypress (issue 35, ADR 0082): the package registries through
+the allowlisting proxy, all of it, or none."""
 WindowSource = Literal["config", "server", "table", "assumed"]
 
 
@@ -102,6 +105,9 @@ class SandboxPolicy(msgspec.Struct, frozen=True, omit_defaults=True):
     private_home: bool = False
     """Give the call an empty home (``SandboxState.home``): a command run unasked follows symlinks in the
     tree that its checked arguments cannot show, so what it reads stays out of the user's files."""
+    writable: list[str] = []
+    """Paths this one call may write besides the session's (issue 35: a person's keypress after the sandbox refused
+    a write there); the executor still refuses one that can never be writable (``dashfloat.sandbox_access``)."""
 
 
 class CommandLimits(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -133,6 +139,15 @@ class SandboxState(msgspec.Struct, frozen=True, omit_defaults=True):
     """``PATH`` directories inside ``home``, kept readable in an emptied home (a ``~/.cargo/bin/rg``)."""
     limits: CommandLimits = msgspec.field(default_factory=CommandLimits)
     """Every command's bounds (config ``[limits]``), sandboxed or not: confinement the executor applies."""
+    # The registries and the tool caches (issue 35, ADR 0082).
+    network_mode: NetworkMode = "off"
+    """``--network``: what commands that run without a keypress reach (``network`` is True when it is ``on``)."""
+    allow_domains: list[str] = []
+    """The hosts the proxy lets ``registries`` commands reach (the defaults and ``[sandbox] allow_domains``)."""
+    deny_domains: list[str] = []
+    """Hosts the proxy refuses whatever the allowlist says (``[sandbox] deny_domains``)."""
+    writable: list[str] = []
+    """Absolute paths every workspace-write command may write besides the workspace (presets and ``writable``)."""
 
 
 # hooks (ADR 0088): what the agent sends the executor to run around one tool call
