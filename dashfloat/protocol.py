@@ -90,6 +90,14 @@ class ProviderConfig(msgspec.Struct, frozen=True, omit_defaults=True):
     message that kept some, ``never`` (ADR 0077)."""
     reasoning_effort: ReasoningEffort | None = None
     """Sent as ``reasoning_effort`` when set (``none``: thinking off, as Ollama requires)."""
+    # Sampling per provider (issue 39, ADR 0092): None / empty: the server's own default.
+    temperature: float | None = None
+    """Sent as ``temperature`` when set."""
+    top_p: float | None = None
+    """Sent as ``top_p`` when set."""
+    extra_body: dict[str, Any] = {}
+    """Server-specific request fields merged into every request (``top_k``, ``repeat_penalty``, ...); never one the
+    request itself writes (config.py refuses those)."""
 
 
 class SandboxPolicy(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -211,6 +219,8 @@ READ_DEFAULT_LIMIT: Final = 2000
 READ_MAX_LIMIT: Final = 10_000
 EXEC_TIMEOUT_MAX_S: Final = 600.0
 """The longest timeout a call may ask for (a real project's `make test`)."""
+JOB_READY_TIMEOUT_MAX_S: Final = 600.0
+"""The longest readiness wait a background job's start may ask for (issue 36)."""
 
 
 class ToolArgsBase(msgspec.Struct, frozen=True, tag_field="tool", omit_defaults=True, forbid_unknown_fields=True):
@@ -246,6 +256,13 @@ class ExecuteCommandArgs(ToolArgsBase, frozen=True, tag="execute_command"):
     command: str
     cwd: str = "."
     timeout: Annotated[float, msgspec.Meta(ge=1, le=EXEC_TIMEOUT_MAX_S)] | None = None
+    # background jobs (issue 36, ADR 0080): the command is started as a job and the call returns at once
+    background: bool = False
+    ready_pattern: str | None = None
+    """A job: wait until a line of its output matches this regular expression (or ``ready_timeout`` passes)."""
+    ready_port: Annotated[int, msgspec.Meta(ge=1, le=65535)] | None = None
+    """A job: wait until this TCP port accepts on the session's loopback (or ``ready_timeout`` passes)."""
+    ready_timeout: Annotated[float, msgspec.Meta(gt=0, le=JOB_READY_TIMEOUT_MAX_S)] | None = None
 
 
 class ListDirectoryArgs(ToolArgsBase, frozen=True, tag="list_directory"):
@@ -254,7 +271,61 @@ class ListDirectoryArgs(ToolArgsBase, frozen=True, tag="list_directory"):
     path: str = "."
 
 
-ToolArgs = ReadFileArgs | WriteFileArgs | EditFileArgs | ExecuteCommandArgs | ListDirectoryArgs
+# ---- MCP client (ADR 0086): a call of a tool an MCP server offers, and the search over those tools.
+
+MCP_TOOL_PREFIX: Final = "mcp__"
+"""Every MCP tool reaches the model as ``mcp__<server>__<tool>`` (rules name it so too)."""
+MCP_SEARCH: Final = "mcp_search"
+"""The tool the model gets instead of the MCP tools' schemas when they would cost too much of the window."""
+
+
+class McpCallArgs(ToolArgsBase, frozen=True, tag="mcp"):
+    """A call of MCP tool ``name`` (``mcp__<server>__<tool>``) with ``arguments``, a JSON object's text."""
+
+    name: str
+    arguments: str = "{}"
+
+    @property
+    def server(self) -> str:
+        """The server's name, as configured."""
+        return self.name.removeprefix(MCP_TOOL_PREFIX).partition("__")[0]
+
+    @property
+    def tool(self) -> str:
+        """The tool's name, as the server lists it."""
+        return self.name.removeprefix(MCP_TOOL_PREFIX).partition("__")[2]
+
+
+class McpSearchArgs(ToolArgsBase, frozen=True, tag="mcp_search"):
+    """mcp_search: the MCP tools whose names or descriptions hold the words of ``query``, with their schemas."""
+
+    query: str
+
+
+class JobOutputArgs(ToolArgsBase, frozen=True, tag="job_output"):
+    """job_output (issue 36): job ``id``'s state and output since byte ``cursor`` (None: all that is kept)."""
+
+    id: Annotated[int, msgspec.Meta(ge=1)]
+    cursor: Annotated[int, msgspec.Meta(ge=0)] | None = None
+
+
+class JobKillArgs(ToolArgsBase, frozen=True, tag="job_kill"):
+    """job_kill (issue 36): stop job ``id``'s whole process tree."""
+
+    id: Annotated[int, msgspec.Meta(ge=1)]
+
+
+ToolArgs = (
+    ReadFileArgs
+    | WriteFileArgs
+    | EditFileArgs
+    | ExecuteCommandArgs
+    | ListDirectoryArgs
+    | McpCallArgs
+    | McpSearchArgs
+    | JobOutputArgs  # issue 36
+    | JobKillArgs  # issue 36
+)
 
 
 class MalformedCall(ToolArgsBase, frozen=True, tag="malformed"):
@@ -505,6 +576,25 @@ class ToolFailed(ToolResultBase, frozen=True, tag="failed"):
     error: str
 
 
+JobState = Literal["running", "exited", "killed"]
+"""A background job's state: running, exited by itself (``exit_code``), or stopped (job_kill, /jobs, the end)."""
+
+
+class JobReport(ToolResultBase, frozen=True, tag="job"):
+    """A background job (issue 36, ADR 0080): its state and its output from the call's cursor up to ``cursor``.
+
+    ``ready``: the start's readiness wait succeeded (False: it timed out, the job still runs); None: none was asked."""
+
+    job_id: int
+    state: JobState
+    output: CapturedOutput
+    cursor: int
+    """Bytes the job has printed so far: pass it to job_output to read only what comes after."""
+    exit_code: int | None = None
+    ready: bool | None = None
+    note: str = ""
+
+
 class ToolRejected(ToolResultBase, frozen=True, tag="rejected"):
     """The user declined the confirmation."""
 
@@ -513,6 +603,17 @@ class ToolCancelled(ToolResultBase, frozen=True, tag="cancelled"):
     """Cancelled by the user (Esc) or never answered; a running command's output so far, if it ran."""
 
     output: CapturedOutput | None = None
+
+
+class McpToolResult(ToolResultBase, frozen=True, tag="mcp"):
+    """An MCP tool's (or mcp_search's) result as text, images and resources named with their size, capped head+tail."""
+
+    text: str
+    is_error: bool = False
+    """The server said the call failed (``isError``)."""
+    truncated: bool = False
+    total_bytes: int = 0
+    """The whole text's size before the cap."""
 
 
 ToolResult = (
@@ -525,6 +626,8 @@ ToolResult = (
     | ToolFailed
     | ToolRejected
     | ToolCancelled
+    | McpToolResult
+    | JobReport  # issue 36
 )
 
 
@@ -575,6 +678,16 @@ def result_object(result: ToolResult) -> dict[str, object]:
             return {"ok": False, "rejected": True}
         case ToolCancelled(output=output):
             return {"ok": False, "cancelled": True, **(_command_output(output) if output is not None else {})}
+        case JobReport(job_id=job_id, state=state, exit_code=code, ready=ready, note=note):
+            job: dict[str, object] = {"ok": code in (None, 0) and ready is not False, "job_id": job_id, "state": state}
+            if code is not None:
+                job["exit_code"] = code
+            if ready is not None:
+                job["ready"] = ready
+            job |= {**_command_output(result.output), "cursor": result.cursor}
+            return job | ({"note": note} if note else {})
+        case McpToolResult(text=text, is_error=is_error, truncated=truncated, total_bytes=total):
+            return {"ok": not is_error, "content": text, "truncated": truncated, "total_bytes": total}
         case _:
             assert_never(result)
 
@@ -665,7 +778,18 @@ class ResumeSession(Message, frozen=True):
 
 
 class ShowUsage(Message, frozen=True):
-    """/usage or /status: replies SystemEntry with the window, where it came from, the fill, tokens by turn."""
+    """/usage: replies SystemEntry with the window, where it came from, the fill, tokens by turn."""
+
+
+# ---- the daily hour (issue 37): /status and /last
+
+
+class ShowStatus(Message, frozen=True):
+    """/status: replies SystemEntry with the provider, model, window, usage, approval, rules, sandbox and session."""
+
+
+class ShowLastResult(Message, frozen=True):
+    """/last or Ctrl-O: replies LastResultShown with the whole kept output of the newest tool result."""
 
 
 class CompactConversation(Message, frozen=True):
@@ -706,6 +830,47 @@ class Shutdown(Message, frozen=True):
     """Stop cleanly: answer open work, stop children, exit (sent by the supervisor on any channel)."""
 
 
+# ---- background jobs (issue 36, ADR 0080): started by execute_command's ``background``, in every direction
+
+
+class JobStarted(Message, frozen=True):
+    """Executor -> agent -> UI: job ``job_id`` (call ``call_id``) runs in process group ``pgid``."""
+
+    job_id: int
+    call_id: str
+    command: str
+    pgid: int
+
+
+class JobOutput(Message, frozen=True):
+    """Executor -> agent -> UI: job ``job_id``'s newest output (≤ 4 KiB, ≤ 10/s per job); not the model's result."""
+
+    job_id: int
+    text: str
+    skipped_bytes: int = 0
+
+
+class JobExited(Message, frozen=True):
+    """Executor -> agent -> UI: job ``job_id`` ended: exited by itself (``exit_code``), or was stopped (killed)."""
+
+    job_id: int
+    state: JobState
+    exit_code: int | None = None
+    last_line: str = ""
+
+
+class StopJob(Message, frozen=True):
+    """UI -> agent: /jobs stop: kill job ``job_id`` (its JobExited follows)."""
+
+    job_id: int
+
+
+class KillJobs(Message, frozen=True):
+    """Agent -> executor: kill these jobs (empty: every one, at /clear); each running one replies JobExited."""
+
+    job_ids: list[int] = []
+
+
 UiToAgent = (
     SubmitPrompt
     | DecideConfirmation
@@ -727,6 +892,9 @@ UiToAgent = (
     | Shutdown
     | RunUserCommand
     | FindPaths
+    | ShowStatus  # issue 37
+    | ShowLastResult  # issue 37
+    | StopJob  # issue 36
 )
 
 # ---------------------------------------------------------------- Agent -> UI (display contract)
@@ -867,9 +1035,13 @@ class UsageShown(Message, frozen=True):
 
 
 class ContextChanged(Message, frozen=True):
-    """The conversation's estimated size changed without a turn (a compaction): the status bar's fill."""
+    """The conversation's estimated size changed (a compaction, a request sent with the prompt it carries): the status
+    bar's fill."""
 
     tokens: int
+    waiting: str = ""
+    """While a request waits for its first token: what the server is doing, in words (``reading prompt 3,200/5,500
+    tokens``); empty: nothing known (issue 39, ADR 0092)."""
 
 
 class SystemEntry(Message, frozen=True):
@@ -922,6 +1094,14 @@ class RestoreEnded(Message, frozen=True):
     skipped: list[str] = []
 
 
+class LastResultShown(Message, frozen=True):
+    """Reply to ShowLastResult: the newest tool result's whole kept output (``name`` empty: there is none yet)."""
+
+    name: str
+    status: ResultStatus
+    output: str
+
+
 AgentToUi = (
     AgentReady
     | SessionStarted
@@ -944,6 +1124,10 @@ AgentToUi = (
     | PromptRestored
     | RestoreEnded
     | PathsFound
+    | LastResultShown  # issue 37
+    | JobStarted  # issue 36
+    | JobOutput  # issue 36
+    | JobExited  # issue 36
 )
 
 # ---------------------------------------------------------------- Agent -> LLM stream
@@ -963,6 +1147,8 @@ class StartStream(Message, frozen=True):
     """execute_command's default timeout in force, named in the catalogue's text (None: the catalogue's)."""
     first_byte_timeout_s: float = 600.0
     """Longest wait for the first event (a local server reads the whole prompt before answering)."""
+    extra_tools: str = ""
+    """MCP tools (ADR 0086): a JSON array of tool objects appended to the catalogue ("": none)."""
 
 
 class DiscoverWindow(Message, frozen=True):
@@ -1005,6 +1191,20 @@ class StreamStatus(Message, frozen=True):
     level: Level = "info"
 
 
+class PromptProgress(Message, frozen=True):
+    """Before the first token: how far the server has read request ``request_id``'s prompt (llama.cpp's
+    ``prompt_progress``), or (``busy``) that it may still be reading a cancelled request's prompt first (ADR 0092)."""
+
+    request_id: int
+    processed: int = 0
+    """Prompt tokens read so far, the cached ones included."""
+    total: int = 0
+    """Prompt tokens in all (0: not reported)."""
+    cached: int = 0
+    """Prompt tokens the server had cached from the previous request."""
+    busy: bool = False
+
+
 class StreamDone(Message, frozen=True):
     """The stream finished: the whole content, the assembled calls, why it stopped, usage."""
 
@@ -1041,7 +1241,7 @@ class WindowFound(Message, frozen=True):
     """The model ids the server's ``GET /models`` listed (empty: it listed none, or was not asked)."""
 
 
-LlmToAgent = ContentDelta | ReasoningDelta | StreamStatus | StreamDone | StreamFailed | WindowFound
+LlmToAgent = ContentDelta | ReasoningDelta | StreamStatus | PromptProgress | StreamDone | StreamFailed | WindowFound
 
 # ---------------------------------------------------------------- Agent -> Executor
 
@@ -1093,7 +1293,109 @@ class ApplyRestore(Message, frozen=True):
     digests: list[str]
 
 
-AgentToExecutor = PreviewTool | RunTool | CancelTool | PreviewRestore | ApplyRestore | FindPaths | Shutdown
+# ---- MCP client (ADR 0086): the servers the executor's MCP host runs, and what they offer.
+
+McpServerState = Literal["stopped", "starting", "ready", "failed", "awaiting_approval"]
+
+
+class McpServerConfig(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One ``[mcp.servers.NAME]``: a stdio server (``command``, ``args``, ``env``) or an HTTP one (``url``)."""
+
+    name: str
+    command: str = ""
+    args: list[str] = []
+    env: dict[str, str] = {}
+    url: str = ""
+    headers_env: dict[str, str] = {}
+    """HTTP headers by name, each read from the environment variable named (the value never travels)."""
+    start: Literal["lazy", "startup"] = "startup"
+    sandbox: bool = True
+    """Run a stdio server in the command sandbox (the session's; ``off`` sessions run it unconfined)."""
+    network: bool = False
+    """A sandboxed server may use the network (so may every one when the session has ``--network``)."""
+    timeout_s: float = 120.0
+    """How long one call may take before it is cancelled (``MCP_CALL_TIMEOUT_S`` by default)."""
+    source: str = ""
+    """Where it was configured (the user's config file, or a project file the person approved)."""
+
+
+class McpTool(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One tool a server lists: its name, description and input schema (JSON text)."""
+
+    name: str
+    description: str = ""
+    schema: str = "{}"
+
+
+class McpServerInfo(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What /mcp shows of one server: its state, its tools, and why it failed."""
+
+    name: str
+    state: McpServerState = "stopped"
+    tools: list[McpTool] = []
+    error: str = ""
+    pid: int | None = None
+    """The server's process (a stdio server's bwrap, when sandboxed): tests and /mcp name it."""
+    start: Literal["lazy", "startup"] = "startup"
+
+
+class ConfigureMcp(Message, frozen=True):
+    """Run these MCP servers (the executor starts its MCP host; replies McpServersListed as they change)."""
+
+    servers: list[McpServerConfig]
+
+
+class McpCall(Message, frozen=True):
+    """Executor -> MCP host: call ``tool`` of ``server``; replies McpCallDone with the same ``call_id``."""
+
+    call_id: str
+    server: str
+    tool: str
+    arguments: str
+    """A JSON object's text."""
+
+
+class McpSearch(Message, frozen=True):
+    """Executor -> MCP host: the tools matching ``query`` (lazy servers are started first); replies McpCallDone."""
+
+    call_id: str
+    query: str
+
+
+class McpCancel(Message, frozen=True):
+    """Executor -> MCP host: stop call ``call_id``; its McpCallDone then says it was cancelled."""
+
+    call_id: str
+
+
+class McpCallDone(Message, frozen=True):
+    """MCP host -> executor: the result of ``call_id`` (``cancelled``: it was stopped before its answer)."""
+
+    call_id: str
+    result: McpToolResult
+    cancelled: bool = False
+
+
+class McpServersListed(Message, frozen=True):
+    """Every configured MCP server's state and tools (sent whenever one changes)."""
+
+    servers: list[McpServerInfo]
+
+
+ExecutorToMcp = ConfigureMcp | McpCall | McpSearch | McpCancel | Shutdown
+McpToExecutor = McpCallDone | McpServersListed
+
+AgentToExecutor = (
+    PreviewTool
+    | RunTool
+    | CancelTool
+    | PreviewRestore
+    | ApplyRestore
+    | FindPaths
+    | Shutdown
+    | ConfigureMcp
+    | KillJobs  # issue 36
+)
 
 # ---------------------------------------------------------------- Executor -> Agent
 
@@ -1174,6 +1476,10 @@ ExecutorToAgent = (
     | RestoreApplied
     | PathsFound
     | FrameRejected
+    | McpServersListed
+    | JobStarted  # issue 36
+    | JobOutput  # issue 36
+    | JobExited  # issue 36
 )
 
 # ---------------------------------------------------------------- Main process <-> patch keeper (headless --patch)
