@@ -79,6 +79,8 @@ class Command:
             pass_fds = (wrap.root_fd, status_w, *wrap.fds)
             # A commondir the command plants is removed once it is over (held: the root fd, not the Wrap and its fds).
             self._git_dirs = (wrap.root_fd, list(wrap.main_git_dirs))
+        # What the sandbox refused it, said at its end (issue 35): not the Wrap, whose fds go once it has started.
+        self._refusal_note = wrap.refusals().note if wrap is not None else None
         # The gate is the sandbox's parent too: bwrap (and its --die-with-parent) starts only once released.
         gate_r, gate_w = os.pipe()
         self._gate: int | None = gate_w
@@ -287,7 +289,10 @@ class Command:
         text = captured.text()
         failed = self._returncode != 0  # still running (a timeout, a cancel) counts: it did not succeed
         return CapturedOutput(
-            output=text + self._drained_note + self._bounds.note(text, failed, self._shell_status()),
+            output=text
+            + self._drained_note
+            + self._bounds.note(text, failed, self._shell_status())
+            + (self._refusal_note(text, failed) if self._refusal_note is not None else ""),
             truncated=captured.truncated,
             total_bytes=captured.total,
             cut_bytes=captured.cut_bytes,

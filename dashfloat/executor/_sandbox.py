@@ -23,6 +23,8 @@ from typing import Final
 import msgspec
 
 from dashfloat.executor._git_meta import GitBinds
+from dashfloat.executor._proxy import ProxySupervisor, ProxyUnavailable
+from dashfloat.executor._refused import Refusal, refused_writes, wanted_network
 from dashfloat.protocol import SandboxMode, SandboxPolicy, SandboxState
 
 with contextlib.suppress(ImportError):  # bwrap_binary says what its absence means
@@ -320,10 +322,14 @@ def bwrap_argv(
     status_fd: int,
     private_home: bool = False,
     git_binds: Sequence[str] = (),
+    writable: Sequence[str] = (),
+    proxy_socket: str = "",
 ) -> list[str]:
     """The bwrap command line for one call; ``root_fd`` (the executor's held root) and ``status_fd`` are
     passed to bwrap, which binds the very directory the file tools use, even if the path was swapped.
-    ``git_binds``: what makes the git metadata in it read-only (``GitBinds.args``), after the working directory."""
+    ``git_binds``: what makes the git metadata in it read-only (``GitBinds.args``), after the working directory.
+    ``writable``: directories bound writable (before the working directory: its own binds win inside it);
+    ``proxy_socket``: the registry proxy's socket, reached through ``proxy_forward`` (ADR 0082)."""
     assert mode != "off"
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     if private_home:
@@ -337,10 +343,83 @@ def bwrap_argv(
             argv += ["--tmpfs", path, "--remount-ro", path]
         else:
             argv += ["--ro-bind", "/dev/null", path]
+    for path in writable:
+        argv += ["--bind", path, path]
     argv += ["--bind-fd" if mode == "workspace-write" else "--ro-bind-fd", str(root_fd), root, *git_binds]
     argv += ["--unshare-all", *(["--share-net"] if network else []), "--die-with-parent", *DROP_PRIVILEGES]
     argv += ["--json-status-fd", str(status_fd), "--setenv", "TMPDIR", "/tmp", "--chdir", cwd]
+    if proxy_socket and not network:
+        return [*argv, *proxy_forward(proxy_socket), "--", *forwarded(["/bin/sh", "-c", command])]
     return [*argv, "--", "/bin/sh", "-c", command]
+
+
+# ---- the registries through the proxy, and the writable tool caches (issue 35, ADR 0082)
+
+PROXY_PORT: Final = 3128
+"""Where a proxied command finds the proxy: 127.0.0.1 of its own network namespace (nothing else listens there)."""
+PROXY_SOCKET_INSIDE: Final = "/tmp/.dashfloat-proxy.sock"
+"""Where the proxy's socket is bound in the sandbox (its /tmp is private: no other command sees it)."""
+NO_PROXY: Final = "localhost,127.0.0.1,::1"
+"""What a proxied command reaches directly: its own loopback (a test server it starts)."""
+PROXY_ENV: Final = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
+"""Set for a proxied command (both cases: curl reads only the lower-case ``http_proxy``, Go and Python both)."""
+
+
+def proxy_forward(proxy_socket: str) -> list[str]:
+    """bwrap's part of a proxied command: the socket bound in, the proxy variables set."""
+    url = f"http://127.0.0.1:{PROXY_PORT}"
+    argv = ["--bind", proxy_socket, PROXY_SOCKET_INSIDE]
+    for name in PROXY_ENV:
+        argv += ["--setenv", name, url]
+    return [*argv, "--setenv", "NO_PROXY", NO_PROXY, "--setenv", "no_proxy", NO_PROXY]
+
+
+def forwarded(command: Sequence[str]) -> list[str]:
+    """``command`` run behind the in-sandbox forwarder (``dashfloat.netproxy.forward_source``): it listens on
+    ``PROXY_PORT`` before it execs the command, so the port is open from the command's first instruction."""
+    import sys
+
+    from dashfloat.netproxy import forward_source
+
+    # -I -S: no site, no user paths, no DashFloat import: the forwarder is the standard library only (~10 ms). Its
+    # source goes on the line and the interpreter by its real path: a clone or a venv under /tmp is not in the sandbox.
+    python = os.path.realpath(sys.executable)
+    return [python, "-I", "-S", "-c", forward_source(), PROXY_SOCKET_INSIDE, str(PROXY_PORT), *command]
+
+
+def network_note(state: SandboxState, unavailable: str) -> str:
+    """Why a command that ran without a keypress had no network (or only the registries), for its refusal line."""
+    if unavailable:
+        return f"this command had none ({unavailable})"
+    if state.network_mode == "registries":
+        return (
+            "this command reaches only the package registries, through a proxy (HTTP_PROXY/HTTPS_PROXY); a program "
+            "that ignores those variables, or a host off the list, gets no network (--network registries)"
+        )
+    return "this command had none (--network off); a command you approve with a key has it"
+
+
+def sandbox_status_lines(state: SandboxState) -> list[str]:
+    """``/status``'s sandbox lines: the mode, the writable paths, the network mode and the allowlist."""
+    if state.mode == "off":
+        return [describe(state)]
+    writes = ["the working directory (not .git's hooks, config, info)", "a private /tmp", *state.writable]
+    lines = [
+        f"sandbox: {state.mode}",
+        f"  writable: {', '.join(writes) if state.mode == 'workspace-write' else '/tmp'}",
+    ]
+    network = {
+        "on": "network: all of it, also for commands that run without a keypress (--network on)",
+        "off": "network: only for commands you approve with a key (--network off)",
+        "registries": "network: package registries only through the proxy for commands that run without a keypress; "
+        "all of it for those you approve with a key (--network registries)",
+    }[state.network_mode]
+    lines.append(f"  {network}")
+    if state.network_mode == "registries":
+        lines.append(f"  allowed hosts: {', '.join(state.allow_domains) or 'none'}")
+        if state.deny_domains:
+            lines.append(f"  denied hosts: {', '.join(state.deny_domains)}")
+    return lines
 
 
 def sandbox_started(status: bytes) -> bool:
@@ -542,23 +621,42 @@ class Sandbox(msgspec.Struct, frozen=True):
     state: SandboxState = msgspec.field(default_factory=SandboxState)
     bwrap: str = ""
     bwrap_error: str = ""
+    proxy: ProxySupervisor | None = None
+    """The registry proxy (``--network registries``), started by the first command that needs it."""
 
     @classmethod
     def for_session(cls, state: SandboxState, env: Mapping[str, str]) -> Sandbox:
         """Find bwrap once; if it is gone now, every sandboxed call fails naming why (never runs unconfined)."""
         if state.mode == "off":
             return cls(state)
+        proxy = None
+        if state.network_mode == "registries" and state.allow_domains:
+            proxy = ProxySupervisor(state.allow_domains, state.deny_domains, env)
         try:
-            return cls(state, bwrap_binary(env))
+            return cls(state, bwrap_binary(env), proxy=proxy)
         except OSError as exc:
             return cls(state, bwrap_error=str(exc))
+
+    def close(self) -> None:
+        """Stop the proxy, if one runs (the executor's exit; its other exit paths kill it as a descendant)."""
+        if self.proxy is not None:
+            self.proxy.stop()
 
     def wrap(self, policy: SandboxPolicy, root_fd: int, root: str) -> Wrap | None:
         """How one call is confined; None when it runs unconfined (``off``, or this machine cannot sandbox)."""
         mode = effective(self.state, policy)
         if mode == "off":
             return None
-        return Wrap(self, mode, policy.network, root_fd, root, policy.private_home)
+        # A command run without a keypress (the read-only allowlist aside) reaches the registries: issue 35.
+        proxied = not policy.network and not policy.private_home and self.state.network_mode == "registries"
+        writable: list[str] = []
+        if mode == "workspace-write":
+            from dashfloat.sandbox_access import writable_paths
+
+            home = os.environ.get("HOME") or os.path.expanduser("~")
+            granted, _ = writable_paths((), policy.writable, home, os.environ.get("PATH", "").split(os.pathsep))
+            writable = list(dict.fromkeys([*self.state.writable, *granted]))
+        return Wrap(self, mode, policy.network, root_fd, root, policy.private_home, proxied=proxied, writable=writable)
 
 
 class Wrap(msgspec.Struct, frozen=True, weakref=True):
@@ -575,6 +673,12 @@ class Wrap(msgspec.Struct, frozen=True, weakref=True):
     fds: list[int] = msgspec.field(default_factory=list)
     """The descriptors ``argv`` names besides the root's (the git metadata it binds), passed to bwrap with it: closed
     when this Wrap goes, once its command has started (bwrap has its own copies, and closes them once bound)."""
+    proxied: bool = False
+    """It reaches the registries through the proxy (``--network registries``, no keypress)."""
+    writable: list[str] = msgspec.field(default_factory=list)
+    """What it may write besides the working directory and /tmp (the session's paths and this call's grants)."""
+    unavailable: list[str] = msgspec.field(default_factory=list)
+    """Why a proxied command got no proxy after all (set by ``argv``)."""
 
     def argv(self, command: str, cwd: str, status_fd: int) -> list[str]:
         """The command line; OSError naming why when bwrap cannot be run at all."""
@@ -598,7 +702,71 @@ class Wrap(msgspec.Struct, frozen=True, weakref=True):
             status_fd,
             self.private_home,
             git.args if git is not None else (),
+            self._existing_writable(),
+            self._proxy_socket(),
         )
+
+    def _proxy_socket(self) -> str:
+        """The proxy's socket for a proxied command, started if need be; ``""`` (and why, kept) when it cannot run."""
+        proxy = self.sandbox.proxy
+        if not self.proxied or proxy is None:
+            return ""
+        try:
+            path = proxy.socket_path()
+        except ProxyUnavailable as exc:
+            self.unavailable.append(str(exc))
+            return ""
+        proxy.refusals()  # what it refused before this command is not this command's
+        return path
+
+    def _existing_writable(self) -> list[str]:
+        """The writable paths, each made if missing (npm's first run makes ~/.npm too): a bind needs its source."""
+        kept: list[str] = []
+        for path in self.writable:
+            with contextlib.suppress(OSError):
+                os.makedirs(path, mode=0o700, exist_ok=True)
+                if os.path.isdir(path):
+                    kept.append(path)
+        return kept
+
+    def refusals(self) -> Refusals:
+        """What reads this command's refusals at its end (once ``argv`` ran): without the Wrap's descriptors, which
+        go with the Wrap as soon as the command has started."""
+        return Refusals(
+            self.sandbox, self.mode, self.network, self.root, self.proxied, self.writable, self.unavailable[:1]
+        )
+
+
+class Refusals(msgspec.Struct, frozen=True):
+    """One command's confinement as its refusals are read: the proxy's log, its output."""
+
+    sandbox: Sandbox
+    mode: SandboxMode
+    network: bool
+    root: str
+    proxied: bool
+    writable: list[str]
+    unavailable: list[str]
+
+    def refusal(self, output: str, failed: bool) -> Refusal:
+        """What the sandbox refused this command, once it is over (nothing when it succeeded, but the proxy's refusals
+        and a proxy that could not start: those are said whatever the exit status)."""
+        hosts = self.sandbox.proxy.refusals() if self.proxied and self.sandbox.proxy is not None else []
+        unavailable = self.unavailable[0] if self.unavailable else ""
+        paths: list[str] = []
+        network = ""
+        if failed:
+            roots = ["/tmp", self.root, *self.writable] if self.mode == "workspace-write" else ["/tmp"]
+            paths = refused_writes(output, roots)
+            if not self.network and not hosts and (unavailable or wanted_network(output)):
+                network = network_note(self.sandbox.state, unavailable)
+        elif unavailable:
+            network = network_note(self.sandbox.state, unavailable)
+        return Refusal(paths=paths, hosts=hosts, network=network)
+
+    def note(self, output: str, failed: bool) -> str:
+        """The refusal lines appended to the command's output (``""`` when nothing was refused)."""
+        return "".join(f"\n{line}" for line in self.refusal(output, failed).lines())
 
 
 def _close_all(fds: list[int]) -> None:

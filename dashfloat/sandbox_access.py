@@ -1,0 +1,224 @@
+"""What a sandboxed command may reach beyond its workspace: the registries' host names and the writable tool caches
+(pure: config checks them at start, the executor applies them, the proxy matches hosts; ADR 0082).
+
+Hosts: an allowlist of names (``pypi.org``, or ``*.example.org`` for its subdomains), never an address. Paths: the
+named presets' cache directories and the user's own ``[sandbox] writable`` entries, never a credential store, a shell
+start-up file, DashFloat's own config and state, a ``.git`` directory, a ``PATH`` directory or the home itself.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import posixpath
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Final, Literal
+
+from dashfloat.protocol import NetworkMode
+
+NETWORK_MODES: Final[tuple[NetworkMode, ...]] = ("registries", "on", "off")
+
+DEFAULT_ALLOW_DOMAINS: Final = (
+    # Python: the index and its file host
+    "pypi.org",
+    "files.pythonhosted.org",
+    # JavaScript
+    "registry.npmjs.org",
+    "registry.yarnpkg.com",
+    # Rust: the index, the API and the crate files
+    "crates.io",
+    "index.crates.io",
+    "static.crates.io",
+    # Go: the module proxy and the checksum database
+    "proxy.golang.org",
+    "sum.golang.org",
+    # Java: Maven Central and Gradle's plugin portal
+    "repo.maven.apache.org",
+    "repo1.maven.org",
+    "plugins.gradle.org",
+    "plugins-artifacts.gradle.org",
+    # Ruby
+    "rubygems.org",
+    "index.rubygems.org",
+)
+"""The package registries of the major ecosystems: what ``--network registries`` reaches unless config changes it."""
+
+DOMAIN_MAX_CHARS: Final = 253
+"""The longest host name DNS allows; a longer allowlist entry is malformed."""
+_LABEL_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
+
+Preset = Literal["npm", "cargo", "go", "uv", "pip", "gradle", "maven"]
+WRITABLE_PRESETS: Final[Mapping[str, tuple[str, ...]]] = {
+    "npm": ("~/.npm",),
+    "cargo": ("~/.cargo/registry", "~/.cargo/git"),
+    "go": ("~/go/pkg/mod", "~/.cache/go-build"),
+    "uv": ("~/.cache/uv",),
+    "pip": ("~/.cache/pip",),
+    "gradle": ("~/.gradle/caches", "~/.gradle/wrapper"),
+    "maven": ("~/.m2/repository",),
+}
+"""Each preset's cache directories: never the tool's config or credentials (``~/.npmrc``, ``~/.cargo/credentials``,
+``~/.m2/settings.xml``, ``~/.gradle/gradle.properties``) nor its ``bin`` (``~/.cargo/bin``, ``~/go/bin``)."""
+
+NEVER_WRITABLE: Final = (
+    # credential stores (the sandbox hides most of them: _sandbox.DEFAULT_DENY_READ)
+    "~/.ssh",
+    "~/.gnupg",
+    "~/.aws",
+    "~/.azure",
+    "~/.kube",
+    "~/.docker",
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.pypirc",
+    "~/.npmrc",
+    "~/.config/gh",
+    "~/.config/gcloud",
+    "~/.password-store",
+    "~/.local/share/keyrings",
+    "~/.cargo/credentials",
+    "~/.cargo/credentials.toml",
+    "~/.m2/settings.xml",
+    "~/.gradle/gradle.properties",
+    "~/.gradle/init.d",
+    # what runs at the next shell, login or git command, outside any sandbox
+    "~/.bashrc",
+    "~/.bash_profile",
+    "~/.bash_login",
+    "~/.bash_logout",
+    "~/.profile",
+    "~/.zshrc",
+    "~/.zshenv",
+    "~/.zprofile",
+    "~/.zlogin",
+    "~/.config/fish",
+    "~/.gitconfig",
+    "~/.config/git",
+    "~/.config/systemd",
+    "~/.config/autostart",
+    # DashFloat's own rules, config and sessions: a command must not grant itself permissions
+    "~/.config/dashfloat",
+    "~/.local/state/dashfloat",
+)
+"""Paths no ``writable`` entry may be, hold or lie in (``~`` is the home): ``writable_problem`` names the one hit."""
+
+SYSTEM_ROOTS: Final = ("/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/proc", "/root", "/sys", "/usr", "/var")
+"""Outside the home a ``writable`` entry must be named by the user, and never one of these whole trees."""
+
+
+def expand_home(path: str, home: str) -> str:
+    """``path`` with a leading ``~`` made ``home``, normalised (links are not followed)."""
+    if path == "~" or path.startswith("~/"):
+        path = home.rstrip("/") + path[1:]
+    return posixpath.normpath(path) if path else path
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def writable_problem(path: str, home: str, path_dirs: Sequence[str] = (), named: bool = True) -> str:
+    """Why ``path`` (as written: absolute or ``~/…``) can never be writable, or ``""``. ``path_dirs``: the ``PATH``
+    directories (a program planted there would run outside the sandbox); ``named``: written by the user (outside the
+    home only a named path may be writable)."""
+    if not (path.startswith("/") or path == "~" or path.startswith("~/")):
+        return "is not an absolute path or one under ~/"
+    home_real = os.path.realpath(home) if home else ""
+    # Links followed: a ~/.cache that is a link to ~/.ssh is ~/.ssh.
+    real = os.path.realpath(expand_home(path, home))
+    if ".git" in real.split("/"):
+        return "is inside a .git directory (its hooks and config run programs at your next git command)"
+    if home_real and real == home_real:
+        return "is the whole home directory"
+    for never in NEVER_WRITABLE:
+        denied = os.path.realpath(expand_home(never, home))
+        if _within(real, denied):
+            return f"is {never} or inside it: a credential store, a start-up file or DashFloat's own"
+        if _within(denied, real):
+            return f"holds {never}: a credential store, a start-up file or DashFloat's own"
+    for entry in path_dirs:
+        if entry.startswith("/") and _within(os.path.realpath(entry), real):
+            return f"holds the PATH directory {entry} (a program planted there would run outside the sandbox)"
+    inside_home = bool(home_real) and _within(real, home_real)
+    if not inside_home and (real in SYSTEM_ROOTS or (bool(home_real) and _within(home_real, real))):
+        return "is a system directory (or holds the home)"
+    if not inside_home and not named:
+        return "is outside the home directory (only a path you name in [sandbox] writable may be)"
+    return ""
+
+
+def writable_paths(
+    presets: Iterable[str], named: Iterable[str], home: str, path_dirs: Sequence[str] = ()
+) -> tuple[list[str], list[str]]:
+    """The absolute paths the presets and the user's entries make writable (in order, once each), and a line for each
+    one dropped because it can never be (config refuses these at start; a link made since is caught here)."""
+    kept: list[str] = []
+    dropped: list[str] = []
+    wanted = [(path, False) for preset in presets for path in WRITABLE_PRESETS.get(preset, ())]
+    wanted += [(path, True) for path in named]
+    for path, by_name in wanted:
+        problem = writable_problem(path, home, path_dirs, named=by_name)
+        if problem:
+            dropped.append(f"{path} {problem}")
+            continue
+        real = os.path.realpath(expand_home(path, home))
+        if real not in kept:
+            kept.append(real)
+    return kept, dropped
+
+
+def is_ip_literal(host: str) -> bool:
+    """Whether ``host`` is an address rather than a name (``10.0.0.1``, ``[::1]``, ``::1``)."""
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+def domain_problem(entry: str) -> str:
+    """Why ``entry`` is no allowlist entry (``pypi.org``, ``*.example.org``), or ``""``."""
+    name = entry.removeprefix("*.")
+    if not name:
+        return "is empty"
+    if is_ip_literal(name):
+        return "is an address: the allowlist holds host names"
+    if len(name) > DOMAIN_MAX_CHARS:
+        return f"is longer than {DOMAIN_MAX_CHARS} characters"
+    if name != name.lower():
+        return "has upper-case letters (write host names in lower case)"
+    labels = name.split(".")
+    if "*" in name:
+        return "has a * other than a leading '*.'"
+    if len(labels) < 2 or any(not label or label.startswith("-") or label.endswith("-") for label in labels):
+        return "is not a host name such as pypi.org or *.example.org"
+    if any(set(label) - _LABEL_CHARS for label in labels):
+        return "has characters a host name cannot hold"
+    return ""
+
+
+def domain_matches(host: str, entry: str) -> bool:
+    """Whether ``host`` is ``entry`` (or, for ``*.example.org``, one of its subdomains)."""
+    host = host.lower().rstrip(".")
+    if entry.startswith("*."):
+        return host.endswith(entry[1:])
+    return host == entry
+
+
+def allowed_domains(allow: Iterable[str], deny: Iterable[str], defaults: bool = True) -> list[str]:
+    """The allowlist in force: the defaults (``defaults``) and ``allow``, less the entries ``deny`` names exactly."""
+    denied = set(deny)
+    found = [*(DEFAULT_ALLOW_DOMAINS if defaults else ()), *allow]
+    return [entry for entry in dict.fromkeys(found) if entry not in denied]
+
+
+def host_allowed(host: str, allow: Sequence[str], deny: Sequence[str]) -> str:
+    """Why the proxy refuses ``host``, or ``""`` when it lets it through: an address, a name ``deny`` matches, or one
+    no ``allow`` entry does."""
+    if is_ip_literal(host):
+        return f"{host} is an address: the sandbox's proxy reaches host names on its allowlist only"
+    if any(domain_matches(host, entry) for entry in deny):
+        return f"{host} is denied ([sandbox] deny_domains)"
+    if not any(domain_matches(host, entry) for entry in allow):
+        return f"{host} is not on the sandbox's allowlist ([sandbox] allow_domains)"
+    return ""
