@@ -25,6 +25,7 @@ from dashfloat.protocol import (
     SandboxMode,
     ToolCallMode,
 )
+from dashfloat.sandbox_access import Preset, domain_problem, writable_problem
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENAI_DEFAULT_MODEL = "gpt-4o-mini"
@@ -107,6 +108,15 @@ class SandboxSettings(msgspec.Struct, forbid_unknown_fields=True):
     """Paths hidden from sandboxed commands, on top of the built-in credential stores (``~`` is $HOME)."""
     pass_env: list[str] = []
     """Variables every command gets although their names look secret (``*TOKEN*`` …, ``dashfloat.command_env``)."""
+    # The registries and the tool caches (issue 35, ADR 0082; checked by sandbox_access's rules below).
+    allow_domains: list[str] = []
+    """Hosts ``--network registries`` reaches besides the default registries (``pypi.org``, ``*.example.org``)."""
+    deny_domains: list[str] = []
+    """Hosts it never reaches, default registries included."""
+    writable: list[str] = []
+    """Extra paths every workspace-write command may write (absolute or ``~/…``; never a credential store)."""
+    writable_presets: list[Preset] = []
+    """Tool caches made writable by name: npm, cargo, go, uv, pip, gradle, maven."""
 
 
 class LimitsSettings(msgspec.Struct, forbid_unknown_fields=True):
@@ -348,12 +358,26 @@ def load_config(env: Mapping[str, str]) -> ConfigFile | None:
     for index, name in enumerate(config.sandbox.pass_env):
         if not ENV_NAME.fullmatch(name):
             raise ConfigError(f"{path}: sandbox.pass_env[{index}]: {name!r} is not an environment variable's name")
+    _check_sandbox_access(path, config.sandbox, env)
     if config.default_provider is not None and config.default_provider not in entries:
         raise ConfigError(
             f"{path}: default_provider: no provider named {config.default_provider!r} "
             f"(known: {', '.join(sorted(entries)) or 'none'})"
         )
     return config
+
+
+def _check_sandbox_access(path: Path, sandbox: SandboxSettings, env: Mapping[str, str]) -> None:
+    """``[sandbox]``'s domains and writable paths (issue 35), a malformed one named with its field."""
+    for field in ("allow_domains", "deny_domains"):
+        for index, entry in enumerate(getattr(sandbox, field)):
+            if problem := domain_problem(entry):
+                raise ConfigError(f"{path}: sandbox.{field}[{index}]: {entry!r} {problem}")
+    home = env.get("HOME") or os.path.expanduser("~")
+    path_dirs = env.get("PATH", "").split(os.pathsep)
+    for index, entry in enumerate(sandbox.writable):
+        if problem := writable_problem(entry, home, path_dirs):
+            raise ConfigError(f"{path}: sandbox.writable[{index}]: {entry!r} {problem}")
 
 
 def _pick_entry(
