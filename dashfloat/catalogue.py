@@ -5,17 +5,25 @@ from __future__ import annotations
 import copy
 from typing import Final, assert_never
 
+import msgspec
+
 from dashfloat.jsonvalue import JsonObject, JsonValue
 from dashfloat.protocol import EXEC_TIMEOUT_MAX_S as EXEC_TIMEOUT_MAX_S
-from dashfloat.protocol import READ_DEFAULT_LIMIT as READ_DEFAULT_LIMIT
-from dashfloat.protocol import READ_DEFAULT_OFFSET as READ_DEFAULT_OFFSET
-from dashfloat.protocol import READ_MAX_LIMIT as READ_MAX_LIMIT
+from dashfloat.protocol import JOB_READY_TIMEOUT_MAX_S as JOB_READY_TIMEOUT_MAX_S
 from dashfloat.protocol import (
+    MCP_SEARCH,
+    MCP_TOOL_PREFIX,
     ConfirmSubject,
     EditFileArgs,
     ExecuteCommandArgs,
+    JobKillArgs,
+    JobOutputArgs,
     ListDirectoryArgs,
     MalformedCall,
+    McpCallArgs,
+    McpSearchArgs,
+    McpServerInfo,
+    McpTool,
     ReadFileArgs,
     RestoreConflict,
     RewindConversation,
@@ -23,14 +31,19 @@ from dashfloat.protocol import (
     UndoChanges,
     WriteFileArgs,
 )
+from dashfloat.protocol import READ_DEFAULT_LIMIT as READ_DEFAULT_LIMIT
+from dashfloat.protocol import READ_DEFAULT_OFFSET as READ_DEFAULT_OFFSET
+from dashfloat.protocol import READ_MAX_LIMIT as READ_MAX_LIMIT
 
 READ_FILE: Final = "read_file"
 WRITE_FILE: Final = "write_file"
 EDIT_FILE: Final = "edit_file"
 EXECUTE_COMMAND: Final = "execute_command"
 LIST_DIRECTORY: Final = "list_directory"
+JOB_OUTPUT: Final = "job_output"  # background jobs (issue 36, ADR 0080)
+JOB_KILL: Final = "job_kill"
 
-TOOL_NAMES: Final = (READ_FILE, WRITE_FILE, EDIT_FILE, EXECUTE_COMMAND, LIST_DIRECTORY)
+TOOL_NAMES: Final = (READ_FILE, WRITE_FILE, EDIT_FILE, EXECUTE_COMMAND, LIST_DIRECTORY, JOB_OUTPUT, JOB_KILL)
 
 # READ_DEFAULT_OFFSET, READ_DEFAULT_LIMIT, READ_MAX_LIMIT and EXEC_TIMEOUT_MAX_S (imported above) live beside
 # the argument Structs in protocol.py, whose defaults and bounds they are; the schemas below are built from them.
@@ -45,6 +58,10 @@ EXEC_OUTPUT_MAX_BYTES: Final = 32 * 1024
 # The 32 KiB are split: the start of the output (what ran) and its end (the summary, the failure).
 EXEC_OUTPUT_HEAD_BYTES: Final = 8 * 1024
 EXEC_OUTPUT_TAIL_BYTES: Final = EXEC_OUTPUT_MAX_BYTES - EXEC_OUTPUT_HEAD_BYTES
+# Background jobs (issue 36, ADR 0080): at most this many run at once (a start past it is refused, naming it), and a
+# start's readiness wait lasts this long unless the call says otherwise.
+JOBS_MAX_RUNNING: Final = 8
+JOB_READY_TIMEOUT_DEFAULT_S: Final = 30.0
 
 
 def _kib(n: int) -> str:
@@ -109,6 +126,26 @@ TOOLS: Final[list[JsonObject]] = [
             "command": _string("The shell command line."),
             "cwd": {"type": "string", "description": "Directory to run in.", "default": "."},
             "timeout": {"type": "number", "minimum": 1, "maximum": EXEC_TIMEOUT_MAX_S},
+            # background jobs (issue 36, ADR 0080)
+            "background": {
+                "type": "boolean",
+                "description": "Start it as a background job (a server, a watcher) and return at once with its id.",
+                "default": False,
+            },
+            "ready_pattern": _string("Background only: wait until an output line matches this regular expression."),
+            "ready_port": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 65535,
+                "description": "Background only: wait until this TCP port accepts connections on localhost.",
+            },
+            "ready_timeout": {
+                "type": "number",
+                "minimum": 0.1,
+                "maximum": JOB_READY_TIMEOUT_MAX_S,
+                "description": f"Seconds the readiness wait lasts (default {JOB_READY_TIMEOUT_DEFAULT_S:g}); the job "
+                "keeps running after it.",
+            },
         },
         ["command"],
     ),
@@ -117,6 +154,22 @@ TOOLS: Final[list[JsonObject]] = [
         f"List a directory: sorted names with type and size (at most {LIST_MAX_ENTRIES} entries).",
         {"path": {"type": "string", "description": "Directory path.", "default": "."}},
         [],
+    ),
+    _tool(
+        JOB_OUTPUT,
+        "A background job's state (running, exited, killed), exit code and output since `cursor` (the `cursor` of "
+        f"its last result; none: all that is kept). Output is kept head and tail ({_kib(EXEC_OUTPUT_MAX_BYTES)}).",
+        {
+            "id": {"type": "integer", "minimum": 1, "description": "The job's id."},
+            "cursor": {"type": "integer", "minimum": 0, "description": "Read only the output after this byte."},
+        },
+        ["id"],
+    ),
+    _tool(
+        JOB_KILL,
+        "Stop a background job and every process it started.",
+        {"id": {"type": "integer", "minimum": 1, "description": "The job's id."}},
+        ["id"],
     ),
 ]
 
@@ -131,7 +184,9 @@ def tools_catalogue(exec_timeout_s: float = EXEC_TIMEOUT_DEFAULT_S) -> list[Json
                 f"Run a shell command line with sh -c semantics. It is killed after {exec_timeout_s:g} s unless "
                 f"`timeout` asks for longer (at most {EXEC_TIMEOUT_MAX_S:g} s): pass it for builds and test "
                 f"suites. Output: the first {_kib(EXEC_OUTPUT_HEAD_BYTES)} and the last {_kib(EXEC_OUTPUT_TAIL_BYTES)} "
-                "of stdout+stderr are kept."
+                "of stdout+stderr are kept. With `background`: started as a job (a dev server, a watcher: at most "
+                f"{JOBS_MAX_RUNNING} at once, all stopped when the session ends) that later commands reach on "
+                "localhost; read it with job_output, stop it with job_kill."
             )
             timeout = _object(_object(_object(function["parameters"])["properties"])["timeout"])
             timeout["description"] = (
@@ -173,8 +228,16 @@ def call_name(call: ConfirmSubject | MalformedCall) -> str:
             return EXECUTE_COMMAND
         case ListDirectoryArgs():
             return LIST_DIRECTORY
+        case JobOutputArgs():
+            return JOB_OUTPUT
+        case JobKillArgs():
+            return JOB_KILL
         case MalformedCall(name=name):
             return name or UNNAMED_CALL
+        case McpCallArgs(name=name):
+            return name
+        case McpSearchArgs():
+            return MCP_SEARCH
         case UndoChanges():
             return "undo"
         case RewindConversation():
@@ -188,10 +251,12 @@ def call_name(call: ConfirmSubject | MalformedCall) -> str:
 def mutates(args: ToolArgs) -> bool:
     """Whether the call may change the workspace (asked for, unless a rule or mode lets it run)."""
     match args:
-        case WriteFileArgs() | EditFileArgs() | ExecuteCommandArgs():
-            return True
-        case ReadFileArgs() | ListDirectoryArgs():
+        case WriteFileArgs() | EditFileArgs() | ExecuteCommandArgs() | McpCallArgs():
+            return True  # an MCP tool's effects cannot be previewed: it is asked like a mutation (ADR 0086)
+        case ReadFileArgs() | ListDirectoryArgs() | McpSearchArgs():
             return False
+        case JobOutputArgs() | JobKillArgs():
+            return False  # only the session's own jobs: reading one changes nothing, stopping one is unasked (issue 36)
         case _:
             assert_never(args)
 
@@ -204,8 +269,12 @@ def _subject_text(call: ConfirmSubject | MalformedCall) -> str:
             return path
         case ExecuteCommandArgs(command=command):
             return command
-        case MalformedCall(arguments=arguments):
+        case MalformedCall(arguments=arguments) | McpCallArgs(arguments=arguments):
             return arguments  # what the model wrote, since no field of it can be trusted to be there
+        case McpSearchArgs(query=query):
+            return query
+        case JobOutputArgs(id=job_id) | JobKillArgs(id=job_id):
+            return str(job_id)
         case UndoChanges() | RewindConversation() | RestoreConflict():
             return ""  # the confirmation's lines say what and where
         case _:
@@ -221,6 +290,72 @@ def summarize_call(call: ConfirmSubject | MalformedCall, width: int = 80) -> str
     if len(text) > width:
         text = text[: width - 1] + "…"
     return f"{name} {text}".rstrip()
+
+
+# ---------------------------------------------------------------- MCP tools (ADR 0086)
+
+MCP_SCHEMA_WINDOW_SHARE: Final = 0.10
+"""The share of the context window the MCP tools' schemas may take; past it the model gets ``mcp_search`` instead."""
+MCP_SCHEMA_WINDOW_ASSUMED: Final = 32_768
+"""The window the share is taken of while the real one is not known."""
+MCP_SEARCH_MAX_TOOLS: Final = 8
+"""Tools one ``mcp_search`` returns (with their schemas), best first."""
+MCP_NAME_MAX_CHARS: Final = 64
+"""The longest function name providers take (OpenAI: ``^[a-zA-Z0-9_-]{1,64}$``)."""
+
+
+def mcp_name(server: str, tool: str) -> str:
+    """``mcp__<server>__<tool>``, with what a provider refuses in a function name made ``_``, cut at its bound."""
+    safe = "".join(c if c.isascii() and (c.isalnum() or c in "_-") else "_" for c in tool)
+    return f"{MCP_TOOL_PREFIX}{server}__{safe}"[:MCP_NAME_MAX_CHARS]
+
+
+def mcp_tool_object(server: str, tool: McpTool) -> JsonObject:
+    """One MCP tool as the catalogue lists it to the model: its schema as the server gave it (an object)."""
+    try:
+        schema = msgspec.json.decode(tool.schema)
+    except msgspec.DecodeError:
+        schema = None
+    parameters: JsonObject = schema if isinstance(schema, dict) else {"type": "object", "properties": {}}
+    description = f"[MCP {server}] {tool.description}".strip()
+    return {
+        "type": "function",
+        "function": {"name": mcp_name(server, tool.name), "description": description, "parameters": parameters},
+    }
+
+
+def tokens_of(value: JsonValue) -> int:
+    """A rough token count of a catalogue part as sent (4 bytes a token, as the context estimate counts)."""
+    return len(msgspec.json.encode(value)) // 4
+
+
+def mcp_search_tool(servers: list[McpServerInfo]) -> JsonObject:
+    """The small tool the model gets instead of every MCP schema: its text names each server and its tool count."""
+    listed = ", ".join(
+        f"{s.name} ({len(s.tools)} tools)" if s.state == "ready" else f"{s.name} (not started: a search starts it)"
+        for s in servers
+    )
+    return _tool(
+        MCP_SEARCH,
+        f"Find tools of the MCP servers ({listed}) by words in their names and descriptions. Returns up to "
+        f"{MCP_SEARCH_MAX_TOOLS} matching tools with their input schemas; then call one by its name, "
+        "mcp__<server>__<tool>, with arguments that follow its schema.",
+        {"query": _string("Words to look for, e.g. 'git log' or 'time zone'.")},
+        ["query"],
+    )
+
+
+def mcp_catalogue(servers: list[McpServerInfo], window: int | None) -> tuple[list[JsonObject], bool]:
+    """The MCP part of the catalogue: every ready server's tools, or only ``mcp_search`` when their schemas would take
+    more than MCP_SCHEMA_WINDOW_SHARE of the window (or a lazy server is not started yet); True: the search is in."""
+    tools = [mcp_tool_object(s.name, t) for s in servers if s.state == "ready" for t in s.tools]
+    budget = (window or MCP_SCHEMA_WINDOW_ASSUMED) * MCP_SCHEMA_WINDOW_SHARE
+    waiting = any(s.state == "stopped" and s.start == "lazy" for s in servers)
+    if not servers:
+        return [], False
+    if waiting or sum(tokens_of(t) for t in tools) > budget:
+        return [mcp_search_tool(servers)], True
+    return tools, False
 
 
 def describe_change(name: str, path: str, summary: str, approved_by: str, rule: str) -> str:

@@ -14,6 +14,8 @@ import msgspec
 from dashfloat.catalogue import (
     EDIT_FILE,
     EXECUTE_COMMAND,
+    JOB_KILL,
+    JOB_OUTPUT,
     LIST_DIRECTORY,
     READ_FILE,
     TOOL_NAMES,
@@ -22,10 +24,16 @@ from dashfloat.catalogue import (
 )
 from dashfloat.jsonvalue import JsonObject, JsonValue
 from dashfloat.protocol import (
+    MCP_SEARCH,
+    MCP_TOOL_PREFIX,
     AssembledCall,
     EditFileArgs,
     ExecuteCommandArgs,
+    JobKillArgs,
+    JobOutputArgs,
     ListDirectoryArgs,
+    McpCallArgs,
+    McpSearchArgs,
     ReadFileArgs,
     ToolArgs,
     WriteFileArgs,
@@ -42,6 +50,8 @@ def _check(tool: str, key: str, value: JsonValue, schema: JsonObject) -> str | N
     assert high is None or isinstance(high, int | float)
     if kind == "string":
         return None if isinstance(value, str) else f"{tool}: {key} must be a string"
+    if kind == "boolean":  # execute_command's background (issue 36)
+        return None if isinstance(value, bool) else f"{tool}: {key} must be true or false"
     if kind == "number":
         if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
             return f"{tool}: {key} must be a number"
@@ -87,6 +97,8 @@ def _checked(name: str, args: JsonObject) -> JsonObject | str:
 
 def parse_args(name: object, args: object) -> ToolArgs | str:
     """The typed arguments of a call of tool ``name`` (defaults filled in), or the error message saying why not."""
+    if isinstance(name, str) and (name.startswith(MCP_TOOL_PREFIX) or name == MCP_SEARCH):
+        return mcp_args(name, args)
     if not isinstance(name, str) or name not in TOOL_NAMES:
         return f"unknown tool: {name!r} (tools: {', '.join(TOOL_NAMES)})"
     if not isinstance(args, dict):
@@ -100,7 +112,35 @@ def parse_args(name: object, args: object) -> ToolArgs | str:
         return "edit_file: search_block is empty (it would match everywhere)"
     if name == EDIT_FILE and checked["search_block"] == checked["replace_block"]:
         return "edit_file: search_block and replace_block are identical (the edit would change nothing)"
+    if name == EXECUTE_COMMAND and not checked.get("background", False):
+        ready = [key for key in ("ready_pattern", "ready_port", "ready_timeout") if key in checked]
+        if ready:  # background jobs (issue 36): a foreground command has no readiness to wait for
+            said = ", ".join(ready)
+            return f"execute_command: {said}: only with background: true (a foreground command has no readiness)"
+    if name == EXECUTE_COMMAND and isinstance(checked.get("ready_pattern"), str):
+        import re  # already loaded by the protocol module: no cost
+
+        try:
+            re.compile(str(checked["ready_pattern"]))
+        except re.error as exc:
+            return f"execute_command: ready_pattern is not a valid regular expression ({exc})"
     return _typed(name, checked)
+
+
+def mcp_args(name: str, args: object) -> McpCallArgs | McpSearchArgs | str:
+    """An MCP call's arguments (ADR 0086): any JSON object, kept as its text (the server checks it against its schema;
+    whether the tool exists is the executor's to say), or the search's query."""
+    if not isinstance(args, dict):
+        return f"{name}: arguments must be a JSON object"
+    if name == MCP_SEARCH:
+        query = args.get("query")
+        if not isinstance(query, str) or not query.strip():
+            return f"{MCP_SEARCH}: query must be a non-empty string (words of the tool's name or description)"
+        return McpSearchArgs(query=query)
+    server, _, tool = name.removeprefix(MCP_TOOL_PREFIX).partition("__")
+    if not server or not tool:
+        return f"{name}: an MCP tool is named mcp__<server>__<tool>"
+    return McpCallArgs(name=name, arguments=_ARGUMENTS_ENCODER.encode(args).decode())
 
 
 def _typed(name: str, checked: JsonObject) -> ToolArgs:
@@ -115,6 +155,10 @@ def _typed(name: str, checked: JsonObject) -> ToolArgs:
         return msgspec.convert(checked, ExecuteCommandArgs)
     if name == LIST_DIRECTORY:
         return msgspec.convert(checked, ListDirectoryArgs)
+    if name == JOB_OUTPUT:
+        return msgspec.convert(checked, JobOutputArgs)
+    if name == JOB_KILL:
+        return msgspec.convert(checked, JobKillArgs)
     raise AssertionError(f"tool {name!r} has no argument Struct")  # a catalogue edit forgot us
 
 
@@ -140,6 +184,8 @@ def explained(name: str, error: str) -> str:
     """``error`` (from ``parse_args``) with what the model can do about it: the tool's signature, or the list of
     tools when the name is none of them (ADR 0079: a small model corrects a call it is shown how to write); an
     error about one value's range or emptiness is left as it is."""
+    if name.startswith(MCP_TOOL_PREFIX) or name == MCP_SEARCH:
+        return f"{error}; the call was not run"  # its schema is the server's: mcp_search shows it (ADR 0086)
     if name not in TOOL_NAMES:
         run = " To run a program or a script, call execute_command with a shell command line." if name else ""
         return (

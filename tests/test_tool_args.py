@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ from dashfloat.protocol import (
     AssembledCall,
     EditFileArgs,
     ExecuteCommandArgs,
+    JobKillArgs,
+    JobOutputArgs,
     ListDirectoryArgs,
     ReadFileArgs,
     RunTool,
@@ -111,6 +114,8 @@ def test_the_structs_say_what_the_catalogue_says() -> None:
         "edit_file": EditFileArgs,
         "execute_command": ExecuteCommandArgs,
         "list_directory": ListDirectoryArgs,
+        "job_output": JobOutputArgs,
+        "job_kill": JobKillArgs,
     }
     assert set(structs) == set(TOOL_NAMES)
     for name, schema in parameter_schemas().items():
@@ -160,6 +165,8 @@ def _old_check(tool: str, key: str, value: Any, schema: dict[str, Any]) -> str |
     kind = schema["type"]
     if kind == "string":
         return None if isinstance(value, str) else f"{tool}: {key} must be a string"
+    if kind == "boolean":  # execute_command's background (issue 36): new with it
+        return None if isinstance(value, bool) else f"{tool}: {key} must be true or false"
     if kind == "number":
         if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
             return f"{tool}: {key} must be a number"
@@ -208,6 +215,16 @@ def old_validate(name: Any, args: Any) -> dict[str, Any] | str:
             return "edit_file: search_block is empty (it would match everywhere)"
         if normalized["search_block"] == normalized["replace_block"]:
             return "edit_file: search_block and replace_block are identical (the edit would change nothing)"
+    if name == "execute_command" and not normalized["background"]:  # issue 36: readiness is a job's
+        ready = [key for key in ("ready_pattern", "ready_port", "ready_timeout") if key in args]
+        if ready:
+            said = ", ".join(ready)
+            return f"execute_command: {said}: only with background: true (a foreground command has no readiness)"
+    if name == "execute_command" and isinstance(normalized["ready_pattern"], str):
+        try:
+            re.compile(normalized["ready_pattern"])
+        except re.error as exc:
+            return f"execute_command: ready_pattern is not a valid regular expression ({exc})"
     return normalized
 
 
