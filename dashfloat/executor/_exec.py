@@ -16,7 +16,7 @@ import select
 import signal
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Final
 
 import msgspec
@@ -88,17 +88,18 @@ class Command:
         # that did not escape with its own setsid (in the sandbox, its PID namespace reaches those too).
         # No preexec_fn: nothing per-thread is inherited.
         try:
-            self._proc = subprocess.Popen(
-                ["/bin/sh", "-c", _GATE, "gate", *argv],
-                cwd=cwd,
-                env=None if env is None else dict(env),
-                stdin=gate_r,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                close_fds=True,
-                pass_fds=pass_fds,
-            )
+            with wrap.spawning() if wrap is not None else contextlib.nullcontext():  # the session's loopback (0080)
+                self._proc = subprocess.Popen(
+                    ["/bin/sh", "-c", _GATE, "gate", *argv],
+                    cwd=cwd,
+                    env=None if env is None else dict(env),
+                    stdin=gate_r,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    close_fds=True,
+                    pass_fds=pass_fds,
+                )
         except BaseException:
             if self._status is not None:
                 os.close(self._status)
@@ -124,6 +125,8 @@ class Command:
         self._captured = HeadTail()
         self.live: LiveTail | None = None
         """Set by whoever shows the output while it runs (the serving executor); None: nobody is watching."""
+        self.sink: Callable[[bytes], None] | None = None
+        """Set by a background job (ADR 0080): every chunk of output also goes there, as it is read."""
         self._returncode: int | None = None
         self._drained_note = ""
         self.result: CommandResult | None = None
@@ -214,6 +217,8 @@ class Command:
         self._captured.feed(chunk)
         if self.live is not None:
             self.live.feed(chunk)
+        if self.sink is not None:
+            self.sink(chunk)
 
     def _check_exit(self) -> None:
         # WNOWAIT leaves the shell a zombie, so its pgid cannot be reused before the killpg below.

@@ -22,9 +22,9 @@ from typing import Final
 
 import msgspec
 
-from dashfloat.executor._git_meta import GitBinds
 from dashfloat.executor._proxy import ProxySupervisor, ProxyUnavailable
 from dashfloat.executor._refused import Refusal, refused_writes, wanted_network
+from dashfloat.executor._session_net import SessionNet, session_net
 from dashfloat.protocol import SandboxMode, SandboxPolicy, SandboxState
 
 with contextlib.suppress(ImportError):  # bwrap_binary says what its absence means
@@ -324,12 +324,14 @@ def bwrap_argv(
     git_binds: Sequence[str] = (),
     writable: Sequence[str] = (),
     proxy_socket: str = "",
+    share_net: bool = False,
 ) -> list[str]:
     """The bwrap command line for one call; ``root_fd`` (the executor's held root) and ``status_fd`` are
     passed to bwrap, which binds the very directory the file tools use, even if the path was swapped.
     ``git_binds``: what makes the git metadata in it read-only (``GitBinds.args``), after the working directory.
     ``writable``: directories bound writable (before the working directory: its own binds win inside it);
-    ``proxy_socket``: the registry proxy's socket, reached through ``proxy_forward`` (ADR 0082)."""
+    ``proxy_socket``: the registry proxy's socket, reached through ``proxy_forward`` (ADR 0082). ``share_net``: no
+    namespace of its own, whatever ``network`` says: it is started in the session's (ADR 0080)."""
     assert mode != "off"
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     if private_home:
@@ -346,7 +348,7 @@ def bwrap_argv(
     for path in writable:
         argv += ["--bind", path, path]
     argv += ["--bind-fd" if mode == "workspace-write" else "--ro-bind-fd", str(root_fd), root, *git_binds]
-    argv += ["--unshare-all", *(["--share-net"] if network else []), "--die-with-parent", *DROP_PRIVILEGES]
+    argv += ["--unshare-all", *(["--share-net"] if network or share_net else []), "--die-with-parent", *DROP_PRIVILEGES]
     argv += ["--json-status-fd", str(status_fd), "--setenv", "TMPDIR", "/tmp", "--chdir", cwd]
     if proxy_socket and not network:
         return [*argv, *proxy_forward(proxy_socket), "--", *forwarded(["/bin/sh", "-c", command])]
@@ -656,7 +658,12 @@ class Sandbox(msgspec.Struct, frozen=True):
             home = os.environ.get("HOME") or os.path.expanduser("~")
             granted, _ = writable_paths((), policy.writable, home, os.environ.get("PATH", "").split(os.pathsep))
             writable = list(dict.fromkeys([*self.state.writable, *granted]))
-        return Wrap(self, mode, policy.network, root_fd, root, policy.private_home, proxied=proxied, writable=writable)
+        # The session's loopback (issue 36, ADR 0080): a command without the network joins the session's namespace.
+        net = session_net(self.bwrap) if self.bwrap and not policy.network else None
+        return Wrap(
+            self, mode, policy.network, root_fd, root, policy.private_home, proxied=proxied, writable=writable,
+            session_net=net,
+        )  # fmt: skip
 
 
 class Wrap(msgspec.Struct, frozen=True, weakref=True):
@@ -679,18 +686,27 @@ class Wrap(msgspec.Struct, frozen=True, weakref=True):
     """What it may write besides the working directory and /tmp (the session's paths and this call's grants)."""
     unavailable: list[str] = msgspec.field(default_factory=list)
     """Why a proxied command got no proxy after all (set by ``argv``)."""
+    session_net: SessionNet | None = None
+    """The session's network namespace the command joins (issue 36, ADR 0080): bwrap is started in it, shares it."""
+
+    def spawning(self) -> contextlib.AbstractContextManager[None]:
+        """Around the spawn of the command's first process: in the session's namespace, where it has one."""
+        return self.session_net.inside() if self.session_net is not None else contextlib.nullcontext()
 
     def argv(self, command: str, cwd: str, status_fd: int) -> list[str]:
         """The command line; OSError naming why when bwrap cannot be run at all."""
         if not self.sandbox.bwrap:
             raise OSError(f"no bwrap to run: {self.sandbox.bwrap_error}")
+        from dashfloat.executor._git_meta import GitBinds  # here: the main process's probe never needs it (ADR 0090)
+
         git = GitBinds(self.root_fd, self.root, cwd) if self.mode == "workspace-write" else None
         if git is not None:
             self.main_git_dirs.extend(git.main_dirs)
         if git is not None and git.fds:
             self.fds.extend(git.fds)
             weakref.finalize(self, _close_all, list(git.fds))
-        return bwrap_argv(
+        prefix = self.session_net.argv_prefix() if self.session_net is not None else []  # ADR 0080
+        return prefix + bwrap_argv(
             self.sandbox.bwrap,
             self.sandbox.state,
             self.mode,
@@ -704,6 +720,7 @@ class Wrap(msgspec.Struct, frozen=True, weakref=True):
             git.args if git is not None else (),
             self._existing_writable(),
             self._proxy_socket(),
+            share_net=self.session_net is not None,  # the session's namespace it is started in (ADR 0080)
         )
 
     def _proxy_socket(self) -> str:
