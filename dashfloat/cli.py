@@ -140,10 +140,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MODE",
         help="confine commands: workspace-write (default), read-only, off",
     )
+    # issue 35, ADR 0082: registries (the default) reach the package registries through the allowlisting proxy
     policy.add_argument(
         "--network",
-        action="store_true",
-        help="network for unasked commands too (approved ones always have it)",
+        nargs="?",
+        const="on",
+        choices=("registries", "on", "off"),
+        default=None,
+        metavar="MODE",
+        help="unasked commands' network: registries (default), on, off (approved: all)",
     )
     policy.add_argument(
         "--exec-timeout",

@@ -26,7 +26,8 @@ from dashfloat.config import (
 )
 from dashfloat.executor import SandboxProbe, detect_sandbox
 from dashfloat.permission_files import load_rules, user_permissions_path
-from dashfloat.protocol import ApprovalMode, ProviderConfig
+from dashfloat.protocol import ApprovalMode, NetworkMode, ProviderConfig
+from dashfloat.sandbox_access import with_access
 from dashfloat.sessions.state import LOG_FILENAME, SESSIONS_DIRNAME, ensure_private_dir, state_dir
 
 # Sessions named when --resume finds none or several (`dashfloat sessions` lists them all).
@@ -107,9 +108,11 @@ def prepare(
     except ConfigError as exc:
         stop()
         raise LaunchError(str(exc)) from exc
+    # issue 35: --network MODE over config's network = true (on); the default reaches the registries through the proxy
+    network_mode: NetworkMode = args.network or ("on" if sandbox_config.network else "registries")
     sandbox = detect_sandbox(
         args.sandbox or sandbox_config.mode,
-        args.network or sandbox_config.network,
+        network_mode == "on",
         sandbox_config.deny_read,
         env,
         # the keys the LLM process reads from the environment are not the commands' business
@@ -117,6 +120,8 @@ def prepare(
         probe=sandbox_probe,
     )
     sandbox = msgspec.structs.replace(sandbox, limits=limits, pass_env=sorted(set(sandbox_config.pass_env)))
+    c = sandbox_config
+    sandbox = with_access(sandbox, network_mode, c.allow_domains, c.deny_domains, c.writable_presets, c.writable, env)
     if args.sandbox and args.sandbox != "off" and sandbox.unavailable:
         # asked for by name (a script's --sandbox read-only): running unconfined instead would betray it
         stop()

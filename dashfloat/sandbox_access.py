@@ -14,7 +14,9 @@ import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final, Literal
 
-from dashfloat.protocol import NetworkMode
+import msgspec
+
+from dashfloat.protocol import NetworkMode, SandboxState
 
 NETWORK_MODES: Final[tuple[NetworkMode, ...]] = ("registries", "on", "off")
 
@@ -222,3 +224,25 @@ def host_allowed(host: str, allow: Sequence[str], deny: Sequence[str]) -> str:
     if not any(domain_matches(host, entry) for entry in allow):
         return f"{host} is not on the sandbox's allowlist ([sandbox] allow_domains)"
     return ""
+
+
+def with_access(
+    state: SandboxState,
+    network_mode: NetworkMode,
+    allow: Sequence[str],
+    deny: Sequence[str],
+    presets: Sequence[str],
+    writable: Sequence[str],
+    env: Mapping[str, str],
+) -> SandboxState:
+    """The session's sandbox with its network mode, allowlist and writable paths (``[sandbox]`` and ``--network``)."""
+    home = env.get("HOME") or os.path.expanduser("~")
+    paths, _ = writable_paths(presets, writable, home, env.get("PATH", "").split(os.pathsep))
+    return msgspec.structs.replace(
+        state,
+        network=network_mode == "on",
+        network_mode=network_mode,
+        allow_domains=allowed_domains(allow, deny) if network_mode == "registries" else [],
+        deny_domains=sorted(set(deny)),
+        writable=paths,
+    )
