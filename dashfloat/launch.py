@@ -163,6 +163,8 @@ def claim_session(
     """The id the agent is to resume (empty: none), once the session it names is free: another process writing it
     is refused here, with its PID and host, before anything runs (the agent's writer takes the lock itself).
     ``--session-id ID``: a session that does not exist yet is created under that id (header only)."""
+    if session_id is None and not args.resume and not (args.continue_latest or restoring):
+        return ""  # a new session: nothing to claim, and the log's code stays out of this process (ADR 0090)
     from dashfloat.sessions.log import SessionError, SessionLocked, check_unlocked, find_session, newest_for_cwd
 
     try:

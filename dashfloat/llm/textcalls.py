@@ -18,9 +18,7 @@ call ran) is read as more calls while it is calls and dropped from there on. The
 
 from __future__ import annotations
 
-import json
 import re
-from typing import Final
 
 import msgspec
 
@@ -38,7 +36,6 @@ _BROKEN_NAME = re.compile(r'\{\s*"name"\s*:\s*"([A-Za-z_][\w.-]{0,63})"')
 """The name at the start of a call that does not decode."""
 _CALL_EXTRA_KEYS = frozenset({"type", "id"})
 """Keys a written call may carry beside name and arguments (copied from the OpenAI shape) and still be a call."""
-_RAW: Final = json.JSONDecoder()
 _INVENTED = re.compile(r"<tool_response>.*?(?:</tool_response>|\Z)", re.DOTALL)
 """A result written by the model itself after its call (Hermes and Qwen form): no call had run yet."""
 _MARKER = "[TOOL_CALLS]"
@@ -66,12 +63,15 @@ def _attempt(value: JsonValue, whole: bool = False) -> bool:
 def _block_calls(block: str, first_index: int, whole: bool = False) -> list[AssembledCall]:
     """The calls a block starts with (none: the block is prose). JSON values are read one after another; the first
     that is no call attempt ends the calls, and it and the rest are dropped (a result the model made up)."""
+    import json  # here: an idle LLM worker keeps json's modules out (ADR 0090)
+
+    raw = json.JSONDecoder()
     text = block.strip()
     calls: list[AssembledCall] = []
     at = 0
     while at < len(text):
         try:
-            value, end = _RAW.raw_decode(text, at)
+            value, end = raw.raw_decode(text, at)
         except (json.JSONDecodeError, RecursionError):
             if _CALL_START.match(text, at):
                 calls.append(_broken(first_index + len(calls), text[at : at + 80]))
