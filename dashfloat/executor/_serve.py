@@ -7,11 +7,14 @@ import contextlib
 import math
 import os
 import signal
+import threading
 import time
 import types
 from collections.abc import Callable
-from multiprocessing.connection import Connection
-from typing import assert_never
+from multiprocessing.connection import Connection, wait
+from typing import TYPE_CHECKING, assert_never
+
+import msgspec
 
 from dashfloat import procutil
 from dashfloat.catalogue import mutates
@@ -23,6 +26,7 @@ from dashfloat.executor._confine import remove_left_behind, sweep
 from dashfloat.executor._errors import error_result
 from dashfloat.executor._exec import Command
 from dashfloat.executor._limits import PATH_CANDIDATES_MAX, PATH_QUERY_MAX_CHARS
+from dashfloat.executor._mcp_link import McpLink, describe_server, preview_lines
 from dashfloat.executor._path_index import PathIndex, build_index, find_paths, stale
 from dashfloat.executor._restore import apply_restore, preview_restore
 from dashfloat.executor._sandbox import Sandbox
@@ -34,10 +38,18 @@ from dashfloat.protocol import (
     CancelTool,
     CommandOutput,
     CommandStarted,
+    ConfigureMcp,
     ExecuteCommandArgs,
     ExecutorToAgent,
     FindPaths,
     FrameRejected,
+    JobKillArgs,
+    JobOutputArgs,
+    KillJobs,
+    McpCallArgs,
+    McpSearchArgs,
+    McpServerConfig,
+    McpServersListed,
     PathsFound,
     PreviewReady,
     PreviewRestore,
@@ -47,8 +59,16 @@ from dashfloat.protocol import (
     RunTool,
     SandboxState,
     Shutdown,
+    ToolCancelled,
+    ToolFailed,
     ToolFinished,
+    ToolResult,
+    result_object,
 )
+
+if TYPE_CHECKING:
+    from dashfloat.executor._jobs import Jobs  # imported with the first background job (issue 36)
+    from dashfloat.hooks import HookVerdict  # imported with the first hook run: most sessions have none
 
 _Reply = ExecutorToAgent
 
@@ -76,10 +96,20 @@ class _Server:
         self.queued: collections.deque[RunTool] = collections.deque()
         self.index: PathIndex | None = None
         """The file index for @ completion: built at the first FindPaths, dropped when a tool may change files."""
+        self.mcp: McpLink | None = None
+        """The MCP host (ADR 0086), once servers are configured; forked again at the next call after it died."""
+        self.hooked: tuple[RunTool, HookVerdict] | None = None
+        """The call whose hooks run (ADR 0088), and what its PreToolUse hooks said: its PostToolUse ones follow."""
+        self.hook_cancelled = False
+        # background jobs (issue 36, ADR 0080): made at the first job call; job threads send through ``send_quietly``
+        self.jobs: Jobs | None = None
+        self.send_lock = threading.Lock()
 
     def on_sigterm(self, signum: int, frame: types.FrameType | None) -> None:
         if self.running is not None:
             procutil.kill_group(self.running[1].pgid)
+        if self.jobs is not None:
+            self.jobs.kill_groups()  # background jobs (issue 36)
         # What left the command's group (setsid, a double fork) outside the sandbox: below us (we are its subreaper),
         # and after us nobody would kill it.
         procutil.kill_descendants()
@@ -124,10 +154,17 @@ class _Server:
         finally:
             if self.running is not None:
                 procutil.kill_group(self.running[1].pgid)
+            if self.mcp is not None:
+                self.mcp.stop()  # asked first: the host kills its servers' groups as it goes
+            if self.jobs is not None:
+                self.jobs.close()  # background jobs (issue 36): each tree killed, its end said if the agent listens
             procutil.kill_descendants()  # as on SIGTERM: nothing our commands started outlives us
             remove_left_behind()  # their cgroups, now empty (or about to be: best effort)
+            self.sandbox.close()  # the registry proxy (killed above as a descendant): its socket's directory goes
 
     def receive(self) -> AgentToExecutor | None:
+        if self.mcp is not None:
+            self.mcp_wait()
         try:
             return self.channel.recv()
         except PeerDied as exc:
@@ -138,14 +175,37 @@ class _Server:
 
     def send(self, message: _Reply) -> None:
         try:
-            self.channel.send(message)
+            with self.send_lock:  # job threads send too (issue 36)
+                self.channel.send(message)
         except PeerDied as exc:
             raise _Stop from exc
+
+    def send_quietly(self, message: _Reply) -> None:
+        """A job thread's send: a dead agent is the main thread's to notice (issue 36)."""
+        with contextlib.suppress(_Stop, OSError):
+            self.send(message)
+
+    def job_call(self, message: RunTool) -> None:
+        """A background start, job_output or job_kill (issue 36, ADR 0080); what arrived meanwhile is handled next."""
+        from dashfloat.executor._jobs import Jobs, serve_call
+
+        if self.jobs is None:
+            self.jobs = Jobs(self.send_quietly)
+        result, deferred = serve_call(
+            self.jobs, message, self.root, self.sandbox, self.channel, self.receive, self.send
+        )  # fmt: skip
+        self.finished(ToolFinished(message.call_id, result))
+        for received in deferred:
+            self.handle(received)
 
     def handle(self, message: AgentToExecutor | None) -> None:
         match message:
             case None:
                 pass
+            case PreviewTool(call_id=call_id, args=McpCallArgs() as args):
+                self.send(self.mcp_preview(call_id, args))
+            case ConfigureMcp(servers=servers):
+                self.configure_mcp(servers)
             case PreviewTool(call_id=call_id, args=args):
                 p = preview_call(args, self.root, self.sandbox.state)
                 self.send(
@@ -160,7 +220,7 @@ class _Server:
                     )
                 )
             case RunTool():
-                if self.running is None:
+                if self.running is None and self.hooked is None:
                     self.run_tool(message)
                 else:
                     self.queued.append(message)  # calls arrive one at a time; keep reading the pipe anyway
@@ -173,6 +233,11 @@ class _Server:
             case CancelTool(call_id=call_id):
                 if self.running is not None and self.running[0] == call_id:
                     self.running[1].cancel()
+                elif self.hooked is not None and self.hooked[0].call_id == call_id:
+                    self.hook_cancelled = True  # its hook is killed, and the call is not run
+            case KillJobs(job_ids=job_ids):  # background jobs (issue 36): /clear, /jobs stop
+                if self.jobs is not None:
+                    self.jobs.kill_all(job_ids)
             case Shutdown():
                 if self.running is not None:
                     self.running[1].cancel()
@@ -198,21 +263,29 @@ class _Server:
         return PathsFound(message.ref, message.query, paths, notice=index.notice)
 
     def run_tool(self, message: RunTool) -> None:
+        if message.hooks is not None and not self.pre_hooks(message):
+            return
         args = message.args
+        if isinstance(args, McpCallArgs | McpSearchArgs):  # MCP client (ADR 0086)
+            self.finished(ToolFinished(message.call_id, self.run_mcp(message)))
+            return
+        if isinstance(args, JobOutputArgs | JobKillArgs) or (isinstance(args, ExecuteCommandArgs) and args.background):
+            self.job_call(message)  # background jobs (issue 36)
+            return
         if mutates(args):
             self.index = None  # what it writes or runs may add or remove files: the next mention lists afresh
         if not isinstance(args, ExecuteCommandArgs):
             done = run_checkpointed(
                 args, self.root, message.checkpoint_store, self.exec_timeout_s, message.expect_digest
             )
-            self.send(ToolFinished(message.call_id, done.result, checkpoint=done.checkpoint, notice=done.notice))
+            self.finished(ToolFinished(message.call_id, done.result, checkpoint=done.checkpoint, notice=done.notice))
             return
         # What the command changes is told by comparing the workspace before and after it (bounded).
         self.before_command = _changes.snapshot(self.root) if message.checkpoint_store else None
         try:
             command = start_command(args, self.root, self.exec_timeout_s, self.sandbox, message.sandbox, held=True)
         except Exception as exc:
-            self.send(ToolFinished(message.call_id, error_result(failure_message(exc, args))))
+            self.finished(ToolFinished(message.call_id, error_result(failure_message(exc, args))))
             return
         self.running = (message.call_id, command)
         command.live = LiveTail()
@@ -242,7 +315,117 @@ class _Server:
         if self.before_command is not None:
             changes = _changes.compare(self.before_command, _changes.snapshot(self.root))
             self.before_command = None
-        self.send(ToolFinished(call_id, result, changes=changes))
+        self.finished(ToolFinished(call_id, result, changes=changes))
+
+    # ------------------------------------------------------------ hooks (ADR 0088)
+
+    def run_call_hooks(self, message: RunTool, post: ToolResult | None = None) -> HookVerdict | None:
+        """Run the call's PreToolUse hooks (``post`` None) or its PostToolUse ones; None: cancelled meanwhile."""
+        hooks = message.hooks
+        assert hooks is not None
+        from dashfloat.executor._hooks import run_hooks
+        from dashfloat.hooks import HookEvent, tool_payload
+
+        event: HookEvent = "PreToolUse" if post is None else "PostToolUse"
+        tool_input = msgspec.to_builtins(message.args)
+        tag = tool_input.pop("tool")  # the union's tag is ours: the input is what the model wrote
+        payload = tool_payload(
+            event,
+            hooks.session_id,
+            self.root.path,
+            hooks.tool_name or tag,
+            tool_input,
+            message.call_id,
+            None if post is None else result_object(post),
+        )
+        self.hook_cancelled = False
+
+        def interrupted() -> bool:
+            self.handle(self.receive())  # a CancelTool or Shutdown lands here, mid-hook
+            return self.hook_cancelled
+
+        fd = self.channel.fileno()
+        return run_hooks(
+            event, hooks.pre if post is None else hooks.post, payload, self.root, self.sandbox, fd, interrupted
+        )
+
+    def pre_hooks(self, message: RunTool) -> bool:
+        """The call's PreToolUse hooks: False when one blocked it or it was cancelled (its result is sent then)."""
+        from dashfloat.hooks import HookVerdict
+
+        assert message.hooks is not None
+        self.hooked = (message, HookVerdict())
+        verdict = self.run_call_hooks(message) if message.hooks.pre else HookVerdict()
+        self.hooked = None
+        if verdict is None:
+            self.send(ToolFinished(message.call_id, ToolCancelled()))
+            return False
+        notices = [verdict.notice] if verdict.notice else []
+        if verdict.blocked:
+            # The model reads why, as the call's error: a refusal it can act on.
+            error = f"not run: a PreToolUse hook blocked it: {verdict.reason}"
+            self.send(ToolFinished(message.call_id, ToolFailed(error=error), hook_notices=notices))
+            return False
+        self.hooked = (message, verdict)
+        return True
+
+    def finished(self, done: ToolFinished) -> None:
+        """Send a call's result, once its PostToolUse hooks ran (a call that did not run has none), with what its
+        hooks added for the model and the user."""
+        hooked, self.hooked = self.hooked, None
+        if hooked is None or hooked[0].call_id != done.call_id:
+            self.send(done)
+            return
+        from dashfloat.hooks import HookVerdict, combine
+
+        message, before = hooked
+        verdicts = [before]
+        if message.hooks is not None and message.hooks.post and not isinstance(done.result, ToolFailed | ToolCancelled):
+            self.hooked = hooked  # an Esc now cancels the hooks; the result stands
+            after = self.run_call_hooks(message, done.result)
+            self.hooked = None
+            verdicts.append(after if after is not None else HookVerdict(notice="PostToolUse hooks cancelled"))
+        verdict = combine(verdicts)
+        notices = [line for line in verdict.notice.split("\n") if line]
+        self.send(msgspec.structs.replace(done, hook_context=verdict.context, hook_notices=notices))
+
+    # ------------------------------------------------------------ MCP client (ADR 0086)
+
+    def configure_mcp(self, servers: list[McpServerConfig]) -> None:
+        """The session's MCP servers: the host is forked now (its startup servers start at once)."""
+        if self.mcp is not None:
+            self.mcp.stop()
+        self.mcp = McpLink(servers, self.sandbox, self.root.path, [self.channel.fileno()]) if servers else None
+        if self.mcp is not None:
+            self.mcp.start()
+            self.send(self.mcp.listing())
+
+    def mcp_wait(self) -> None:
+        """Until the agent's pipe is readable: pass on what the host says of its servers (or its death)."""
+        assert self.mcp is not None
+        while sources := self.mcp.sources():
+            ready = wait([self.channel.conn, *sources])
+            if any(s in ready for s in sources):
+                for message in self.mcp.read():
+                    if isinstance(message, McpServersListed):
+                        self.send(message)
+            if self.channel.conn in ready:
+                return
+
+    def run_mcp(self, message: RunTool) -> ToolResult:
+        if self.mcp is None:
+            return error_result("no MCP server is configured ([mcp.servers.NAME] in config.toml)")
+        return self.mcp.call(message, self.channel, self.handle, self.queued.append, self.send)
+
+    def mcp_preview(self, call_id: str, args: McpCallArgs) -> PreviewReady:
+        if self.mcp is None:
+            return PreviewReady(call_id, [], error="no MCP server is configured ([mcp.servers.NAME] in config.toml)")
+        config = self.mcp.configs.get(args.server)
+        if config is None:
+            names = ", ".join(self.mcp.configs)
+            return PreviewReady(call_id, [], error=f"no MCP server is named {args.server!r} (servers: {names})")
+        lines, full = preview_lines(args, self.mcp.listed.get(args.server), describe_server(config, self.sandbox))
+        return PreviewReady(call_id, lines, summary=f"MCP {args.server}", full=full)
 
 
 def serve(conn: Connection, root: str, exec_timeout_s: float, sandbox: SandboxState | None = None) -> None:

@@ -23,7 +23,11 @@ from dashfloat.executor.path_policy import PathError, Root, protected_reason
 from dashfloat.protocol import (
     EditFileArgs,
     ExecuteCommandArgs,
+    JobKillArgs,
+    JobOutputArgs,
     ListDirectoryArgs,
+    McpCallArgs,
+    McpSearchArgs,
     ReadFileArgs,
     SandboxPolicy,
     SandboxState,
@@ -33,6 +37,7 @@ from dashfloat.protocol import (
 )
 from dashfloat.tool_args import parse_args
 
+MCP_ELSEWHERE = "MCP tools are run by the executor's MCP host (ADR 0086), not by the standalone executor"
 # A preview line longer than this is cut: a one-line minified file must not flood the confirmation.
 PREVIEW_MAX_LINE_CHARS = 400
 
@@ -64,7 +69,7 @@ def failure_message(exc: Exception, args: ToolArgs) -> str:
         case ToolError() | PathError():
             return str(exc)
         case OSError():
-            return os_message(exc, args.cwd if isinstance(args, ExecuteCommandArgs) else args.path)
+            return os_message(exc, args.cwd if isinstance(args, ExecuteCommandArgs) else getattr(args, "path", ""))
         case _:
             return f"internal error in {call_name(args)}: {type(exc).__name__}: {exc}"
 
@@ -182,6 +187,10 @@ def _run(
             return _files.list_directory(root, path)
         case ExecuteCommandArgs():
             return start_command(args, root, exec_timeout_s, sandbox, policy).run_to_end(interrupt_fd)
+        case McpCallArgs() | McpSearchArgs():
+            raise ToolError(MCP_ELSEWHERE)
+        case JobOutputArgs() | JobKillArgs():  # background jobs (issue 36) live in the executor process
+            raise ToolError(f"{call_name(args)}: background jobs run only in DashFloat's executor process")
         case _:
             assert_never(args)
 
@@ -280,7 +289,9 @@ def _preview(args: ToolArgs, root: Root, sandbox: SandboxState | None) -> Previe
             # A confirmation is a keypress: the line says what the command will run in if approved.
             command_lines = [f"$ {first}", *(f"  {line}" for line in rest)]
             cwd = command_cwd(args, root)
-            where = f"in {cwd}"
+            where = f"in {cwd}" + (
+                " · in the background (a job, stopped by job_kill or the session's end)" if args.background else ""
+            )
             state = sandbox or SandboxState()
             # A command that would change .git's config or hooks: the sandbox will stop it, said before the keypress.
             note = git_metadata_note(command, state, root.path, cwd)
@@ -293,5 +304,9 @@ def _preview(args: ToolArgs, root: Root, sandbox: SandboxState | None) -> Previe
         case ReadFileArgs(path=path) | ListDirectoryArgs(path=path):
             root.locate(path)
             return Preview([f"{call_name(args)} {path}"])
+        case McpCallArgs() | McpSearchArgs():
+            raise ToolError(MCP_ELSEWHERE)
+        case JobOutputArgs(id=job_id) | JobKillArgs(id=job_id):  # never asked (issue 36): for the record only
+            return Preview([f"{call_name(args)} {job_id}"])
         case _:
             assert_never(args)
