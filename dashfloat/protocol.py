@@ -178,6 +178,28 @@ class ToolHooks(msgspec.Struct, frozen=True, omit_defaults=True):
     session_id: str = ""
 
 
+# hooks (ADR 0088): what the agent sends the executor to run around one tool call
+
+
+class HookCommand(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One configured hook to run (``dashfloat.hooks``): its command line, its timeout, where it was configured."""
+
+    command: str
+    timeout_s: float
+    source: str = ""
+    """The file that configured it (named in what the user is told of its failures)."""
+
+
+class ToolHooks(msgspec.Struct, frozen=True, omit_defaults=True):
+    """The hooks whose matcher names one call's tool: run before it (``pre``) and after it (``post``)."""
+
+    pre: list[HookCommand] = []
+    post: list[HookCommand] = []
+    session_id: str = ""
+    tool_name: str = ""
+    """The tool's name as the model called it (what a matcher matched)."""
+
+
 class FunctionCall(msgspec.Struct, frozen=True):
     """The function part of an assistant tool call: arguments as a JSON string (canonical form)."""
 
