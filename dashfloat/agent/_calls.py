@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from dashfloat.agent._journal import Journal
     from dashfloat.agent._rules import Rules
     from dashfloat.agent._turn import At
+    from dashfloat.hooks import HookSet
 
 Outcome = Literal["completed", "failed", "cancelled", "stopped", "limit"]
 Outgoing = tuple[Literal["ui", "executor"], Message] | ToolReply
@@ -93,6 +94,8 @@ class Session(Protocol):
     cwd: str
     journal: Journal
     """Where a write's checkpoint goes (``checkpoint_store``)."""
+    hooks: HookSet
+    """The PreToolUse and PostToolUse hooks each call runs with (ADR 0088)."""
 
     def next_ref(self) -> int: ...
 
@@ -254,7 +257,9 @@ class CallsFlow:
         from dashfloat.agent._summary import result_status  # loaded by the result's row already
 
         change, self.change = self.change, None
-        out = self._finish(finished.result)
+        # hooks (ADR 0088): what they said for the user; what they added for the model goes with the result
+        out: Out = [("ui", SystemEntry(text=notice, level="warning")) for notice in finished.hook_notices]
+        out += self._finish(finished.result, finished.hook_context)
         if change is not None and result_status(finished.result) == "ok":
             landed = finished.checkpoint
             if landed is not None:  # the digests a headless run's result lists
@@ -292,17 +297,18 @@ class CallsFlow:
             expect_digest=digest,
             sandbox=policy,
             checkpoint_store=self.session.journal.checkpoint_store,
+            hooks=self.session.hooks.for_tool(call.name, self.session.journal.session_id),
         )
         return [("executor", run)]
 
-    def _finish(self, result: ToolResult) -> Out:
+    def _finish(self, result: ToolResult, context: str = "") -> Out:
         """The current call answered with ``result`` (recorded, then its row); the next one becomes current."""
         call = self.current
         self.approved = None
         self.change = None
         self.next += 1
         return [
-            ToolReply(call_id=call.id, name=call.name, result=result),
+            ToolReply(call_id=call.id, name=call.name, result=result, context=context),
             ("ui", result_row(call.id, call.name, result)),
         ]
 
