@@ -111,7 +111,7 @@ PLAN_NOTICE: Final = "approve: plan — nothing changes: edits, writes and comma
 
 def tool_message(reply: ToolReply) -> ChatMessage:
     """The ``role: "tool"`` message the provider gets for ``reply``: the one place a result becomes JSON."""
-    return ChatMessage(role="tool", tool_call_id=reply.call_id, content=result_json(reply.result))
+    return ChatMessage(role="tool", tool_call_id=reply.call_id, content=result_json(reply.result, reply.context))
 
 
 def provider_message(entry: ConversationEntry) -> ChatMessage:
@@ -133,6 +133,7 @@ class AgentCore:
         self.first_byte_timeout_s = options.first_byte_timeout_s
         self.compact_at_percent = options.compact_at_percent
         self.read_only_commands = options.read_only_commands
+        self.hooks = options.hooks  # hooks (ADR 0088): the user's, and a trusted project's
         self.restoring = options.restoring
         """Started by ``--undo`` / ``--rewind``: headless, no input a rewound prompt could go back into."""
         self.instructions = instructions
