@@ -6,6 +6,7 @@ import msgspec
 
 from dashfloat.catalogue import EXEC_TIMEOUT_DEFAULT_S
 from dashfloat.config import DEFAULT_COMPACT_AT_PERCENT, DEFAULT_IDLE_TIMEOUT_S, FIRST_BYTE_TIMEOUT_LOCAL_S
+from dashfloat.hooks import HookSet, ProjectHooks
 from dashfloat.permissions import SourcedRule
 from dashfloat.protocol import ApprovalMode, ProviderConfig, SandboxState
 
@@ -43,3 +44,7 @@ class AgentOptions(msgspec.Struct, frozen=True):
     """Run the read-only allowlist without asking (``[settings] read_only_commands``)."""
     notice: str = ""
     """A system entry to show once the agent is up (e.g. the demo provider's hint)."""
+    hooks: HookSet = msgspec.field(default_factory=HookSet)
+    """The hooks that run (ADR 0088): the user's config.toml's, then the project's once trusted."""
+    project_hooks: ProjectHooks | None = None
+    """The project's hooks file as read at launch, trusted or not (``/hooks trust`` trusts it)."""
