@@ -25,6 +25,7 @@ from dashfloat.config import (
     sandbox_settings,
 )
 from dashfloat.executor import SandboxProbe, detect_sandbox
+from dashfloat.hooks import load_project_hooks, trusted, user_hooks
 from dashfloat.permission_files import load_rules, user_permissions_path
 from dashfloat.protocol import ApprovalMode, NetworkMode, ProviderConfig
 from dashfloat.sandbox_access import with_access
@@ -66,9 +67,13 @@ def prepare(
         limits = command_limits(env)
         idle_from = idle_timeout_from(env)
         compact_at = compact_at_percent(env)
+        hooks = user_hooks(env)  # hooks (ADR 0088): the project's run only once trusted (/hooks trust)
+        project_hooks = load_project_hooks(cwd)
     except ConfigError as exc:
         raise LaunchError(str(exc)) from exc
     state = state_dir(env)
+    if project_hooks is not None and trusted(str(state), project_hooks):
+        hooks += project_hooks.hooks
     try:
         ensure_private_dir(state)
     except OSError as exc:
@@ -148,6 +153,8 @@ def prepare(
         rules_path=str(user_permissions_path(env)),
         read_only_commands=read_only,
         notice="" if restoring else notice,
+        hooks=hooks,
+        project_hooks=project_hooks,
     )
     return Launch(options=options, log_path=os.path.join(state, LOG_FILENAME), stop=stop)
 
