@@ -78,6 +78,8 @@ def refused_writes(output: str, writable: Sequence[str]) -> list[str]:
         if not (_WRITE_ERROR.search(line) or re.search(r"\bpath\b", line)):
             continue
         for match in _PATH.finditer(line):
+            if match.start(1) == 0 and line[match.end(1) :].startswith(":"):
+                continue  # the program's own name, as sh and most tools begin their error lines
             path = os.path.normpath(match.group(1))
             if path.startswith(("/proc/", "/dev/", "/sys/")) or any(_within(path, root) for root in writable):
                 continue

@@ -28,7 +28,7 @@ from dashfloat.sandbox_access import host_allowed
 PROXY_MAX_CONNECTIONS: Final = 64
 """Connections served at once; the next one is answered 503 at once (memory stays bounded: module docstring)."""
 HEAD_MAX_BYTES: Final = 16 * 1024
-"""The longest request line and headers read; a longer head is answered 431."""
+"""The longest request head read (request line, headers and the blank line); a longer one is answered 431."""
 HEAD_TIMEOUT_S: Final = 30.0
 """How long a client may take to send its request head."""
 CONNECT_TIMEOUT_S: Final = 15.0
@@ -98,16 +98,19 @@ def parse_head(head: bytes) -> tuple[str, str, int, bytes]:
 class Proxy:
     """The serving proxy (``serve`` runs it on the calling thread)."""
 
-    def __init__(self, config: ProxyConfig, events: int | None = None) -> None:
+    def __init__(
+        self, config: ProxyConfig, events: int | None = None, max_connections: int = PROXY_MAX_CONNECTIONS
+    ) -> None:
         self.config = config
+        self.max_connections = max_connections
         self._events = events
         self._events_lock = threading.Lock()
-        self._slots = threading.BoundedSemaphore(PROXY_MAX_CONNECTIONS)
+        self._slots = threading.BoundedSemaphore(max_connections)
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(config.socket_path)
         self.listener.bind(config.socket_path)
-        self.listener.listen(PROXY_MAX_CONNECTIONS)
+        self.listener.listen(max_connections)
 
     def serve(self) -> None:
         """Accept for ever; each connection on a thread of its own, within the bound."""
@@ -115,7 +118,7 @@ class Proxy:
         while True:
             client, _ = self.listener.accept()
             if not self._slots.acquire(blocking=False):
-                busy = f"the sandbox's proxy serves {PROXY_MAX_CONNECTIONS} connections at once; retry"
+                busy = f"the sandbox's proxy serves {self.max_connections} connections at once; retry"
                 with contextlib.suppress(OSError):
                     client.settimeout(1.0)
                     client.sendall(_response(503, busy, "Service Unavailable"))
@@ -212,7 +215,7 @@ def _read_head(client: socket.socket) -> tuple[bytes, bytes]:
             raise Refused(400, "the connection closed before the request head ended")
         data += chunk
     head, _, rest = data.partition(b"\r\n\r\n")
-    if len(head) > HEAD_MAX_BYTES:
+    if len(head) + len(b"\r\n\r\n") > HEAD_MAX_BYTES:
         raise Refused(431, f"a request head longer than {HEAD_MAX_BYTES} bytes")
     return head, rest
 
