@@ -52,6 +52,16 @@ and the shell alone take processes and memory); above, the kernel refuses the va
 a cgroup whose limit cannot be written is not made: the command would run unbounded)."""
 
 
+# Sampling per provider (issue 39, ADR 0092): temperature, top_p, extra_body.
+TEMPERATURE_RANGE: Final = (0.0, 2.0)
+"""What ``temperature`` accepts (OpenAI's range; local servers take the same)."""
+REQUEST_OWN_FIELDS: Final = frozenset(
+    {"model", "messages", "stream", "tools", "stream_options", "max_tokens", "temperature", "top_p", "reasoning_effort"}
+)
+"""Request fields ``extra_body`` may not set: the request writes them itself, or the provider has a field of its own
+for them."""
+
+
 class ConfigError(Exception):
     """A configuration problem; ``str()`` is one line naming the file, the field and what is wrong."""
 
@@ -83,6 +93,12 @@ class ProviderEntry(msgspec.Struct, forbid_unknown_fields=True):
     """Send kept reasoning back: ``auto`` on tool-call turns (DeepSeek requires it), ``always``, ``never``."""
     reasoning_effort: ReasoningEffort | None = None
     """Sent as ``reasoning_effort`` when set: ``low``, ``medium``, ``high``, or ``none`` (thinking off)."""
+    temperature: float | None = None
+    """Sent as ``temperature`` when set (absent: the server's default; ADR 0092)."""
+    top_p: float | None = None
+    """Sent as ``top_p`` when set."""
+    extra_body: dict[str, Any] = {}
+    """Server-specific fields merged into every request (llama.cpp's ``top_k``, ``repeat_penalty``, ...)."""
 
 
 class Settings(msgspec.Struct, forbid_unknown_fields=True):
@@ -340,6 +356,7 @@ def load_config(env: Mapping[str, str]) -> ConfigFile | None:
             raise ConfigError(f"{path}: providers.{name}.context_window: must be a positive number of tokens")
         if entry.max_tokens is not None and entry.max_tokens < 0:
             raise ConfigError(f"{path}: providers.{name}.max_tokens: must be a number of tokens (0: never sent)")
+        _check_sampling(f"{path}: providers.{name}", entry)
         entries[name] = entry
     config.providers = entries
     if not (math.isfinite(config.settings.idle_timeout_s) and config.settings.idle_timeout_s > 0):
@@ -378,6 +395,20 @@ def _check_sandbox_access(path: Path, sandbox: SandboxSettings, env: Mapping[str
     for index, entry in enumerate(sandbox.writable):
         if problem := writable_problem(entry, home, path_dirs):
             raise ConfigError(f"{path}: sandbox.writable[{index}]: {entry!r} {problem}")
+
+
+def _check_sampling(where: str, entry: ProviderEntry) -> None:
+    """``temperature``, ``top_p`` and ``extra_body`` of one provider, each refused by name when out of its range."""
+    low, high = TEMPERATURE_RANGE
+    if entry.temperature is not None and not (math.isfinite(entry.temperature) and low <= entry.temperature <= high):
+        raise ConfigError(f"{where}.temperature: must be between {low:g} and {high:g}")
+    if entry.top_p is not None and not (math.isfinite(entry.top_p) and 0 < entry.top_p <= 1):
+        raise ConfigError(f"{where}.top_p: must be above 0 and at most 1")
+    for key in entry.extra_body:
+        if key in REQUEST_OWN_FIELDS:
+            own = key in ("max_tokens", "temperature", "top_p", "reasoning_effort")
+            fix = f"set the provider's own {key} instead" if own else "DashFloat writes it itself"
+            raise ConfigError(f"{where}.extra_body.{key}: not allowed here: {fix}")
 
 
 def _pick_entry(
@@ -451,6 +482,9 @@ def resolve_provider(flags: ProviderFlags, env: Mapping[str, str]) -> ProviderCo
             tool_calls=entry.tool_calls,
             reasoning_echo=entry.reasoning_echo,
             reasoning_effort=effort,
+            temperature=entry.temperature,
+            top_p=entry.top_p,
+            extra_body=dict(entry.extra_body),
         )
     name = "openai" if base_url == OPENAI_BASE_URL else (urlsplit(base_url).netloc or "custom")
     return ProviderConfig(

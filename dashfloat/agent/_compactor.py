@@ -25,6 +25,7 @@ from dashfloat.protocol import (
     ContentDelta,
     ConversationEntry,
     LlmToAgent,
+    PromptProgress,
     ReasoningDelta,
     StreamDone,
     StreamFailed,
@@ -96,7 +97,7 @@ class SummaryFlow:
     def on_llm(self, message: LlmToAgent) -> Summarised | SystemEntry | None:
         """A message of the summary's stream: its end, a status line to show, or nothing to do."""
         match message:
-            case ContentDelta() | ReasoningDelta() | WindowFound():
+            case ContentDelta() | ReasoningDelta() | WindowFound() | PromptProgress():
                 return None  # the summary is StreamDone's content, whole
             case StreamStatus(text=text):
                 return SystemEntry(text=text)

@@ -15,10 +15,13 @@ import msgspec
 
 from dashfloat.agent._compaction import nothing_to_drop
 from dashfloat.catalogue import TOOLS
+from dashfloat.config import is_local_url
 from dashfloat.protocol import (
     ChatMessage,
+    ContextChanged,
     DiscoverWindow,
     LlmToAgent,
+    PromptProgress,
     ProviderConfig,
     StreamDone,
     StreamFailed,
@@ -87,6 +90,41 @@ def estimate(messages: Sequence[ChatMessage], calibration: Calibration | None) -
         return calibration.reported + round(tail * calibration.ratio)
     # The front changed (a compaction): scale the whole raw estimate by what the provider taught us.
     return round(raw_request_tokens(messages) * calibration.ratio)
+
+
+def unread_tokens(messages: Sequence[ChatMessage], calibration: Calibration | None) -> int:
+    """Tokens of a request its server has not read before: the front it shares with the last request is in the
+    server's prompt cache (llama.cpp, vLLM, Ollama keep it), the rest is read before the first token."""
+    if calibration is not None:
+        sent = calibration.sent
+        if len(messages) >= len(sent) and tuple(messages[: len(sent)]) == sent:
+            return round(sum(raw_tokens(m) for m in messages[len(sent) :]) * calibration.ratio)
+    return estimate(messages, calibration)
+
+
+BUSY_WORDS: Final = "the server may still be busy with the cancelled request"
+"""The wait after a request cancelled while a local server read its prompt: llama.cpp reads it to its end first."""
+
+
+def request_sent(base_url: str, messages: Sequence[ChatMessage], calibration: Calibration | None) -> ContextChanged:
+    """The status bar as a request goes: the fill with the prompt in flight, and for a local server how much of it
+    is read before the first token (``waiting``; a hosted API's wait says nothing new). ADR 0092."""
+    tokens = estimate(messages, calibration)
+    if not is_local_url(base_url):
+        return ContextChanged(tokens=tokens)
+    unread = unread_tokens(messages, calibration)
+    return ContextChanged(tokens=tokens, waiting=f"the server reads ~{unread:,} new prompt tokens")
+
+
+def progress_shown(progress: PromptProgress, sent_tokens: int) -> ContextChanged:
+    """The status bar as the server reports reading the prompt (llama.cpp ``prompt_progress``): ``reading prompt
+    3,200/5,500 tokens``, the fill with the server's own count; or that it is busy with a cancelled request first."""
+    if progress.busy:
+        return ContextChanged(tokens=sent_tokens, waiting=BUSY_WORDS)
+    if progress.total <= 0:
+        return ContextChanged(tokens=sent_tokens)
+    read = min(progress.processed, progress.total)
+    return ContextChanged(tokens=progress.total, waiting=f"reading prompt {read:,}/{progress.total:,} tokens")
 
 
 def answer_reserve(window: int) -> int:

@@ -26,6 +26,7 @@ from dashfloat.agent._context import (
     compact_threshold,
     estimate,
     fill_percent,
+    progress_shown,
     tokens_text,
 )
 from dashfloat.agent._echo import echoed
@@ -62,6 +63,7 @@ from dashfloat.protocol import (
     PreviewReady,
     PromptFile,
     PromptInfo,
+    PromptProgress,
     PromptsListed,
     ReasoningEffort,
     RemovePermission,
@@ -519,6 +521,10 @@ class AgentCore:
             return
         if message.request_id != self.request_id:
             return  # a late message of a stream we already finished
+        if isinstance(message, PromptProgress):  # the server reads the prompt: no answer yet (ADR 0092)
+            if self.waiting == "stream":
+                self.ui(progress_shown(message, self.last_estimate))
+            return
         self.answered = True
         self.turn.on_llm(message)
 

@@ -17,7 +17,15 @@ import msgspec
 from dashfloat.agent import _mentions as mentions
 from dashfloat.agent import _turn as turn
 from dashfloat.agent._calls import CANCELLED, CallsFlow, Out, Outcome, Outgoing, Stop, result_row
-from dashfloat.agent._context import calibrate, estimate, fill_percent, hard_limit, sends_before_window, tokens_text
+from dashfloat.agent._context import (
+    calibrate,
+    estimate,
+    fill_percent,
+    hard_limit,
+    request_sent,
+    sends_before_window,
+    tokens_text,
+)
 from dashfloat.agent._loops import repeated_calls
 from dashfloat.agent._turn import At, Event, Waiting
 from dashfloat.protocol import (
@@ -32,6 +40,7 @@ from dashfloat.protocol import (
     LlmToAgent,
     Message,
     PhaseChanged,
+    PromptProgress,
     PromptRestored,
     ReasoningDelta,
     ReasoningReceived,
@@ -251,6 +260,7 @@ class Turn:
         core.last_sent = core.request_messages()
         core.last_estimate = tokens
         core.start_stream(core.last_sent)
+        core.ui(request_sent(core.provider.base_url, core.last_sent, core.calibration))  # fill and wait (ADR 0092)
         return "stream"
 
     def window_found(self) -> At | None:
@@ -401,8 +411,8 @@ class Turn:
                 self.move("StreamDone", self.stream_done(message))
             case StreamFailed(kind=kind, message=text, content=content, tool_calls=calls):
                 self.move("StreamFailed", self.stream_failed(kind, text, content, calls))
-            case WindowFound():
-                pass  # the core takes it
+            case WindowFound() | PromptProgress():
+                pass  # the core takes them
             case _:
                 assert_never(message)
 

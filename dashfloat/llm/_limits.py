@@ -58,6 +58,10 @@ ANSWER_WINDOW_FRACTION: Final = 0.25
 """With a known window, ``max_tokens`` is this share of it (room for the prompt; vLLM rejects an overrun)."""
 ANSWER_MAX_TOKENS_CAP: Final = 8192
 """Never more than this, whatever the window (many models reject a larger max_tokens)."""
+ANSWER_MAX_TOKENS_DISCOVERED_CAP: Final = ANSWER_MAX_TOKENS_DEFAULT
+"""With a window the server reported (not configured), ``max_tokens`` is ANSWER_WINDOW_FRACTION of it, at most this:
+a small local window lowers the bound (8192 tokens: 2048), a large one never raises it above what is sent without a
+window (the server's own output limit is unknown, and vLLM refuses a prompt plus ``max_tokens`` over its window)."""
 REPEAT_SPAN_MIN_CHARS: Final = 32
 """The shortest passage the repetition guard counts; what repeats a shorter unit is a run (``REPEAT_RUN_MIN_CHARS``)."""
 REPEAT_SPAN_MAX_CHARS: Final = 2048

@@ -40,6 +40,24 @@ class ProviderMemory(msgspec.Struct):
     think_inside: set[str] = msgspec.field(default_factory=set)
     """Servers whose last answer closed a ``<think>`` block its template opened: the next answer's text is reasoning
     until the close tag (``ThinkSplit.inside_first``)."""
+    llamacpp: set[str] = msgspec.field(default_factory=set)
+    """Servers known to be llama.cpp's (``/props``, or its ``Server`` header): asked for ``prompt_progress``."""
+    reported_windows: dict[tuple[str, str], int] = msgspec.field(default_factory=dict)
+    """Windows the servers reported by (base URL, model), which ``max_tokens`` follows (the serve loop fills it)."""
+    maybe_busy: set[str] = msgspec.field(default_factory=set)
+    """Local servers whose last request was cancelled before its first event: one that reads a prompt to its end
+    (llama.cpp) may still be reading it when the next request comes (ADR 0092)."""
+
+
+LLAMACPP_SERVER_HEADER: Final = "llama.cpp"
+"""The ``Server`` header llama.cpp's server sends with every answer."""
+
+
+def is_llamacpp(props: JsonValue, server_header: str | None = None) -> bool:
+    """Whether a server is llama.cpp's: its ``Server`` header, or a ``/props`` body with llama.cpp's fields."""
+    if server_header is not None and any(p.strip().lower() == LLAMACPP_SERVER_HEADER for p in server_header.split(",")):
+        return True  # (one header of several joined: a proxy in front adds its own)
+    return isinstance(props, dict) and "default_generation_settings" in props and "build_info" in props
 
 
 def props_warning(base: str, props: JsonValue) -> str | None:

@@ -24,6 +24,7 @@ import msgspec
 
 from dashfloat import procutil
 from dashfloat.channel import Channel, PeerDied, ProtocolError, Readiness
+from dashfloat.config import is_local_url
 from dashfloat.jsonvalue import JsonValue
 from dashfloat.llm._discover import Discovery
 from dashfloat.llm._limits import DEADLINE_GRACE_S, DELTA_BATCH_S, DELTA_MAX_CHARS, HOLD_MIN_S
@@ -34,9 +35,11 @@ from dashfloat.protocol import (
     CancelStream,
     ContentDelta,
     DiscoverWindow,
+    PromptProgress,
     ReasoningDelta,
     Shutdown,
     StartStream,
+    StreamDone,
     StreamFailed,
     StreamStatus,
     WindowFound,
@@ -77,6 +80,8 @@ class _Loop:
         self._threads: StreamThreads | None = None
         self.windows: dict[tuple[str, str], WindowFound] = {}
         """Discovered windows by (base URL, model): each server is asked once per model."""
+        self.reported: dict[tuple[str, str], int] = {}
+        """The windows servers reported themselves, by (base URL, model): ``max_tokens`` follows them (ADR 0092)."""
         self.found: collections.deque[tuple[DiscoverWindow, WindowFound]] = collections.deque()
         self._last_sent = 0.0
         self._either = Readiness()
@@ -92,7 +97,7 @@ class _Loop:
             from dashfloat.llm._provider import ProviderMemory
             from dashfloat.llm._stream import StreamThreads
 
-            self._memory = ProviderMemory(props=self.props, discovering=self._asking)
+            self._memory = ProviderMemory(props=self.props, discovering=self._asking, reported_windows=self.reported)
             self._threads = StreamThreads()
         return self._memory, self._threads
 
@@ -124,6 +129,8 @@ class _Loop:
                         ask, found = self.found.popleft()
                         self._discovered_for(ask.provider.base_url, -1)
                         self.windows[(ask.provider.base_url, ask.provider.model)] = found
+                        if found.source == "server":
+                            self.reported[(ask.provider.base_url, ask.provider.model)] = found.window
                         self.channel.send(found)
                     self._last_sent = time.monotonic()
                 if self.channel.conn in ready and not self._handle(self.channel.recv()):
@@ -206,6 +213,9 @@ class _Loop:
             return  # already answered (a cancel racing the stream's own end)
         stream.abort()
         del self.streams[request_id]
+        base = stream.start.provider.base_url
+        if not stream.answered and self._memory is not None and is_local_url(base):
+            self._memory.maybe_busy.add(base)  # llama.cpp reads a cancelled prompt to its end (ADR 0092)
         partial = "".join(stream.sent_content)
         self.channel.send(StreamFailed(request_id, "cancelled", why, content=partial))
         stream.join(_ABORT_JOIN_S)
@@ -215,7 +225,8 @@ class _Loop:
         only delay the turn; the agent holds an answer that came before the window for it, ADR 0052 and 0059)."""
         if self.found:
             return True
-        return any(stream.outbox and not isinstance(stream.outbox[-1], tuple) for stream in self.streams.values())
+        terminal = StreamDone | StreamFailed
+        return any(stream.outbox and isinstance(stream.outbox[-1], terminal) for stream in self.streams.values())
 
     def _drain(self, stream: Stream) -> bool:
         """Send what the worker produced, coalesced; True when its terminal message went out."""
@@ -236,6 +247,10 @@ class _Loop:
                 kind, parts, size = item_kind, [text], len(text)
                 continue
             self._flush(stream, kind, parts)
+            kind, parts, size = None, [], 0
+            if isinstance(item, PromptProgress):
+                self.channel.send(item)  # not the end: the stream goes on
+                continue
             self.streams.pop(stream.request_id, None)
             self.channel.send(item)
             return True

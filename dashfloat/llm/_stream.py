@@ -53,16 +53,17 @@ from dashfloat.llm._limits import (
     SSE_EVENT_MAX_LINES,
     SSE_FRAME_MAX_BYTES,
 )
-from dashfloat.llm._provider import ProviderMemory, fetch_props, prompt_tokens_warning, props_warning
+from dashfloat.llm._provider import ProviderMemory, fetch_props, is_llamacpp, prompt_tokens_warning, props_warning
 from dashfloat.llm._request import Optional, echoes, request_body
 from dashfloat.llm._route import transport_for
 from dashfloat.llm._transport import Response, Transport, finish_body, read_bounded, shutdown
 from dashfloat.llm.episode import Delta, DeltaKind, Episode
-from dashfloat.protocol import StartStream, StreamDone, StreamFailed, StreamFailureKind
+from dashfloat.protocol import PromptProgress, StartStream, StreamDone, StreamFailed, StreamFailureKind
 
 __all__ = ["DeltaKind", "Item", "Stream", "StreamThreads", "holds_next_read"]
 
-Item = Delta | StreamDone | StreamFailed
+Item = Delta | PromptProgress | StreamDone | StreamFailed
+"""What the worker queues: deltas (coalesced by the serve loop), progress (sent as it comes), the terminal message."""
 _REDIRECTS = (301, 302, 303, 307, 308)
 
 
@@ -153,6 +154,11 @@ class Stream:
     def begin(self, threads: StreamThreads) -> None:
         threads.run(self._run)
 
+    @property
+    def answered(self) -> bool:
+        """Whether an answer's event arrived (prompt-reading progress is none)."""
+        return self._answered
+
     def abort(self) -> None:
         """Stop now: the blocked read returns and the server sees the connection close."""
         self.cancelled.set()
@@ -201,6 +207,7 @@ class Stream:
         self._deadline = time.monotonic() + idle_s
         if not self._answered:
             self._answered = True
+            self._memory.maybe_busy.discard(self.start.provider.base_url)  # it reads this request's prompt no more
             with self._lock:
                 for sock in self._sockets:
                     with contextlib.suppress(OSError):
@@ -249,8 +256,8 @@ class Stream:
 
     def _emit(self, item: Item, wake: bool = True) -> None:
         """Queue ``item`` for the serve loop; answer deltas wait for ``_wake_loop`` at the next socket read.
-        The terminal message always wakes the loop, even one already woken and holding deltas to batch them:
-        the episode's end is never held."""
+        The terminal message (and progress) always wakes the loop, even one already woken and holding deltas to batch
+        them: the episode's end is never held."""
         self.outbox.append(item)
         if not isinstance(item, tuple):
             self.wake_pending = True
@@ -309,10 +316,21 @@ class Stream:
         if key:
             headers["Authorization"] = f"Bearer {key}"
         self._look_at_props(base, headers)
+        memory = self._memory
+        if base in memory.maybe_busy:  # the last request was cancelled while the server read its prompt
+            self._emit(PromptProgress(self.request_id, busy=True))
         attempt = 1
         while True:
-            dropped = self._memory.dropped.setdefault(base, set())
-            body = request_body(provider, self.start.messages, dropped, self.start.exec_timeout_s)
+            dropped = memory.dropped.setdefault(base, set())
+            body = request_body(
+                provider,
+                self.start.messages,
+                dropped,
+                self.start.exec_timeout_s,
+                extra_tools=self.start.extra_tools,
+                reported_window=memory.reported_windows.get((base, provider.model)),
+                progress=base in memory.llamacpp or is_llamacpp(memory.props.get(base)),
+            )
             self._reset()
             try:
                 done = self._attempt(url, headers, body, dropped)
@@ -352,6 +370,8 @@ class Stream:
                 props = fetch_props(self._transport, base, headers, timeout_s, self._on_socket, self._log)
             finally:
                 self._let_go()
+            if is_llamacpp(props):
+                memory.llamacpp.add(base)
             self._warn_tools(base, props_warning(base, props))
 
     def _attempt(self, url: str, headers: dict[str, str], body: bytes, dropped: set[Optional]) -> StreamDone:
@@ -375,6 +395,8 @@ class Stream:
                 try:
                     if self.cancelled.is_set():
                         raise Cancelled
+                    if is_llamacpp(None, response.header("Server")):  # its next requests ask for progress
+                        self._memory.llamacpp.add(self.start.provider.base_url)
                     location = response.header("Location")
                     if response.status in _REDIRECTS and location:
                         target = self._redirect(url, target, location)
@@ -549,9 +571,19 @@ class Stream:
         return True
 
     def _take(self, data: str) -> None:
-        """One event's data."""
+        """One event's data; an event of prompt-reading progress alone is no answer: it goes to the agent as
+        PromptProgress, and the wait for the first token starts again (a long prompt is read batch by batch)."""
+        deltas = self._episode.feed(data)
+        read = self._episode.take_progress()
+        if read is not None and not deltas and not self._answered:
+            self._memory.maybe_busy.discard(self.start.provider.base_url)  # it reads this request's prompt now
+            with self._lock:
+                self._deadline = time.monotonic() + self.start.first_byte_timeout_s
+            processed, total, cached = read
+            self._emit(PromptProgress(self.request_id, processed, total, cached))
+            return
         self._progress()
-        for delta in self._episode.feed(data):
+        for delta in deltas:
             self._emit(delta, wake=False)
             self.text_deltas += 1
 

@@ -237,6 +237,7 @@ class _FastChunk(msgspec.Struct, gc=False):
     error: Any = None
     usage: Any = None
     x_groq: Any = None
+    prompt_progress: Any = None
 
 
 _FAST_DECODER = msgspec.json.Decoder(_FastChunk)
@@ -247,6 +248,8 @@ def _chunk_content(chunk: _FastChunk) -> str | None:
     None for any other chunk, which the general path then reads."""
     if chunk.error is not None or chunk.usage is not None or chunk.x_groq is not None:
         return None
+    if chunk.prompt_progress is not None:
+        return None  # llama.cpp's reading progress: the general path keeps it
     if not chunk.choices:
         return ""
     choice = chunk.choices[0]
@@ -297,6 +300,8 @@ class Episode:
         """Something the user saw or the model said arrived (a retry would repeat it)."""
         self._guards = {"content": RepetitionGuard(), "reasoning": RepetitionGuard()}
         self._loop_cut: int | None = None
+        self._read: tuple[int, int, int] | None = None
+        """The last ``prompt_progress`` not yet taken: (processed, total, cached)."""
 
     @property
     def content(self) -> str:
@@ -335,6 +340,7 @@ class Episode:
                 raise context_exceeded(said)
             raise StreamError("provider_error", f"the provider reported an error mid-stream: {said}.")
         self._take_usage(chunk)
+        self._take_progress(chunk)
         choices = chunk.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             return []  # Azure's filter chunk, a usage-only chunk, an empty keep-alive object
@@ -487,6 +493,21 @@ class Episode:
                 f"the answer grew past {EPISODE_MAX_BYTES // (1024 * 1024)} MiB; the stream was stopped: "
                 "ask for a shorter answer or smaller steps.",
             )
+
+    def _take_progress(self, chunk: JsonObject) -> None:
+        read = chunk.get("prompt_progress")
+        if not isinstance(read, dict):
+            return
+        counts = [read.get(key) for key in ("processed", "total", "cache")]
+        if all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts):
+            processed, total, cached = (int(n) for n in counts if isinstance(n, int))
+            self._read = (processed, total, cached)
+
+    def take_progress(self) -> tuple[int, int, int] | None:
+        """The prompt-reading progress (processed, total, cached) the last event carried (llama.cpp's
+        ``prompt_progress``, ADR 0092), once; None when it carried none."""
+        read, self._read = self._read, None
+        return read
 
     def _take_usage(self, chunk: JsonObject) -> None:
         raw = chunk.get("usage")

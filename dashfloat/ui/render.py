@@ -464,7 +464,7 @@ def _status_head(state: UiState, now: float, detail: int) -> str:
         return f"{frame} {PHASE_WORDS[phase].split()[0]}"
     head = f"{frame} {PHASE_WORDS[phase]} {format_elapsed(elapsed)}"
     if phase == "streaming" and not state.answered and detail < 2:
-        head += f" · {WAITING_WORDS if detail == 0 else WAITING_WORD}"
+        head += f" · {(state.waiting or WAITING_WORDS) if detail == 0 else WAITING_WORD}"
     return head
 
 

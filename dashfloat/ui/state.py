@@ -239,6 +239,8 @@ class UiState(msgspec.Struct, frozen=True):
     context_window: int | None = None
     window_source: WindowSource | None = None
     context_tokens: int | None = None
+    waiting: str = ""
+    """What the server does before the first token, as the agent says it (ContextChanged.waiting, ADR 0092)."""
     history: tuple[str, ...] = ()
     session_id: str | None = None
     ready: bool = False
@@ -424,7 +426,7 @@ def reduce(state: UiState, event: Event) -> UiState:
         case UsageShown():
             return replace(state, context_tokens=event.usage.total_tokens)
         case ContextChanged():
-            return replace(state, context_tokens=event.tokens)
+            return replace(state, context_tokens=event.tokens, waiting=event.waiting)
         case SystemEntry():
             return _commit(_flush_open(state), Notice(event.text, event.level))
         case TurnEnded():
