@@ -98,14 +98,6 @@ class ProviderConfig(msgspec.Struct, frozen=True, omit_defaults=True):
     extra_body: dict[str, Any] = {}
     """Server-specific request fields merged into every request (``top_k``, ``repeat_penalty``, ...); never one the
     request itself writes (config.py refuses those)."""
-    # Sampling per provider (issue 39, ADR 0092): None / empty: the server's own default.
-    temperature: float | None = None
-    """Sent as ``temperature`` when set."""
-    top_p: float | None = None
-    """Sent as ``top_p`` when set."""
-    extra_body: dict[str, Any] = {}
-    """Server-specific request fields merged into every request (``top_k``, ``repeat_penalty``, ...); never one the
-    request itself writes (config.py refuses those)."""
 
 
 class SandboxPolicy(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -1065,8 +1057,7 @@ class UsageShown(Message, frozen=True):
 
 
 class ContextChanged(Message, frozen=True):
-    """The conversation's estimated size changed (a compaction, a request sent with the prompt it carries): the status
-    bar's fill."""
+    """The fill the status bar shows changed: a compaction, or a request sent (with the prompt it carries)."""
 
     tokens: int
     waiting: str = ""
@@ -1222,22 +1213,7 @@ class StreamStatus(Message, frozen=True):
 
 
 class PromptProgress(Message, frozen=True):
-    """Before the first token: how far the server has read request ``request_id``'s prompt (llama.cpp's
-    ``prompt_progress``), or (``busy``) that it may still be reading a cancelled request's prompt first (ADR 0092)."""
-
-    request_id: int
-    processed: int = 0
-    """Prompt tokens read so far, the cached ones included."""
-    total: int = 0
-    """Prompt tokens in all (0: not reported)."""
-    cached: int = 0
-    """Prompt tokens the server had cached from the previous request."""
-    busy: bool = False
-
-
-class PromptProgress(Message, frozen=True):
-    """Before the first token: how far the server has read request ``request_id``'s prompt (llama.cpp's
-    ``prompt_progress``), or (``busy``) that it may still be reading a cancelled request's prompt first (ADR 0092)."""
+    """Before the first token: how far the server has read the prompt, or (``busy``) that a cancelled one is first."""
 
     request_id: int
     processed: int = 0
