@@ -176,26 +176,6 @@ class ToolHooks(msgspec.Struct, frozen=True, omit_defaults=True):
     pre: list[HookCommand] = []
     post: list[HookCommand] = []
     session_id: str = ""
-
-
-# hooks (ADR 0088): what the agent sends the executor to run around one tool call
-
-
-class HookCommand(msgspec.Struct, frozen=True, omit_defaults=True):
-    """One configured hook to run (``dashfloat.hooks``): its command line, its timeout, where it was configured."""
-
-    command: str
-    timeout_s: float
-    source: str = ""
-    """The file that configured it (named in what the user is told of its failures)."""
-
-
-class ToolHooks(msgspec.Struct, frozen=True, omit_defaults=True):
-    """The hooks whose matcher names one call's tool: run before it (``pre``) and after it (``post``)."""
-
-    pre: list[HookCommand] = []
-    post: list[HookCommand] = []
-    session_id: str = ""
     tool_name: str = ""
     """The tool's name as the model called it (what a matcher matched)."""
 
@@ -893,6 +873,13 @@ class KillJobs(Message, frozen=True):
     job_ids: list[int] = []
 
 
+class ShowHooks(Message, frozen=True):
+    """/hooks: replies SystemEntry listing the hooks in force and a project's untrusted ones (ADR 0088)."""
+
+    trust: bool = False
+    """``/hooks trust``: first trust the project's .dashfloat/hooks.toml as it is now (remembered for its content)."""
+
+
 UiToAgent = (
     SubmitPrompt
     | DecideConfirmation
@@ -917,6 +904,7 @@ UiToAgent = (
     | ShowStatus  # issue 37
     | ShowLastResult  # issue 37
     | StopJob  # issue 36
+    | ShowHooks  # hooks (ADR 0088)
 )
 
 # ---------------------------------------------------------------- Agent -> UI (display contract)
