@@ -25,6 +25,7 @@ from dashfloat.protocol import (
     SavePermission,
     SetApproval,
     SetModel,
+    ShowHooks,
     ShowModels,
     ShowUsage,
     UiToAgent,
@@ -39,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "/permissions": ("[remove N|save N]", "list the rules in force; remove one; save a session grant"),
     "/sessions": ("", "list saved sessions"),
     "/resume": ("ID", "resume a saved session (an id prefix is enough)"),
+    "/hooks": ("[trust]", "the hooks in force and the project's untrusted ones; trust: run this project's"),
     "/usage": ("", "context window, fill, and tokens of this session by turn"),
     "/status": ("", "the same as /usage"),
     "/compact": ("[FOCUS]", "summarise the older conversation now (FOCUS: what the summary keeps)"),
@@ -190,6 +192,10 @@ def parse(text: str, prompt_files: Sequence[PromptFile] = ()) -> Parsed:
             if verb in ("remove", "save") and (n := list_number(number.strip())) is not None:
                 return Send(RemovePermission(number=n) if verb == "remove" else SavePermission(number=n))
             return Invalid("usage: /permissions [remove N|save N] (N from the /permissions list)")
+        case "/hooks":  # hooks (ADR 0088)
+            if arg in ("", "trust"):
+                return Send(ShowHooks(trust=arg == "trust"))
+            return Invalid("usage: /hooks [trust]")
         case "/compact":
             return Send(CompactConversation(focus=arg))
         case "/model":
