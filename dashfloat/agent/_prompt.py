@@ -16,8 +16,11 @@ _GUIDANCE = (
 )
 
 
-def system_message(cwd: str, instructions: str = "", today: datetime.date | None = None) -> ChatMessage:
-    """The system message: who we are, the working directory, the OS, the date, project instructions."""
+def system_message(
+    cwd: str, instructions: str = "", today: datetime.date | None = None, skills: str = ""
+) -> ChatMessage:
+    """The system message: who we are, the working directory, the OS, the date, project instructions, and the
+    index of skills (``dashfloat.skills.skills_index``, ADR 0088)."""
     day = (today or datetime.date.today()).isoformat()
     parts = [
         _GUIDANCE,
@@ -27,4 +30,6 @@ def system_message(cwd: str, instructions: str = "", today: datetime.date | None
     ]
     if instructions:
         parts.append("Project instructions (AGENTS.md):\n" + instructions)
+    if skills:
+        parts.append(skills)
     return ChatMessage(role="system", content="\n\n".join(parts))
