@@ -78,6 +78,7 @@ from dashfloat.protocol import (
     SessionStarted,
     SetApproval,
     SetModel,
+    ShowHooks,
     ShowModels,
     ShowUsage,
     Shutdown,
@@ -95,6 +96,7 @@ from dashfloat.protocol import (
     WindowFound,
     result_json,
 )
+from dashfloat.skills import Skill, skills_index
 
 if TYPE_CHECKING:
     # Imported where first used: undo serves /undo and /rewind and a change's checkpoint; an idle agent runs neither,
@@ -136,6 +138,11 @@ class AgentCore:
         self.compact_at_percent = options.compact_at_percent
         self.read_only_commands = options.read_only_commands
         self.hooks = options.hooks  # hooks (ADR 0088): the user's, and a trusted project's
+        self.skills: list[Skill] = []
+        """The skills found at start (ADR 0088): their index goes into the system prompt."""
+        self.project_hooks = options.project_hooks
+        """The project's hooks file as read at launch, trusted or not (``/hooks trust``)."""
+        self.state_dir = options.state_dir
         self.restoring = options.restoring
         """Started by ``--undo`` / ``--rewind``: headless, no input a rewound prompt could go back into."""
         self.instructions = instructions
@@ -331,6 +338,10 @@ class AgentCore:
             case ResumeSession(session_id=session_id):
                 if not self._busy("/resume"):
                     self._resume(session_id)
+            case ShowHooks(trust=trust_now):  # hooks (ADR 0088)
+                from dashfloat.agent._extensions import hooks_command
+
+                self.outbox += hooks_command(self, trust_now)
             case ShowUsage():
                 self.ui(SystemEntry(text=self.usage_report()))
             case UndoTurn():
@@ -446,7 +457,7 @@ class AgentCore:
         if self._system is None:
             # Built once per session: a byte-identical front keeps the server's prompt cache warm
             # (the date would otherwise change it at midnight).
-            self._system = system_message(self.cwd, self.instructions)
+            self._system = system_message(self.cwd, self.instructions, skills=skills_index(self.skills))
         chat = map(provider_message, self.conversation if conversation is None else conversation)
         return [self._system, *echoed(list(chat), self.provider.reasoning_echo)]
 
