@@ -44,6 +44,7 @@ from dashfloat.protocol import (
     Message,
     PreviewReady,
     PreviewTool,
+    ReadFileArgs,
     RunTool,
     SandboxPolicy,
     SandboxState,
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
     from dashfloat.agent._rules import Rules
     from dashfloat.agent._turn import At
     from dashfloat.hooks import HookSet
+    from dashfloat.skills import Skill
 
 Outcome = Literal["completed", "failed", "cancelled", "stopped", "limit"]
 Outgoing = tuple[Literal["ui", "executor"], Message] | ToolReply
@@ -96,6 +98,8 @@ class Session(Protocol):
     """Where a write's checkpoint goes (``checkpoint_store``)."""
     hooks: HookSet
     """The PreToolUse and PostToolUse hooks each call runs with (ADR 0088)."""
+    skills: list[Skill]
+    """The skills found at start: a read of a user skill's SKILL.md is answered from its copy (ADR 0088)."""
 
     def next_ref(self) -> int: ...
 
@@ -194,6 +198,12 @@ class CallsFlow:
         if stopped is not None:
             return "calls", out + self._finish(not_run(call, stopped))
         session = self.session
+        if isinstance(call.args, ReadFileArgs) and session.skills:
+            from dashfloat.skills import user_skill_read  # skills (ADR 0088): a user's lies outside the workspace
+
+            read = user_skill_read(session.skills, call.args)
+            if read is not None:
+                return "calls", out + self._finish(read)
         decision = decide(
             call, session.rules.all(), session.approval, session.sandbox, session.read_only_commands, session.cwd
         )
