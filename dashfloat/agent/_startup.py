@@ -59,6 +59,9 @@ def build_core(options: AgentOptions) -> AgentCore:
         journal = MemoryJournal()
         core = AgentCore(options, journal, instructions.text)
     core.prompt_files, prompt_problems = load_prompt_files(Path(options.cwd), os.environ)
+    from dashfloat.agent._extensions import start_notices, start_skills  # hooks and skills (ADR 0088)
+
+    skill_notes = start_skills(core, options)  # before the first request's size is counted; said after AgentReady
     core.outbox.append(("ui", core.ready_message()))
     core.show_context()  # the system prompt and the tools go with the first request: not 0 (a resume says more)
     for problem in prompt_problems:
@@ -78,6 +81,7 @@ def build_core(options: AgentOptions) -> AgentCore:
         # --sandbox off asked for by name (a container that is the boundary, bwrap unable to make namespaces there):
         # taken without a question, and said once, as the status bar and every confirmation say it too.
         core.outbox.append(("ui", SystemEntry(text=SANDBOX_OFF_NOTICE)))
+    core.outbox += skill_notes + start_notices(core)
     if instructions.files:
         names = ", ".join(str(path) for path in instructions.files)
         core.outbox.append(("ui", SystemEntry(text=f"project instructions loaded from {names}")))
