@@ -15,7 +15,10 @@ import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from dashfloat.executor._session_net import SessionNet
 
 PROXY_START_TIMEOUT_S: Final = 10.0
 """How long the proxy may take to listen; a proxy slower than this is taken as one that cannot start."""
@@ -44,7 +47,10 @@ class ProxyUnavailable(OSError):
 class ProxySupervisor:
     """One proxy for the executor's lifetime, started by ``socket_path`` when first needed."""
 
-    def __init__(self, allow: Sequence[str], deny: Sequence[str], env: Mapping[str, str]) -> None:
+    def __init__(self, allow: Sequence[str], deny: Sequence[str], env: Mapping[str, str], port: int) -> None:
+        """``port``: where the session's forwarder listens on the session's loopback (``session_forwarder``)."""
+        self.port = port
+        self.forwarder: subprocess.Popen[bytes] | None = None
         self.allow = list(allow)
         self.deny = list(deny)
         self.hosts = host_map(env)
@@ -99,6 +105,43 @@ class ProxySupervisor:
         os.set_blocking(process.stdout.fileno(), False)
         return path
 
+    def session_forwarder(self, net: SessionNet) -> None:
+        """The session's one forwarder, in its network namespace (ADR 0080): 127.0.0.1:``port`` there reaches the
+        proxy; started now if it does not run. ProxyUnavailable naming why it cannot."""
+        path = self.socket_path()
+        if self.forwarder is not None and self.forwarder.poll() is None:
+            return
+        self._stop_forwarder()
+        from dashfloat.netproxy import forward_source
+
+        argv = [os.path.realpath(sys.executable), "-I", "-S", "-c", forward_source(), path, str(self.port)]
+        argv += ["--session", str(os.getpid())]
+        try:
+            forwarder = net.run_inside(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True,
+                start_new_session=True,
+            )  # fmt: skip
+        except OSError as exc:
+            raise ProxyUnavailable(f"the registry proxy's forwarder cannot start: {exc}") from exc
+        self.forwarder = forwarder
+        assert forwarder.stdout is not None and forwarder.stderr is not None
+        ready, _, _ = select.select([forwarder.stdout], [], [], PROXY_START_TIMEOUT_S)
+        if not (ready and os.read(forwarder.stdout.fileno(), 64).startswith(b"ready")):
+            said = forwarder.stderr.read().decode(errors="replace").strip().splitlines() if ready else []
+            self._stop_forwarder()
+            why = said[-1] if said else f"it did not listen within {PROXY_START_TIMEOUT_S:g} s"
+            raise ProxyUnavailable(f"the registry proxy's forwarder cannot start: {why}")
+
+    def _stop_forwarder(self) -> None:
+        forwarder, self.forwarder = self.forwarder, None
+        if forwarder is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(forwarder.pid, signal.SIGKILL)
+            forwarder.wait()
+            for stream in (forwarder.stdout, forwarder.stderr):
+                if stream is not None:
+                    stream.close()
+
     def refusals(self) -> list[str]:
         """What the proxy refused since the last call, one reason each (in order, once each)."""
         process = self.process
@@ -120,7 +163,8 @@ class ProxySupervisor:
         return list(dict.fromkeys(found))
 
     def stop(self) -> None:
-        """Kill the proxy (by its pid) and remove its directory."""
+        """Kill the proxy and the session's forwarder (by their pids) and remove the socket's directory."""
+        self._stop_forwarder()
         process, self.process = self.process, None
         if process is not None:
             with contextlib.suppress(ProcessLookupError):

@@ -350,6 +350,8 @@ def bwrap_argv(
     argv += ["--bind-fd" if mode == "workspace-write" else "--ro-bind-fd", str(root_fd), root, *git_binds]
     argv += ["--unshare-all", *(["--share-net"] if network or share_net else []), "--die-with-parent", *DROP_PRIVILEGES]
     argv += ["--json-status-fd", str(status_fd), "--setenv", "TMPDIR", "/tmp", "--chdir", cwd]
+    if proxy_socket and not network and share_net:
+        return [*argv, *proxy_env(), "--", "/bin/sh", "-c", command]  # the session's forwarder listens already
     if proxy_socket and not network:
         return [*argv, *proxy_forward(proxy_socket), "--", *forwarded(["/bin/sh", "-c", command])]
     return [*argv, "--", "/bin/sh", "-c", command]
@@ -367,13 +369,17 @@ PROXY_ENV: Final = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
 """Set for a proxied command (both cases: curl reads only the lower-case ``http_proxy``, Go and Python both)."""
 
 
-def proxy_forward(proxy_socket: str) -> list[str]:
-    """bwrap's part of a proxied command: the socket bound in, the proxy variables set."""
-    url = f"http://127.0.0.1:{PROXY_PORT}"
-    argv = ["--bind", proxy_socket, PROXY_SOCKET_INSIDE]
+def proxy_env() -> list[str]:
+    """bwrap's part of a proxied command in the session's namespace: the proxy variables."""
+    argv: list[str] = []
     for name in PROXY_ENV:
-        argv += ["--setenv", name, url]
+        argv += ["--setenv", name, f"http://127.0.0.1:{PROXY_PORT}"]
     return [*argv, "--setenv", "NO_PROXY", NO_PROXY, "--setenv", "no_proxy", NO_PROXY]
+
+
+def proxy_forward(proxy_socket: str) -> list[str]:
+    """bwrap's part of a proxied command in a namespace of its own: the socket bound in, the proxy variables set."""
+    return ["--bind", proxy_socket, PROXY_SOCKET_INSIDE, *proxy_env()]
 
 
 def forwarded(command: Sequence[str]) -> list[str]:
@@ -633,7 +639,7 @@ class Sandbox(msgspec.Struct, frozen=True):
             return cls(state)
         proxy = None
         if state.network_mode == "registries" and state.allow_domains:
-            proxy = ProxySupervisor(state.allow_domains, state.deny_domains, env)
+            proxy = ProxySupervisor(state.allow_domains, state.deny_domains, env, PROXY_PORT)
         try:
             return cls(state, bwrap_binary(env), proxy=proxy)
         except OSError as exc:
@@ -730,6 +736,8 @@ class Wrap(msgspec.Struct, frozen=True, weakref=True):
             return ""
         try:
             path = proxy.socket_path()
+            if self.session_net is not None:
+                proxy.session_forwarder(self.session_net)  # one for the session, in its namespace (ADR 0080)
         except ProxyUnavailable as exc:
             self.unavailable.append(str(exc))
             return ""

@@ -20,6 +20,8 @@ RELAY_CHUNK_BYTES = 64 * 1024
 """The most one relay holds per direction: a connection's memory is bounded by this, whatever flows."""
 RELAY_IDLE_TIMEOUT_S = 300.0
 """A connection on which nothing moves for this long is closed."""
+SESSION_FLAG = "--session"
+"""Before the executor's pid: serve the session's namespace for the executor's life instead of running a command."""
 THREAD_STACK_BYTES = 256 * 1024
 """Each connection's thread stack (the default 8 MiB is address space a relay never uses)."""
 
@@ -84,25 +86,47 @@ def serve(listener: socket.socket, path: str) -> None:
         threading.Thread(target=_forward, args=(client, path, slots), daemon=True).start()
 
 
+def _quiet() -> None:
+    """Standard streams on /dev/null: a pipe held here would keep its reader waiting after the command ended."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+
 def main(argv: list[str]) -> None:
-    """``SOCKET PORT ARGV...``: listen on 127.0.0.1:PORT, fork the forwarder, exec ARGV."""
+    """``SOCKET PORT ARGV...``: listen on 127.0.0.1:PORT, fork the forwarder, exec ARGV. Without ARGV (the session's
+    one forwarder, in the session's network namespace; ``SOCKET PORT --session PARENT``): listen, say ``ready`` on
+    stdout, forward until PARENT (the executor) dies."""
     path, port, command = argv[0], int(argv[1]), argv[2:]
+    if command[:1] == [SESSION_FLAG]:
+        import ctypes
+        import signal
+
+        # Killed with the executor that started us, SIGKILL included; if it is gone already, we go now.
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() != int(command[1]):
+            sys.exit(1)
+        command = []
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind(("127.0.0.1", port))
         listener.listen(FORWARD_MAX_CONNECTIONS)
     except OSError as exc:
+        if not command:
+            sys.stderr.write(f"cannot listen on 127.0.0.1:{port}: {exc}\n")
+            sys.exit(1)
         # The command still runs, without the registries: its output says why.
         sys.stderr.write(f"[sandbox: the registry proxy's port 127.0.0.1:{port} could not be opened: {exc}]\n")
         listener.close()
     else:
+        if not command:
+            os.write(1, b"ready\n")
+            _quiet()
+            serve(listener, path)
         if os.fork() == 0:
-            # Not the command's output: a pipe held here would keep its reader waiting after the command ended.
-            null = os.open(os.devnull, os.O_RDWR)
-            for fd in (0, 1, 2):
-                os.dup2(null, fd)
-            os.close(null)
+            _quiet()
             try:
                 serve(listener, path)
             finally:

@@ -116,7 +116,12 @@ class Proxy:
         """Accept for ever; each connection on a thread of its own, within the bound."""
         threading.stack_size(THREAD_STACK_BYTES)
         while True:
-            client, _ = self.listener.accept()
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                if self.listener.fileno() == -1:
+                    return  # closed: the proxy's owner stops it (a test's thread; the process is killed)
+                continue  # a client gone before it was accepted (ECONNABORTED), out of descriptors for a moment
             if not self._slots.acquire(blocking=False):
                 busy = f"the sandbox's proxy serves {self.max_connections} connections at once; retry"
                 with contextlib.suppress(OSError):

@@ -270,6 +270,34 @@ def test_an_unasked_command_reaches_a_listed_registry_and_not_an_unlisted_one(
         r.close()
 
 
+def test_in_the_sessions_namespace_one_forwarder_serves_every_command(root: Path, registries: tuple[int, int]) -> None:
+    listed, _ = registries
+    sandbox = sandbox_for({})
+    r = Root(str(root))
+    forwarder = None
+    try:
+        for _ in range(2):
+            done = run_json(
+                "execute_command",
+                {"command": fetch(f"http://{REGISTRY}:{listed}/")},
+                r,
+                TIMEOUT_S,
+                None,
+                sandbox,
+                SandboxPolicy(),
+            )
+            assert done["exit_code"] == 0 and "listed registry" in done["output"]
+        assert sandbox.proxy is not None
+        if os.geteuid() == 0:  # the session's namespace is made for root here (ADR 0080)
+            forwarder = sandbox.proxy.forwarder
+            assert forwarder is not None and forwarder.poll() is None
+    finally:
+        sandbox.close()
+        r.close()
+    if os.geteuid() == 0:
+        assert forwarder is not None and forwarder.poll() is not None
+
+
 def test_network_off_gets_no_proxy_and_says_so(root: Path, registries: tuple[int, int]) -> None:
     listed, _ = registries
     sandbox = sandbox_for({}, network_mode="off")
@@ -473,7 +501,7 @@ def test_a_name_dns_puts_on_loopback_is_refused(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- the proxy dies with the session
 
 
-def _served_proxy(root: Path) -> tuple[Any, int]:
+def _served_proxy(root: Path) -> tuple[Any, list[int]]:
     environ = {**os.environ, PROXY_HOSTS_ENV: f"{REGISTRY}=127.0.0.1"}
     state = with_access(detect_sandbox("workspace-write", False, [], environ), "registries", [], [], [], [], environ)
     old = os.environ.get(PROXY_HOSTS_ENV)
@@ -487,9 +515,12 @@ def _served_proxy(root: Path) -> tuple[Any, int]:
         finished = channel.recv()
     assert f"127.0.0.1:{PROXY_PORT}" in finished.result.output.output  # type: ignore[union-attr]
     del old
-    proxies = [p for p in _children(worker.process.pid) if b"dashfloat.netproxy" in _cmdline(p)]
-    assert len(proxies) == 1
-    return worker, proxies[0]
+    children = _children(worker.process.pid)
+    proxies = [p for p in children if b"dashfloat.netproxy" in _cmdline(p)]
+    # The session's one forwarder, in its network namespace (ADR 0080), where the session has one (as root here).
+    forwarders = [p for p in children if b"FORWARD_MAX_CONNECTIONS" in _cmdline(p)]
+    assert len(proxies) == 1 and len(forwarders) <= 1
+    return worker, [*proxies, *forwarders]
 
 
 def _children(pid: int | None) -> list[int]:
@@ -505,7 +536,7 @@ def _cmdline(pid: int) -> bytes:
 
 @pytest.mark.parametrize("end", ["shutdown", "pipe closed", "sigterm", "sigkill"])
 def test_the_proxy_dies_with_the_executor_on_every_exit_path(root: Path, end: str) -> None:
-    worker, proxy = _served_proxy(root)
+    worker, helpers = _served_proxy(root)
     process = worker.process
     try:
         if end == "shutdown":
@@ -515,7 +546,7 @@ def test_the_proxy_dies_with_the_executor_on_every_exit_path(root: Path, end: st
         else:
             os.kill(process.pid, signal.SIGTERM if end == "sigterm" else signal.SIGKILL)
         process.join(TIMEOUT_S)
-        assert gone(proxy, within_s=TIMEOUT_S)
+        assert all(gone(pid, within_s=TIMEOUT_S) for pid in helpers)
     finally:
         with contextlib.suppress(OSError):
             worker.channel.close()
