@@ -779,6 +779,13 @@ class ResumeSession(Message, frozen=True):
     session_id: str
 
 
+class ShowMcp(Message, frozen=True):
+    """/mcp: replies SystemEntry listing the MCP servers, their state, their tools and the tokens their schemas cost."""
+
+    approve: bool = False
+    """``/mcp approve``: first approve the project's proposed servers (.dashfloat/mcp.toml) and start them."""
+
+
 class ShowUsage(Message, frozen=True):
     """/usage: replies SystemEntry with the window, where it came from, the fill, tokens by turn."""
 
@@ -901,6 +908,7 @@ UiToAgent = (
     | Shutdown
     | RunUserCommand
     | FindPaths
+    | ShowMcp  # MCP client (ADR 0086)
     | ShowStatus  # issue 37
     | ShowLastResult  # issue 37
     | StopJob  # issue 36
@@ -1304,6 +1312,8 @@ class ApplyRestore(Message, frozen=True):
 # ---- MCP client (ADR 0086): the servers the executor's MCP host runs, and what they offer.
 
 McpServerState = Literal["stopped", "starting", "ready", "failed", "awaiting_approval"]
+MCP_CALL_TIMEOUT_S: Final = 120.0
+"""How long one MCP call may take before it is abandoned and its server stopped (``timeout_s`` changes it)."""
 
 
 class McpServerConfig(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -1321,8 +1331,8 @@ class McpServerConfig(msgspec.Struct, frozen=True, omit_defaults=True):
     """Run a stdio server in the command sandbox (the session's; ``off`` sessions run it unconfined)."""
     network: bool = False
     """A sandboxed server may use the network (so may every one when the session has ``--network``)."""
-    timeout_s: float = 120.0
-    """How long one call may take before it is cancelled (``MCP_CALL_TIMEOUT_S`` by default)."""
+    timeout_s: float = MCP_CALL_TIMEOUT_S
+    """How long one call may take before it is abandoned (the server is then stopped, restarted at its next use)."""
     source: str = ""
     """Where it was configured (the user's config file, or a project file the person approved)."""
 

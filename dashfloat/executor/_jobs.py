@@ -103,6 +103,10 @@ class Ring:
         """Bytes neither the head nor the tail holds (the dropped middle)."""
         return max(0, self.tail_start - len(self.head))
 
+    def dropped_after(self, cursor: int) -> int:
+        """Bytes after offset ``cursor`` that neither the head nor the tail holds."""
+        return max(0, self.tail_start - max(min(max(0, cursor), self.total), len(self.head)))
+
     def read(self, cursor: int) -> CapturedOutput:
         """What job_output returns from ``cursor``: bounded head and tail like a command's result, the ring's dropped
         middle said in a marker line."""
@@ -237,7 +241,9 @@ class Job:
             self._send(JobOutput(job_id=self.id, text=rest[0], skipped_bytes=rest[1]))
         with self.lock:
             match result:
-                case CommandExited(exit_code=code) if not self._stop_asked:
+                case _ if self._stop_asked:
+                    self.state = "killed"  # whatever its status says (a sandbox killed young reads as unstarted)
+                case CommandExited(exit_code=code):
                     self.state, self.exit_code = "exited", code
                 case CommandTimedOut(timeout_s=timeout):
                     self.state, self.note = "killed", f"stopped at its timeout ({timeout:g} s)"
@@ -253,19 +259,34 @@ class Job:
         self._notify()
 
     def stop(self, wait_s: float = JOB_KILL_WAIT_S) -> None:
-        """Kill the job's whole tree and wait (bounded) until its thread has seen it end."""
+        """Kill the job's whole tree (its group, and every process below its first one: a sandbox's, one that made a
+        session of its own) and wait (bounded) until each is gone and its thread has seen it end."""
         if self.done.is_set():
             return
+        tree = _tree(self.pgid)
         self._stop_asked = True
         with contextlib.suppress(OSError):
             os.write(self._wake_w, b"x")
+        for pid in tree:
+            with contextlib.suppress(OSError):
+                os.kill(pid, 9)
+        deadline = time.monotonic() + wait_s
         self.done.wait(wait_s)
+        while any(_live(pid) for pid in tree) and time.monotonic() < deadline:
+            time.sleep(0.005)  # SIGKILLed: they are gone within milliseconds; a bound, not a synchronisation
 
     def report(self, cursor: int | None, ready: bool | None = None, note: str = "") -> JobReport:
         """The job as a tool result: its state and its output after ``cursor`` (None: from the start)."""
         with self.lock:
             output = self.ring.read(cursor or 0)
-            notes = [n for n in (self.note, note) if n]
+            dropped = self.ring.dropped_after(cursor or 0)
+            said = (
+                f"{dropped} bytes of its output were dropped (a job keeps its first {self.ring.head_max} and its last "
+                f"{self.ring.tail_max} bytes)"
+                if dropped
+                else ""
+            )
+            notes = [n for n in (self.note, note, said) if n]
             return JobReport(
                 job_id=self.id,
                 state=self.state,
@@ -357,6 +378,15 @@ class Jobs:
             if not job_ids or job.id in job_ids:
                 job.stop()
 
+    def reap_others(self) -> None:
+        """What ``procutil.reap_orphans`` does between calls, but never to a running job's first process: its thread
+        waits for that exit (``waitpid(-1)`` would take it, and the job would never be seen to end)."""
+        keep = {job.pgid for job in self.running()}
+        for pid in _zombie_children():
+            if pid not in keep:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+
     def kill_groups(self) -> None:
         """SIGKILL every running job's group at once (a signal handler: no waiting, no locks)."""
         from dashfloat import procutil
@@ -371,6 +401,39 @@ class Jobs:
         for fd in (self.notify_r, self._notify_w):
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def _children_of(pid: int) -> list[int]:
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/children") as children:
+                found += [int(child) for child in children.read().split()]
+    return found
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and every process below it, as the process table has them now."""
+    tree, todo = [], [pid]
+    while todo:
+        each = todo.pop()
+        tree.append(each)
+        todo += _children_of(each)
+    return tree
+
+
+def _live(pid: int) -> bool:
+    """Whether ``pid`` runs (not a zombie, not gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rpartition(b")")[2].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _zombie_children() -> list[int]:
+    """This process's exited, unreaped children (each thread's, and the orphans it collects as a subreaper)."""
+    return [pid for pid in _children_of(os.getpid()) if not _live(pid) and os.path.exists(f"/proc/{pid}")]
 
 
 def _short(command: str, width: int = 60) -> str:

@@ -144,7 +144,10 @@ class _Server:
             while True:
                 # What our commands left behind (bwrap's reaper outlives bwrap; a daemon that escaped its group)
                 # is re-parented to us: collected between calls, so at most one call's strays wait as zombies.
-                procutil.reap_orphans()
+                if self.jobs is None or not self.jobs.running():
+                    procutil.reap_orphans()
+                else:
+                    self.jobs.reap_others()  # background jobs (issue 36): a job's own exit is its thread's to wait for
                 if self.queued:
                     self.run_tool(self.queued.popleft())
                 else:
