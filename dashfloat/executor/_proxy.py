@@ -47,9 +47,13 @@ class ProxyUnavailable(OSError):
 class ProxySupervisor:
     """One proxy for the executor's lifetime, started by ``socket_path`` when first needed."""
 
-    def __init__(self, allow: Sequence[str], deny: Sequence[str], env: Mapping[str, str], port: int) -> None:
-        """``port``: where the session's forwarder listens on the session's loopback (``session_forwarder``)."""
+    def __init__(
+        self, allow: Sequence[str], deny: Sequence[str], env: Mapping[str, str], port: int, python: str = ""
+    ) -> None:
+        """``port``: where the session's forwarder listens on the session's loopback (``session_forwarder``);
+        ``python``: the interpreter that runs the proxy (default: ours)."""
         self.port = port
+        self.python = python or sys.executable
         self.forwarder: subprocess.Popen[bytes] | None = None
         self.allow = list(allow)
         self.deny = list(deny)
@@ -84,7 +88,7 @@ class ProxySupervisor:
         config = {"socket": path, "allow": self.allow, "deny": self.deny, "hosts": self.hosts, "parent": os.getpid()}
         try:
             process = subprocess.Popen(
-                [sys.executable, "-I", "-m", "dashfloat.netproxy", json.dumps(config)],
+                [self.python, "-I", "-m", "dashfloat.netproxy", json.dumps(config)],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -98,9 +102,12 @@ class ProxySupervisor:
         ready, _, _ = select.select([process.stdout], [], [], PROXY_START_TIMEOUT_S)
         line = os.read(process.stdout.fileno(), 64) if ready else b""
         if not line.startswith(b"ready"):
+            # Readable but no "ready": it exited, and what it said is all in its stderr; else it hangs (killed).
+            said = process.stderr.read().decode(errors="replace").strip().splitlines() if ready else []
+            code = process.wait() if ready else None
             self.stop()
-            said = process.stderr.read().decode(errors="replace").strip().splitlines() if not ready or not line else []
-            why = said[-1] if said else f"it did not listen within {PROXY_START_TIMEOUT_S:g} s"
+            exited = f"it exited with status {code}" if code is not None else ""
+            why = said[-1] if said else exited or f"it did not listen within {PROXY_START_TIMEOUT_S:g} s"
             raise ProxyUnavailable(f"the registry proxy cannot start: {why}")
         os.set_blocking(process.stdout.fileno(), False)
         return path

@@ -25,7 +25,7 @@ import pytest
 
 from dashfloat.agent import ForkWorkers
 from dashfloat.executor import detect_sandbox
-from dashfloat.executor._proxy import PROXY_HOSTS_ENV, ProxyUnavailable, host_map
+from dashfloat.executor._proxy import PROXY_HOSTS_ENV, ProxySupervisor, ProxyUnavailable, host_map
 from dashfloat.executor._refused import REFUSAL_PREFIX, REFUSED_PATHS_MAX, Refusal, grant_for, refused_writes
 from dashfloat.executor._sandbox import PROXY_PORT, Sandbox, sandbox_status_lines
 from dashfloat.executor.path_policy import Root
@@ -37,6 +37,7 @@ from dashfloat.protocol import (
     SandboxPolicy,
     SandboxState,
     Shutdown,
+    ToolFailed,
     ToolFinished,
 )
 from dashfloat.sandbox_access import (
@@ -553,3 +554,44 @@ def test_the_proxy_dies_with_the_executor_on_every_exit_path(root: Path, end: st
         if process.is_alive():
             process.kill()
             process.join()
+
+
+def test_without_the_sessions_namespace_each_command_brings_its_own_forwarder(
+    root: Path, registries: tuple[int, int]
+) -> None:
+    from dashfloat.executor._exec import run_command
+
+    listed, unlisted = registries
+    sandbox = sandbox_for({})
+    r = Root(str(root))
+    try:
+        for url, body in ((f"http://{REGISTRY}:{listed}/", "listed registry"), (f"http://{OTHER}:{unlisted}/", "")):
+            wrap = sandbox.wrap(SandboxPolicy(), r.fd, r.path)
+            assert wrap is not None
+            alone = msgspec.structs.replace(wrap, session_net=None)  # a machine where the session's cannot be made
+            done = run_command(fetch(url), str(root), TIMEOUT_S, alone)
+            output = done.output.output if not isinstance(done, ToolFailed) and done.output is not None else ""
+            if body:
+                assert body in output
+            else:
+                assert f"{REFUSAL_PREFIX}{OTHER} is not on the sandbox's allowlist" in output
+    finally:
+        sandbox.close()
+        r.close()
+
+
+@pytest.mark.parametrize(
+    ("python", "why"),
+    [
+        ("/nonexistent/python", "No such file"),
+        ("/bin/false", "it exited with status 1"),
+        ("/bin/sh", "cannot open dashfloat.netproxy"),  # what it says on stderr is the reason given
+    ],
+)
+def test_a_proxy_that_cannot_start_is_named_and_not_retried(python: str, why: str) -> None:
+    supervisor = ProxySupervisor([REGISTRY], [], {}, PROXY_PORT, python=python)
+    with pytest.raises(ProxyUnavailable, match=f"the registry proxy cannot start: .*{why}"):
+        supervisor.socket_path()
+    assert supervisor.failed and supervisor.process is None
+    with pytest.raises(ProxyUnavailable):
+        supervisor.socket_path()  # remembered: the next command does not wait for it again
