@@ -106,7 +106,7 @@ def entry() -> NoReturn:
         # First: msgspec, whose import a Ctrl-C must not interrupt (see import_holding_sigint), without what it
         # does not need (KEPT_OUT_OF_MSGSPEC); shutil, which the agent's pipes import, without the compressors it
         # only names as archive formats (KEPT_OUT_OF_SHUTIL).
-        from dashfloat.procutil import import_msgspec, import_shutil
+        from dashfloat._startup.kept_out import import_msgspec, import_shutil
 
         import_msgspec()
         import_shutil()

@@ -13,7 +13,7 @@ import dashfloat
 
 PROCESS_PACKAGES = {"ui", "agent", "llm", "executor"}
 MAIN_PROCESS_MODULES = {"runtime", "cli", "launch", "demo"}
-LIBRARY_PACKAGES = {"sessions"}
+LIBRARY_PACKAGES = {"sessions", "_startup"}
 """Shared by several processes; they import only the contract modules and each other, never a process's code."""
 SPAWN_POINTS = {
     "agent/_workers.py": {"dashfloat.llm", "dashfloat.llm.serve", "dashfloat.executor", "dashfloat.executor.serve"}

@@ -1,5 +1,5 @@
-"""Importing modules on a thread (``dashfloat.preload``): what it imports, how it reports the end and a failure,
-and the switch interval it lowers only while it runs."""
+"""Importing modules on a thread (``dashfloat._startup.preload``): what it imports, how it reports the end and a
+failure, and the switch interval it lowers only while it runs."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dashfloat.preload import SWITCH_INTERVAL_WHILE_IMPORTING_S, Preload, PreloadFailed
+from dashfloat._startup.preload import SWITCH_INTERVAL_WHILE_IMPORTING_S, Preload, PreloadFailed
 
 
 @pytest.fixture

@@ -20,14 +20,12 @@ import psutil
 import pytest
 
 import dashfloat
+from dashfloat._startup.fork import FORK, INTERNED_NAMES_HEADROOM, fork_context
 from dashfloat.procutil import (
-    FORK,
-    INTERNED_NAMES_HEADROOM,
     STOP_PASSES_MAX,
     become_child,
     continue_processes,
     describe_exit,
-    fork_context,
     stop_descendants,
     stop_process,
 )
@@ -146,7 +144,7 @@ GIVEN_BACK_AT_LEAST = 0.5
 
 _FREE_THEN_MEASURE = """
 import json, os, sys
-from dashfloat.procutil import FORK, release_free_heap, start_sharing
+from dashfloat._startup.fork import FORK, release_free_heap, start_sharing
 
 def resident() -> int:
     with open("/proc/self/statm") as statm:
@@ -178,6 +176,9 @@ def test_freed_heap_pages_are_given_back_to_the_kernel(how: str) -> None:
     assert before - after >= GIVEN_BACK_AT_LEAST * freed, (before, after)
 
 
+FORK_HOMES = {"_startup/fork.py", "procutil.py"}
+"""Where the forking itself is done: the lean fork context under ``start_sharing``, and the stop guard (a process
+that only waits on a pipe, in a session of its own)."""
 SHORT_LIVED_FORKS = {"executor/_path_index.py"}
 """Files that may ``os.fork`` without ``start_sharing``: a child that lives for one bounded walk, never idle."""
 
@@ -210,7 +211,7 @@ def test_every_child_process_is_started_through_start_sharing() -> None:
     direct: list[str] = []
     forks: list[str] = []
     for path in sorted(root.rglob("*.py")):
-        if path.name == "procutil.py":
+        if str(path.relative_to(root)) in FORK_HOMES:
             continue
         direct += _started_directly(path)
         if "os.fork()" in path.read_text() and str(path.relative_to(root)) not in SHORT_LIVED_FORKS:
@@ -230,7 +231,7 @@ yet used mapped without access. No other mapping of ours is that large and that 
 
 _THREAD_ALLOCATES = """
 import os, sys, threading
-from dashfloat.procutil import FORK, single_malloc_arena, start_sharing
+from dashfloat._startup.fork import FORK, single_malloc_arena, start_sharing
 
 def thread_arenas() -> int:
     count = 0
@@ -277,7 +278,7 @@ def test_threads_allocate_from_the_main_arena_once_asked(how: str, arenas_after:
 
 _INTERNED_NAMES = """
 import os, sys, tracemalloc
-from dashfloat.procutil import FORK, start_sharing
+from dashfloat._startup.fork import FORK, start_sharing
 
 GROWTH_BYTES = 64 * 1024  # the table grows by a whole new one (~0.2 MB at 16384 slots); a name is ~60 bytes
 
@@ -436,7 +437,7 @@ def test_a_child_forked_while_the_collector_is_off_turns_it_back_on_as_it_starts
 
 _MSGSPEC_WITHOUT_WHAT_IT_DOES_NOT_NEED = """
 import sys
-from dashfloat.procutil import KEPT_OUT_OF_MSGSPEC, import_msgspec
+from dashfloat._startup.kept_out import KEPT_OUT_OF_MSGSPEC, import_msgspec
 import_msgspec()
 import msgspec
 # What a headless start imports, in every process: nothing of it wants typing_extensions or inspect.
@@ -471,7 +472,7 @@ def test_msgspec_is_imported_without_typing_extensions_and_a_start_never_loads_i
 _START_WITHOUT_COMPRESSORS = """
 import sys
 # The entry's first imports (ADR 0061), then what a headless start imports, in every process.
-from dashfloat.procutil import KEPT_OUT_OF_SHUTIL, import_msgspec, import_shutil
+from dashfloat._startup.kept_out import KEPT_OUT_OF_SHUTIL, import_msgspec, import_shutil
 import_msgspec()
 import_shutil()
 import dashfloat.cli, dashfloat.launch, dashfloat.runtime, dashfloat.runtime.printer, dashfloat.runtime._agent_link
@@ -591,7 +592,7 @@ def test_a_package_kept_out_is_imported_after_all_when_the_import_needs_it(tmp_p
     script = (
         "import sys\n"
         f"sys.path.insert(0, {str(tmp_path)!r})\n"
-        "from dashfloat.procutil import import_without\n"
+        "from dashfloat._startup.kept_out import import_without\n"
         "kept = frozenset({'typing_extensions'})\n"
         "import_without('optional_user', kept)\n"
         "import optional_user\n"

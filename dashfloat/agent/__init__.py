@@ -2,7 +2,7 @@
 
 from typing import TYPE_CHECKING
 
-from dashfloat._lazy import lazy_exports
+from dashfloat._startup.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dashfloat.agent._core import AgentCore, provider_message

@@ -8,17 +8,10 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any, Final
 
+from dashfloat._startup.fork import FORK, start_sharing
+from dashfloat._startup.preload import Preload
 from dashfloat.channel import Channel, PeerDied
-from dashfloat.preload import Preload
-from dashfloat.procutil import (
-    FORK,
-    become_child,
-    die_with_parent,
-    kill_strays,
-    set_name,
-    start_sharing,
-    stop_process,
-)
+from dashfloat.procutil import become_child, die_with_parent, kill_strays, set_name, stop_process
 from dashfloat.protocol import AgentToExecutor, ExecutorToAgent, LlmToAgent, SandboxState, Shutdown, msgpack_decoder
 
 STOP_GRACE_S: Final = 0.3

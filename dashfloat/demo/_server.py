@@ -13,10 +13,11 @@ from typing import Any, Final
 
 import msgspec
 
+from dashfloat._startup.fork import start_sharing
 from dashfloat.catalogue import call_name
 from dashfloat.demo._model import Reply as DemoReply
 from dashfloat.demo._model import respond
-from dashfloat.procutil import become_child, die_with_parent, start_sharing, stop_process
+from dashfloat.procutil import become_child, die_with_parent, stop_process
 from dashfloat.protocol import ChatMessage, ProviderConfig, ToolArgs
 from dashfloat.testing.sse_server import BodyItem, Pause, Reply, ScriptedServer, sse_event
 

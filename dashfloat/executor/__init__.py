@@ -1,12 +1,12 @@
 """The Subprocess Executor: the only process that touches the user's files and runs commands.
 
-Exports load on first use (``dashfloat/_lazy.py``): the main process needs only ``SandboxProbe`` and
+Exports load on first use (``dashfloat/_startup/lazy.py``): the main process needs only ``SandboxProbe`` and
 ``detect_sandbox`` at start-up, not the tools, checkpoints and path index (~80 ms, issue 19).
 """
 
 from typing import TYPE_CHECKING
 
-from dashfloat._lazy import lazy_exports
+from dashfloat._startup.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dashfloat.executor._capture import HeadTail

@@ -2,7 +2,7 @@
 
 import sys
 
-from dashfloat.procutil import import_msgspec
+from dashfloat._startup.kept_out import import_msgspec
 
 import_msgspec()  # before anything imports it: a Ctrl-C must not interrupt its initialisation
 

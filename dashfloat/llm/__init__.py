@@ -6,7 +6,7 @@ its own while it already serves, ADR 0045).
 
 from typing import TYPE_CHECKING
 
-from dashfloat._lazy import lazy_exports
+from dashfloat._startup.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dashfloat.llm._errors import Kind as FailureKind

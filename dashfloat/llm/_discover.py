@@ -32,7 +32,7 @@ from dashfloat.protocol import DiscoverWindow, ProviderConfig, WindowFound
 if TYPE_CHECKING:
     import requests
 
-    from dashfloat.preload import Preload
+    from dashfloat._startup.preload import Preload
 
 PROBE_BODY_MAX_BYTES: Final = 4 * 1024 * 1024
 """The most of a discovery answer that is read and decoded (a model list with many entries is well below)."""

@@ -9,7 +9,7 @@ abort still cuts it.
 from __future__ import annotations
 
 # First, before requests: its import without the modules this process never uses (_imports, ADR 0046).
-from dashfloat.llm import _imports  # noqa: F401
+from dashfloat._startup import requests_import  # noqa: F401
 
 # isort: split
 

@@ -1,13 +1,13 @@
 """The LLM stream process loop: the pipe on the main thread, each HTTP stream on a worker thread.
 
-The loop starts before the HTTP stack is imported (on a thread of its own: ``dashfloat.preload``), so a window
+The loop starts before the HTTP stack is imported (on a thread of its own: ``_startup.preload``), so a window
 discovery can begin at once; a stream waits for the import (ADR 0045).
 """
 
 from __future__ import annotations
 
-# First, before anything imports http.client: its import without calendar (_http_client, ADR 0056).
-from dashfloat.llm import _http_client  # noqa: F401
+# First, before anything imports http.client: its import without calendar (ADR 0056).
+from dashfloat._startup import http_client_import  # noqa: F401
 
 # isort: split
 
@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Final, assert_never
 import msgspec
 
 from dashfloat import procutil
+from dashfloat._startup.preload import Preload
 from dashfloat.channel import Channel, PeerDied, ProtocolError, Readiness
 from dashfloat.config import is_local_url
 from dashfloat.jsonvalue import JsonValue
 from dashfloat.llm._discover import Discovery
 from dashfloat.llm._limits import DEADLINE_GRACE_S, DELTA_BATCH_S, DELTA_MAX_CHARS, HOLD_MIN_S
 from dashfloat.llm._route import expects_plain_route
-from dashfloat.preload import Preload
 from dashfloat.protocol import (
     AgentToLlm,
     CancelStream,
@@ -53,7 +53,12 @@ _ABORT_JOIN_S = 0.5
 PLAIN_STACK_MODULES: Final = ("dashfloat.llm._plain", "dashfloat.llm._stream")
 """Imported on a thread as the process starts when its provider takes the plain route (ADR 0048): http.client's
 transport and the stream code, no requests."""
-HTTP_STACK_MODULES: Final = ("dashfloat.llm._imports", "dashfloat.llm._http", "dashfloat.llm._stream", "netrc")
+HTTP_STACK_MODULES: Final = (
+    "dashfloat._startup.requests_import",
+    "dashfloat.llm._http",
+    "dashfloat.llm._stream",
+    "netrc",
+)
 """Imported on a thread as the process starts: requests without what we never use (``_imports``), its transport
 with urllib3 (``_http``), the stream code; and what requests imports on its first request (``netrc``, for
 credentials it looks up), which was the discovery's first request and is now often the chat's."""

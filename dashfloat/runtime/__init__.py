@@ -2,7 +2,7 @@
 
 from typing import TYPE_CHECKING
 
-from dashfloat._lazy import lazy_exports
+from dashfloat._startup.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dashfloat.runtime._agent_link import MAX_RESTARTS, AgentProcess

@@ -3,17 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-
-# hashlib, secrets and ssl are not used here. They are loaded before the agent's fork because every process under
-# it loads OpenSSL (hashlib and secrets in the agent and the executor, ssl in the LLM worker): initialised once here,
-# its pages are shared by all four instead of copied into each (~1-1.5 MB a process), and ssl leaves the LLM
-# worker's critical path.
-import hashlib  # noqa: F401
 import os
-import secrets  # noqa: F401
 import select
 import socket
-import ssl  # noqa: F401
 import time
 from collections import deque
 from multiprocessing.connection import Connection
@@ -22,9 +14,11 @@ from typing import Final
 
 import msgspec
 
+from dashfloat._startup.fork import FORK, start_sharing
+from dashfloat._startup.openssl import preload_openssl
 from dashfloat.agent import AGENT_EXIT_SESSION_IN_USE, AGENT_PROCESS_NAME, AgentOptions
 from dashfloat.channel import Channel, PeerDied, ProtocolError
-from dashfloat.procutil import FORK, start_sharing, stop_process
+from dashfloat.procutil import stop_process
 from dashfloat.protocol import (
     AgentToUi,
     PhaseChanged,
@@ -76,6 +70,7 @@ class AgentProcess:
         self._start()
 
     def _start(self) -> None:
+        preload_openssl()  # before the fork: the four processes share OpenSSL's pages
         ours, theirs = FORK.Pipe()
         self.process = FORK.Process(
             target=_agent_main,

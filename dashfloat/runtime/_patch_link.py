@@ -11,8 +11,9 @@ import os
 from multiprocessing.connection import Connection
 from typing import Final
 
+from dashfloat._startup.fork import FORK, start_sharing
 from dashfloat.channel import Channel, PeerDied, ProtocolError
-from dashfloat.procutil import FORK, start_sharing, stop_process
+from dashfloat.procutil import stop_process
 from dashfloat.protocol import BaselineKept, KeeperToMain, PatchWritten, Shutdown, WritePatch
 
 KEEPER_STOP_GRACE_S: Final = 0.3

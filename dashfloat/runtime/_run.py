@@ -10,8 +10,9 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Final
 
+from dashfloat._startup.fork import release_free_heap
 from dashfloat.agent import AgentOptions
-from dashfloat.procutil import become_subreaper, kill_strays, reap_orphans, release_free_heap
+from dashfloat.procutil import become_subreaper, kill_strays, reap_orphans
 from dashfloat.runtime._agent_link import AgentProcess
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """The terminal UI: a pure core (``state``, ``render``) inside a thin prompt_toolkit shell."""
 
 # First, before prompt_toolkit: its import without the modules this process never uses (_imports, ADR 0046).
-from dashfloat.ui import _imports  # noqa: F401
+from dashfloat._startup import prompt_toolkit_import  # noqa: F401
 
 # isort: split
 

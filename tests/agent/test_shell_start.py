@@ -271,7 +271,7 @@ def test_a_read_only_tool_round_imports_neither_the_undo_module_nor_dataclasses(
     the executor's code: the undo module, and with it ``dataclasses`` and ``inspect``, stays out; it was ~7 ms of that
     turn's way (ADR 0055). A write's checkpoint still imports it (the core's undo tests)."""
     code = (
-        "from dashfloat.procutil import import_msgspec\nimport_msgspec()\n"
+        "from dashfloat._startup.kept_out import import_msgspec\nimport_msgspec()\n"
         + AGENT_CODE_IMPORTED
         + (
             "from dashfloat.agent import AgentOptions\n"

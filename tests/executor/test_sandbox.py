@@ -19,6 +19,7 @@ from typing import Any
 import psutil
 import pytest
 
+from dashfloat._startup.fork import FORK
 from dashfloat.agent import ForkWorkers
 from dashfloat.channel import Channel
 from dashfloat.executor import SandboxProbe, detect_sandbox, preview
@@ -34,7 +35,7 @@ from dashfloat.executor._sandbox import (
     session_sockets,
 )
 from dashfloat.executor.path_policy import Root
-from dashfloat.procutil import FORK, become_subreaper
+from dashfloat.procutil import become_subreaper
 from dashfloat.protocol import (
     CancelTool,
     CommandStarted,

@@ -13,9 +13,9 @@ from typing import cast
 import pytest
 import requests
 
+from dashfloat._startup.preload import Preload
 from dashfloat.llm import _window as w
 from dashfloat.llm._discover import PROBE_BODY_MAX_BYTES, Discovery, requests_get
-from dashfloat.preload import Preload
 from dashfloat.protocol import DiscoverWindow, ProviderConfig, WindowFound
 from dashfloat.testing.sse_server import ScriptedServer, redirect_reply
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from dashfloat._startup.preload import Preload
 from dashfloat.jsonvalue import JsonValue
 from dashfloat.llm import _window as w
 from dashfloat.llm._discover import PROBE_BODY_MAX_BYTES, Discovery, PlainProber, discover
 from dashfloat.llm._route import plain_probes
-from dashfloat.preload import Preload
 from dashfloat.protocol import DiscoverWindow, ProviderConfig, WindowFound
 from dashfloat.testing.sse_server import Reply, ScriptedServer, redirect_reply
 from tests.llm import window_responses as r

@@ -1,5 +1,5 @@
-"""The LLM worker's requests without the modules it never uses (dashfloat/llm/_imports.py), in fresh interpreters:
-the test process imported requests whole long ago."""
+"""The LLM worker's requests without the modules it never uses (dashfloat/_startup/requests_import.py), in fresh
+interpreters: the test process imported requests whole long ago."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 import dashfloat
-from dashfloat.llm._imports import UNUSED_TOP_LEVEL, import_requests
+from dashfloat._startup.requests_import import UNUSED_TOP_LEVEL, import_requests
 
 CHECKOUT = str(Path(dashfloat.__file__).resolve().parent.parent)
 
@@ -98,12 +98,12 @@ def test_nothing_is_done_once_requests_is_imported() -> None:
 
 
 def test_http_client_comes_without_calendar_and_calendar_comes_whole_when_asked_for() -> None:
-    """dashfloat/llm/_http_client.py (ADR 0056): http.client and email in, calendar not; email's one use of it still
-    works, and a later import gets the real module."""
+    """dashfloat/_startup/http_client_import.py (ADR 0056): http.client and email in, calendar not; email's one use
+    of it still works, and a later import gets the real module."""
     out = _run(
         """
         import sys
-        from dashfloat.llm import _http_client
+        from dashfloat._startup import http_client_import as _http_client
         import http.client, email.utils
         print("calendar" in sys.modules, "http.client" in sys.modules)
         when = email.utils.mktime_tz(email.utils.parsedate_tz("Sat, 05 Dec 2026 09:00:00 +0000"))
@@ -118,7 +118,7 @@ def test_a_calendar_imported_before_is_left_alone() -> None:
     out = _run(
         """
         import calendar
-        from dashfloat.llm import _http_client
+        from dashfloat._startup import http_client_import as _http_client
         import sys
         print(sys.modules["calendar"] is calendar)
         """

@@ -13,9 +13,10 @@ import psutil
 import pytest
 
 from dashfloat import cli
+from dashfloat._startup.fork import FORK, start_sharing
+from dashfloat._startup.kept_out import import_holding_sigint
 from dashfloat.agent import LLM_PROCESS_NAME, AgentOptions
 from dashfloat.demo import start_demo
-from dashfloat.procutil import FORK, import_holding_sigint, start_sharing
 from dashfloat.protocol import AgentReady, ProviderConfig, SubmitPrompt, SystemEntry, TokenReceived
 from dashfloat.runtime import start_agent
 from dashfloat.testing.sse_server import ScriptedServer, text_reply

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from dashfloat._startup.fork import FORK
 from dashfloat.agent import AgentOptions
-from dashfloat.procutil import FORK
 from dashfloat.protocol import ProviderConfig, SubmitPrompt, SystemEntry
 from dashfloat.runtime import run
 from dashfloat.sessions.state import SESSIONS_DIRNAME

@@ -1,5 +1,5 @@
-"""The TUI's prompt_toolkit without the modules it never uses (dashfloat/ui/_imports.py), in fresh interpreters:
-the test process may have imported prompt_toolkit and wcwidth whole long before."""
+"""The TUI's prompt_toolkit without the modules it never uses (dashfloat/_startup/prompt_toolkit_import.py), in
+fresh interpreters: the test process may have imported prompt_toolkit and wcwidth whole long before."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ import sys
 import threading
 from typing import Final
 
-from dashfloat.procutil import release_free_heap
+from dashfloat._startup.fork import release_free_heap
 
 SWITCH_INTERVAL_WHILE_IMPORTING_S: Final = 0.0002
 """The interpreter's thread switch interval while a preload runs: a thread woken by its pipe or a socket waits at
