@@ -324,7 +324,7 @@ def mcp_tool_object(server: str, tool: McpTool) -> JsonObject:
     }
 
 
-def tokens_of(value: JsonValue) -> int:
+def tokens_of(value: object) -> int:
     """A rough token count of a catalogue part as sent (4 bytes a token, as the context estimate counts)."""
     return len(msgspec.json.encode(value)) // 4
 
@@ -346,15 +346,15 @@ def mcp_search_tool(servers: list[McpServerInfo]) -> JsonObject:
 
 
 def mcp_catalogue(servers: list[McpServerInfo], window: int | None) -> tuple[list[JsonObject], bool]:
-    """The MCP part of the catalogue: every ready server's tools, or only ``mcp_search`` when their schemas would take
-    more than MCP_SCHEMA_WINDOW_SHARE of the window (or a lazy server is not started yet); True: the search is in."""
-    tools = [mcp_tool_object(s.name, t) for s in servers if s.state == "ready" for t in s.tools]
-    budget = (window or MCP_SCHEMA_WINDOW_ASSUMED) * MCP_SCHEMA_WINDOW_SHARE
-    waiting = any(s.state == "stopped" and s.start == "lazy" for s in servers)
+    """The MCP part of the catalogue: every ready server's tools unless their schemas would take more than
+    MCP_SCHEMA_WINDOW_SHARE of the window, and ``mcp_search`` then, or while a server is not ready (starting, lazy,
+    failed: a search starts it); True: the search is in."""
     if not servers:
         return [], False
-    if waiting or sum(tokens_of(t) for t in tools) > budget:
-        return [mcp_search_tool(servers)], True
+    tools = [mcp_tool_object(s.name, t) for s in servers if s.state == "ready" for t in s.tools]
+    over = sum(tokens_of(t) for t in tools) > (window or MCP_SCHEMA_WINDOW_ASSUMED) * MCP_SCHEMA_WINDOW_SHARE
+    if over or any(s.state != "ready" for s in servers):
+        return [*([] if over else tools), mcp_search_tool(servers)], True
     return tools, False
 
 

@@ -12,13 +12,15 @@ import re
 import stat
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final, get_args
+from typing import Any, Final, Literal, get_args
 from urllib.parse import urlsplit
 
 import msgspec
 
 from dashfloat.protocol import (
+    MCP_CALL_TIMEOUT_S,
     CommandLimits,
+    McpServerConfig,
     ProviderConfig,
     ReasoningEcho,
     ReasoningEffort,
@@ -202,6 +204,7 @@ class ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
     settings: Settings = msgspec.field(default_factory=Settings)
     sandbox: SandboxSettings = msgspec.field(default_factory=SandboxSettings)
     limits: LimitsSettings = msgspec.field(default_factory=LimitsSettings)
+    mcp: McpTable = msgspec.field(default_factory=lambda: McpTable())
     hooks: HooksTable = msgspec.field(default_factory=HooksTable)
 
 
@@ -376,6 +379,7 @@ def load_config(env: Mapping[str, str]) -> ConfigFile | None:
         if not ENV_NAME.fullmatch(name):
             raise ConfigError(f"{path}: sandbox.pass_env[{index}]: {name!r} is not an environment variable's name")
     _check_sandbox_access(path, config.sandbox, env)
+    check_mcp(path, config.mcp)
     if config.default_provider is not None and config.default_provider not in entries:
         raise ConfigError(
             f"{path}: default_provider: no provider named {config.default_provider!r} "
@@ -563,6 +567,71 @@ def first_byte_timeout_s(env: Mapping[str, str], base_url: str) -> float:
     if configured is not None:
         return configured
     return FIRST_BYTE_TIMEOUT_LOCAL_S if is_local_url(base_url) else FIRST_BYTE_TIMEOUT_PUBLIC_S
+
+
+# MCP client (ADR 0086): ``[mcp.servers.NAME]`` in config.toml (and in a project's .dashfloat/mcp.toml, approved once)
+
+MCP_SERVER_NAME: Final = re.compile(r"[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*")
+"""A server's name: it is part of every tool's ``mcp__<server>__<tool>`` name, so no ``__`` and nothing a provider
+refuses in a function name."""
+MCP_SERVER_NAME_MAX_CHARS: Final = 24
+MCP_CALL_TIMEOUT_MAX_S: Final = 3600.0
+"""The longest ``timeout_s`` a server may be given."""
+
+
+class McpServerEntry(msgspec.Struct, forbid_unknown_fields=True):
+    """One ``[mcp.servers.NAME]`` table: a stdio server (``command``, ``args``, ``env``) or an HTTP one (``url``)."""
+
+    command: str = ""
+    args: list[str] = []
+    env: dict[str, str] = {}
+    """Variables the server gets besides the few the SDK passes (HOME, PATH, USER, ...): never the whole environment."""
+    url: str = ""
+    headers_env: dict[str, str] = {}
+    """HTTP headers, each read from the environment variable named: ``{ Authorization = "GITHUB_MCP_TOKEN" }``."""
+    start: Literal["lazy", "startup"] = "startup"
+    sandbox: bool = True
+    network: bool = False
+    timeout_s: float = MCP_CALL_TIMEOUT_S
+
+
+class McpTable(msgspec.Struct, forbid_unknown_fields=True):
+    """The ``[mcp]`` table."""
+
+    servers: dict[str, McpServerEntry] = {}
+
+
+def check_mcp(path: Path, table: McpTable) -> None:
+    """Each server's name and fields, a bad one named with its table."""
+    for name, entry in table.servers.items():
+        where = f"{path}: mcp.servers.{name}"
+        if not MCP_SERVER_NAME.fullmatch(name) or len(name) > MCP_SERVER_NAME_MAX_CHARS:
+            raise ConfigError(
+                f"{where}: a server's name is letters, digits, - and single _ (at most {MCP_SERVER_NAME_MAX_CHARS})"
+            )
+        if bool(entry.command) == bool(entry.url):
+            raise ConfigError(f"{where}: give either command (a stdio server) or url (an HTTP server)")
+        if entry.url:
+            _check_url(f"{where}.url", entry.url)
+        if not (math.isfinite(entry.timeout_s) and 0 < entry.timeout_s <= MCP_CALL_TIMEOUT_MAX_S):
+            raise ConfigError(f"{where}.timeout_s: must be above 0 and at most {MCP_CALL_TIMEOUT_MAX_S:g} seconds")
+        for header, variable in entry.headers_env.items():
+            if not ENV_NAME.fullmatch(variable):
+                raise ConfigError(f"{where}.headers_env.{header}: {variable!r} is not an environment variable's name")
+
+
+def mcp_configs(table: McpTable, source: str) -> list[McpServerConfig]:
+    """The servers of one ``[mcp]`` table, as the executor runs them."""
+    return [
+        McpServerConfig(name=name, source=source, **{f: getattr(e, f) for f in e.__struct_fields__})
+        for name, e in table.servers.items()
+    ]
+
+
+def mcp_servers(env: Mapping[str, str]) -> list[McpServerConfig]:
+    """The user's MCP servers (``[mcp.servers.NAME]`` in config.toml); none without a config file."""
+    config = load_config(env)
+    return mcp_configs(config.mcp, str(config_path(env))) if config else []
 
 
 def compact_at_percent(env: Mapping[str, str]) -> int:

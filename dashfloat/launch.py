@@ -19,6 +19,7 @@ from dashfloat.config import (
     first_byte_timeout_s,
     idle_timeout_from,
     idle_timeout_s,
+    mcp_servers,
     provider_key_envs,
     read_only_commands,
     resolve_provider,
@@ -26,6 +27,7 @@ from dashfloat.config import (
 )
 from dashfloat.executor import SandboxProbe, detect_sandbox
 from dashfloat.hooks import load_project_hooks, trusted, user_hooks
+from dashfloat.mcp_project import approved, load_project_mcp, merged
 from dashfloat.permission_files import load_rules, user_permissions_path
 from dashfloat.protocol import ApprovalMode, NetworkMode, ProviderConfig
 from dashfloat.sandbox_access import with_access
@@ -67,6 +69,8 @@ def prepare(
         limits = command_limits(env)
         idle_from = idle_timeout_from(env)
         compact_at = compact_at_percent(env)
+        mcp = mcp_servers(env)  # MCP client (ADR 0086): a project's servers run only once approved (/mcp approve)
+        mcp_project = load_project_mcp(cwd)
         hooks = user_hooks(env)  # hooks (ADR 0088): the project's run only once trusted (/hooks trust)
         project_hooks = load_project_hooks(cwd)
     except ConfigError as exc:
@@ -152,6 +156,8 @@ def prepare(
         rules=rules,
         rules_path=str(user_permissions_path(env)),
         read_only_commands=read_only,
+        mcp_servers=merged(mcp, mcp_project if mcp_project and approved(str(state), mcp_project) else None),
+        mcp_project=mcp_project if mcp_project and not approved(str(state), mcp_project) else None,
         notice="" if restoring else notice,
         hooks=hooks,
         project_hooks=project_hooks,

@@ -22,9 +22,12 @@ import msgspec
 
 from dashfloat.catalogue import call_name
 from dashfloat.protocol import (
+    MCP_TOOL_PREFIX,
     EditFileArgs,
     ExecuteCommandArgs,
     ListDirectoryArgs,
+    McpCallArgs,
+    McpSearchArgs,
     ReadFileArgs,
     ToolArgs,
     WriteFileArgs,
@@ -85,6 +88,8 @@ _RULE = re.compile(r"^\s*(?P<tool>[a-z_]+)\s*(?:\((?P<spec>.*)\))?\s*$", re.DOTA
 
 def parse_rule(text: str, effect: Literal["allow", "deny"]) -> Rule:
     """The rule ``text`` means, or RuleError naming the problem."""
+    if text.strip().startswith(MCP_TOOL_PREFIX):
+        return mcp_rule(text.strip())
     match = _RULE.match(text)
     if match is None:
         raise RuleError("expected TOOL or TOOL(SPEC), e.g. execute_command(npm test) or edit_file")
@@ -112,6 +117,17 @@ def parse_rule(text: str, effect: Literal["allow", "deny"]) -> Rule:
     if spec.startswith("/") or ".." in spec.split("/"):
         raise RuleError(f"{spec!r}: a path pattern is relative to the workspace and stays inside it")
     return Rule(tool, pattern=spec)
+
+
+_MCP_RULE: Final = re.compile(r"^mcp__[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*(?:__(?:\*|[A-Za-z0-9_-]+))?$")
+
+
+def mcp_rule(text: str) -> Rule:
+    """An MCP rule (ADR 0086): ``mcp__git`` or ``mcp__git__*`` names every tool of server git, ``mcp__git__git_status``
+    one tool."""
+    if not _MCP_RULE.match(text):
+        raise RuleError(f"{text!r}: an MCP rule is mcp__SERVER, mcp__SERVER__* or mcp__SERVER__TOOL")
+    return Rule(text.removesuffix("__*"))
 
 
 SUBCOMMAND = r"[A-Za-z][A-Za-z0-9:_-]*"
@@ -191,7 +207,9 @@ def call_scope(args: ToolArgs) -> Rule | None:
             return command_scope(command)
         case WriteFileArgs() | EditFileArgs():
             return Rule(call_name(args))
-        case ReadFileArgs() | ListDirectoryArgs():
+        case McpCallArgs(name=name):
+            return Rule(name)  # this one tool of this one server
+        case ReadFileArgs() | ListDirectoryArgs() | McpSearchArgs():
             return None  # never asked, so never granted
         case _:
             assert_never(args)
@@ -217,6 +235,9 @@ def _workspace_path(path: str, cwd: str) -> str:
 def matches(rule: Rule, effect: Literal["allow", "deny"], args: ToolArgs, cwd: str) -> bool:
     """Whether ``rule`` covers this call. An allow rule never covers a line with shell syntax or inline code;
     a deny rule covers its prefix wherever it appears as a command's words, so ``ls; rm x`` is denied by ``rm``."""
+    if isinstance(args, McpCallArgs | McpSearchArgs):  # a whole server's rule names each of its tools (ADR 0086)
+        name = call_name(args)
+        return name == rule.tool or (rule.tool.count("__") == 1 and name.startswith(rule.tool + "__"))
     if rule.tool != call_name(args):
         return False
     match args:

@@ -25,6 +25,8 @@ UNIONS = {
     "ExecutorToAgent": protocol.ExecutorToAgent,
     "PatchToKeeper": protocol.PatchToKeeper,
     "KeeperToMain": protocol.KeeperToMain,
+    "ExecutorToMcp": protocol.ExecutorToMcp,  # MCP client (ADR 0086)
+    "McpToExecutor": protocol.McpToExecutor,
 }
 
 json_values = st.recursive(

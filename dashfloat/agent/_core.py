@@ -30,6 +30,7 @@ from dashfloat.agent._context import (
     tokens_text,
 )
 from dashfloat.agent._echo import echoed
+from dashfloat.agent._mcp import McpSession
 from dashfloat.agent._options import AgentOptions
 from dashfloat.agent._prompt import system_message
 from dashfloat.agent._rules import Rules
@@ -56,6 +57,7 @@ from dashfloat.protocol import (
     ListPrompts,
     ListSessions,
     LlmToAgent,
+    McpServersListed,
     Message,
     PathsFound,
     Phase,
@@ -79,6 +81,7 @@ from dashfloat.protocol import (
     SetApproval,
     SetModel,
     ShowHooks,
+    ShowMcp,
     ShowModels,
     ShowUsage,
     Shutdown,
@@ -196,6 +199,10 @@ class AgentCore:
         fast typing never queues stale searches in the executor)."""
         self.phase: Phase = "idle"
         self.turn = Turn(self)
+        # MCP client (ADR 0086): the executor's MCP host runs the servers; a project's wait for /mcp approve
+        self.mcp = McpSession(options.mcp_servers, options.mcp_project, options.state_dir)
+        self.outbox += [("ui", entry) for entry in self.mcp.proposed()]
+        self._configure_mcp()
 
     @property
     def waiting(self) -> Waiting:
@@ -342,6 +349,11 @@ class AgentCore:
                 from dashfloat.agent._extensions import hooks_command
 
                 self.outbox += hooks_command(self, trust_now)
+            case ShowMcp(approve=approve):
+                if approve:
+                    self.ui(self.mcp.approve())
+                    self._configure_mcp()
+                self.ui(SystemEntry(text=self.mcp.report(self.window.size)))
             case ShowUsage():
                 self.ui(SystemEntry(text=self.usage_report()))
             case UndoTurn():
@@ -443,6 +455,7 @@ class AgentCore:
             exec_timeout_s=self.exec_timeout_s,
             idle_timeout_from=self.idle_timeout_from,
             first_byte_timeout_s=self.first_byte_timeout_s,
+            extra_tools=self.mcp.tools_json(self.window.size),
         )
         self.outbox.append(("llm", start))
 
@@ -559,6 +572,8 @@ class AgentCore:
                 if self.waiting == "tool" and call_id == turn.calls.current.id:
                     self._keep_changes(message)
                     turn.move("ToolFinished", *turn.calls.ran(message))
+            case McpServersListed():
+                self.outbox += [("ui", entry) for entry in self.mcp.listed(message)]
             case FrameRejected(error=error):
                 self.ui(SystemEntry(text=error, level="error"))
             case CommandStarted():
@@ -644,8 +659,14 @@ class AgentCore:
         if self.window.size is None:
             self.discover_window()  # the question died with the process: ask the fresh one
 
+    def _configure_mcp(self) -> None:
+        configure = self.mcp.configure()
+        if configure is not None:
+            self.outbox.append(("executor", configure))
+
     def on_executor_died(self, reason: str) -> None:
         """The executor died; a fresh one is already running. In-flight work becomes an error result."""
+        self._configure_mcp()  # the fresh executor runs the MCP servers again
         open_requests = [r for r in (self.finding, self.find_next) if r is not None]
         self.finding = self.find_next = None
         for request in open_requests:

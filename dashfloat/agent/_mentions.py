@@ -24,6 +24,7 @@ from dashfloat.protocol import (
     EditFileResult,
     ListDirectoryArgs,
     ListDirectoryResult,
+    McpToolResult,
     Message,
     ReadFileArgs,
     ReadFileResult,
@@ -106,7 +107,14 @@ def attachment(path: str, result: ToolResult, budget: int) -> Attachment:
             return not_attached(path, error)
         case ToolCancelled():
             return not_attached(path, "the read was cancelled")
-        case CommandExited() | CommandTimedOut() | WriteFileResult() | EditFileResult() | ToolRejected():
+        case (
+            CommandExited()
+            | CommandTimedOut()
+            | WriteFileResult()
+            | EditFileResult()
+            | ToolRejected()
+            | McpToolResult()
+        ):
             return not_attached(path, "not a read's result")  # a read never ends like this
         case _:
             assert_never(result)

@@ -7,8 +7,9 @@ import msgspec
 from dashfloat.catalogue import EXEC_TIMEOUT_DEFAULT_S
 from dashfloat.config import DEFAULT_COMPACT_AT_PERCENT, DEFAULT_IDLE_TIMEOUT_S, FIRST_BYTE_TIMEOUT_LOCAL_S
 from dashfloat.hooks import HookSet, ProjectHooks
+from dashfloat.mcp_project import ProjectMcp
 from dashfloat.permissions import SourcedRule
-from dashfloat.protocol import ApprovalMode, ProviderConfig, SandboxState
+from dashfloat.protocol import ApprovalMode, McpServerConfig, ProviderConfig, SandboxState
 
 
 class AgentOptions(msgspec.Struct, frozen=True):
@@ -44,6 +45,10 @@ class AgentOptions(msgspec.Struct, frozen=True):
     """Run the read-only allowlist without asking (``[settings] read_only_commands``)."""
     notice: str = ""
     """A system entry to show once the agent is up (e.g. the demo provider's hint)."""
+    mcp_servers: list[McpServerConfig] = []
+    """The MCP servers to run (``[mcp.servers.NAME]``, and a project's the person approved: ADR 0086)."""
+    mcp_project: ProjectMcp | None = None
+    """The project's MCP file while it is not approved: ``/mcp approve`` approves and starts its servers."""
     hooks: HookSet = msgspec.field(default_factory=HookSet)
     """The hooks that run (ADR 0088): the user's config.toml's, then the project's once trusted."""
     project_hooks: ProjectHooks | None = None

@@ -9,6 +9,7 @@ from dashfloat.protocol import (
     CommandTimedOut,
     EditFileResult,
     ListDirectoryResult,
+    McpToolResult,
     ReadFileResult,
     ResultStatus,
     ToolCancelled,
@@ -37,6 +38,8 @@ def result_status(result: ToolResult) -> ResultStatus:
             return "rejected"
         case ToolCancelled():
             return "cancelled"
+        case McpToolResult(is_error=is_error):
+            return "error" if is_error else "ok"
         case _:
             assert_never(result)
 
@@ -63,6 +66,8 @@ def _text(result: ToolResult) -> str:
             return output.output if output is not None else ""
         case WriteFileResult() | EditFileResult() | ToolRejected():
             return ""
+        case McpToolResult(text=text):
+            return text
         case _:
             assert_never(result)
 
@@ -99,7 +104,14 @@ def command_context(command: str, result: ToolResult) -> str:
             output = captured.output if captured is not None else ""
         case ToolFailed(error=error):
             output = error
-        case ReadFileResult() | WriteFileResult() | EditFileResult() | ListDirectoryResult() | ToolRejected():
+        case (
+            ReadFileResult()
+            | WriteFileResult()
+            | EditFileResult()
+            | ListDirectoryResult()
+            | ToolRejected()
+            | McpToolResult()
+        ):
             pass  # not a command's result: nothing printed
         case _:
             assert_never(result)

@@ -398,7 +398,7 @@ class _Server:
         """The session's MCP servers: the host is forked now (its startup servers start at once)."""
         if self.mcp is not None:
             self.mcp.stop()
-        self.mcp = McpLink(servers, self.sandbox, self.root.path, [self.channel.fileno()]) if servers else None
+        self.mcp = McpLink(servers, self.sandbox, self.root.path) if servers else None
         if self.mcp is not None:
             self.mcp.start()
             self.send(self.mcp.listing())
@@ -427,7 +427,8 @@ class _Server:
         if config is None:
             names = ", ".join(self.mcp.configs)
             return PreviewReady(call_id, [], error=f"no MCP server is named {args.server!r} (servers: {names})")
-        lines, full = preview_lines(args, self.mcp.listed.get(args.server), describe_server(config, self.sandbox))
+        info = self.mcp.settle(args.server, self.send)
+        lines, full = preview_lines(args, info, describe_server(config, self.sandbox))
         return PreviewReady(call_id, lines, summary=f"MCP {args.server}", full=full)
 
 

@@ -26,6 +26,7 @@ from dashfloat.protocol import (
     SetApproval,
     SetModel,
     ShowHooks,
+    ShowMcp,
     ShowModels,
     ShowUsage,
     UiToAgent,
@@ -41,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "/sessions": ("", "list saved sessions"),
     "/resume": ("ID", "resume a saved session (an id prefix is enough)"),
     "/hooks": ("[trust]", "the hooks in force and the project's untrusted ones; trust: run this project's"),
+    "/mcp": ("[approve]", "MCP servers: state, tools, the tokens their schemas cost; approve: start the project's"),
     "/usage": ("", "context window, fill, and tokens of this session by turn"),
     "/status": ("", "the same as /usage"),
     "/compact": ("[FOCUS]", "summarise the older conversation now (FOCUS: what the summary keeps)"),
@@ -171,6 +173,10 @@ def parse(text: str, prompt_files: Sequence[PromptFile] = ()) -> Parsed:
             return Exit()
         case "/diff":
             return ShowDiff()
+        case "/mcp":  # MCP client (ADR 0086)
+            if arg in ("", "approve"):
+                return Send(ShowMcp(approve=arg == "approve"))
+            return Invalid("usage: /mcp [approve]")
         case "/clear":
             return Send(ClearSession())
         case "/sessions":

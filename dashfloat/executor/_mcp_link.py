@@ -1,0 +1,282 @@
+"""The executor's side of the MCP host (ADR 0086): forked when servers are configured, each stdio server's command
+line wrapped in the command sandbox here, calls relayed, and the host and its servers stopped on every exit path."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from multiprocessing.connection import Connection, wait
+from typing import Final
+
+import msgspec
+
+from dashfloat import procutil
+from dashfloat.channel import Channel, PeerDied, ProtocolError
+from dashfloat.executor._sandbox import DROP_PRIVILEGES, Sandbox, covered
+from dashfloat.protocol import (
+    AgentToExecutor,
+    CancelTool,
+    ConfigureMcp,
+    McpCall,
+    McpCallArgs,
+    McpCallDone,
+    McpCancel,
+    McpSearch,
+    McpSearchArgs,
+    McpServerConfig,
+    McpServerInfo,
+    McpServersListed,
+    McpToExecutor,
+    McpToolResult,
+    RunTool,
+    Shutdown,
+)
+
+MCP_HOST_STOP_GRACE_S: Final = 0.5
+"""How long the host has to exit after Shutdown before it is killed (its servers are killed either way)."""
+NO_PREVIEW: Final = "No preview of its effects is possible: the MCP server alone decides what this call does."
+PREVIEW_ARGUMENT_LINES: Final = 40
+"""The arguments' lines a confirmation shows (the whole JSON is in its full view)."""
+
+
+def server_argv(config: McpServerConfig, sandbox: Sandbox, root: str) -> tuple[str, list[str]]:
+    """The command line a stdio server starts with: inside bwrap, as a command is (the session's mode; network when
+    the server or the session has it), unless the server is configured ``sandbox = false`` or the session is off.
+    The working directory is bound by path: the host's SDK starts the server, and passes no descriptor to it."""
+    state = sandbox.state
+    if not config.sandbox or state.mode == "off":
+        return config.command, list(config.args)
+    if not sandbox.bwrap:
+        raise OSError(f"no bwrap to run the server in: {sandbox.bwrap_error}")
+    argv = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for path, is_dir in covered(state.deny_read, os.environ):
+        argv += ["--tmpfs", path, "--remount-ro", path] if is_dir else ["--ro-bind", "/dev/null", path]
+    argv += ["--bind" if state.mode == "workspace-write" else "--ro-bind", root, root]
+    argv += ["--unshare-all", *(["--share-net"] if config.network or state.network else []), "--die-with-parent"]
+    argv += [*DROP_PRIVILEGES, "--setenv", "TMPDIR", "/tmp", "--chdir", root, "--", config.command, *config.args]
+    return sandbox.bwrap, argv
+
+
+def describe_server(config: McpServerConfig | None, sandbox: Sandbox) -> str:
+    """How a server runs, for its confirmation."""
+    if config is None or config.url:
+        return "over HTTP" if config is not None else "not configured"
+    if not config.sandbox or sandbox.state.mode == "off":
+        return "NOT sandboxed: it runs with your full permissions"
+    network = "with network" if config.network or sandbox.state.network else "no network"
+    return f"sandboxed ({sandbox.state.mode}, {network})"
+
+
+def preview_lines(args: McpCallArgs, info: McpServerInfo | None, how: str) -> tuple[list[str], str]:
+    """What the confirmation of an MCP call shows: the server, the tool, its description, the JSON arguments, and
+    that no preview of its effects exists; and the whole of it."""
+    from dashfloat.catalogue import mcp_name
+
+    tool = next((t for t in info.tools if mcp_name(info.name, t.name) == args.name), None) if info else None
+    described = tool.description.strip().splitlines() if tool is not None else []
+    if tool is None:
+        described = ["(its description is not known: the server has not listed it yet)"]
+    try:
+        pretty = msgspec.json.format(args.arguments, indent=2).splitlines()
+    except msgspec.DecodeError:
+        pretty = [args.arguments]
+    head = [f"MCP server {args.server} · tool {tool.name if tool else args.tool} · {how}"]
+    body = [*(f"  {line}" for line in described[:6]), "arguments:", *(f"  {line}" for line in pretty)]
+    full = "\n".join([*head, *body, NO_PREVIEW])
+    if len(pretty) > PREVIEW_ARGUMENT_LINES:
+        body = body[: len(body) - len(pretty) + PREVIEW_ARGUMENT_LINES]
+        body.append(f"  [… {len(pretty) - PREVIEW_ARGUMENT_LINES} more lines: see the full view]")
+    return [*head, *body, NO_PREVIEW], full
+
+
+class McpLink:
+    """The MCP host process and what it last said of its servers."""
+
+    def __init__(self, servers: list[McpServerConfig], sandbox: Sandbox, root: str) -> None:
+        self.configs = {s.name: s for s in servers}
+        self.sandbox = sandbox
+        self.root = root
+        self.listed: dict[str, McpServerInfo] = {
+            s.name: McpServerInfo(s.name, "starting" if s.start == "startup" else "stopped", start=s.start)
+            for s in servers
+        }  # a startup server is starting as soon as the host is
+        self.process: subprocess.Popen[bytes] | None = None
+        self.pidfd = -1
+        """Readable once the host has exited (its exit code may be collected by the executor's ``reap_orphans``)."""
+        self.channel: Channel[McpToExecutor] | None = None
+
+    def start(self) -> None:
+        """Start the host (a fresh interpreter: it inherits none of the executor's descriptors or handlers) and give
+        it the servers, each stdio one's command line wrapped in the sandbox."""
+        ours, theirs = socket.socketpair()
+        with theirs:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "dashfloat.mcp", str(theirs.fileno())],
+                pass_fds=[theirs.fileno()],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,  # stderr: the executor's, the session's log
+            )
+        self.pidfd = os.pidfd_open(self.process.pid)
+        self.channel = Channel(Connection(ours.detach()), McpToExecutor, "mcp->executor")
+        wrapped = []
+        for config in self.configs.values():
+            if config.url:
+                wrapped.append(config)
+                continue
+            try:
+                command, args = server_argv(config, self.sandbox, self.root)
+            except OSError as exc:
+                self.listed[config.name] = McpServerInfo(config.name, "failed", error=str(exc), start=config.start)
+                continue
+            wrapped.append(msgspec.structs.replace(config, command=command, args=args))
+        self.send(ConfigureMcp(wrapped))
+
+    def alive(self) -> bool:
+        """Told by its pidfd, not its exit code: the executor's loop reaps every exited child (``reap_orphans``),
+        this one too."""
+        return self.process is not None and self.channel is not None and not wait([self.pidfd], 0)
+
+    def sources(self) -> list[Connection | int]:
+        """What to wait on beside the agent's pipe: the host's pipe and its exit."""
+        if not self.alive():
+            return []
+        assert self.channel is not None
+        return [self.channel.conn, self.pidfd]
+
+    def send(self, message: ConfigureMcp | McpCall | McpSearch | McpCancel | Shutdown) -> None:
+        if self.channel is None:
+            return
+        try:
+            self.channel.send(message)
+        except PeerDied:
+            self.died()
+
+    def read(self) -> list[McpServersListed | McpCallDone]:
+        """Every message the host has sent (its death, when that is what woke us, becomes the listing that says so)."""
+        messages: list[McpServersListed | McpCallDone] = []
+        while self.channel is not None:
+            try:
+                if not self.channel.poll():
+                    break
+                message = self.channel.recv()
+            except ProtocolError:
+                continue
+            except PeerDied:
+                messages.append(self.died())
+                break
+            if isinstance(message, McpServersListed):
+                self.listed.update({s.name: s for s in message.servers})
+                message = self.listing()
+            messages.append(message)
+        if self.channel is not None and not self.alive():
+            messages.append(self.died())
+        return messages
+
+    def settle(self, server: str, forward: Callable[[McpServersListed], None]) -> McpServerInfo | None:
+        """``server`` as the host lists it once it is no longer starting (a confirmation names its tool's description):
+        the host's messages are read meanwhile, at most until it has started or failed (MCP_START_TIMEOUT_S there)."""
+        while (
+            (info := self.listed.get(server)) is not None and info.state == "starting" and (sources := self.sources())
+        ):
+            wait(sources)
+            for message in self.read():
+                if isinstance(message, McpServersListed):
+                    forward(message)
+        return self.listed.get(server)
+
+    def listing(self) -> McpServersListed:
+        return McpServersListed(list(self.listed.values()))
+
+    def died(self) -> McpServersListed:
+        """The host is gone: its servers are killed by their groups, and every one is said to have failed."""
+        reason = self._reap(0.0)
+        self._kill_servers()
+        for name, info in self.listed.items():
+            if info.state in ("ready", "starting"):
+                error = f"the MCP host process died ({reason}); it starts again at the next call"
+                self.listed[name] = McpServerInfo(name, "failed", info.tools, error, start=info.start)
+        return self.listing()
+
+    def _kill_servers(self) -> None:
+        for info in self.listed.values():
+            if info.pid is not None:
+                procutil.kill_group(info.pid)  # each stdio server leads a group of its own (the SDK's setsid)
+
+    def stop(self) -> None:
+        """Shutdown: ask, wait MCP_HOST_STOP_GRACE_S, kill; then whatever server is left, by its group."""
+        if self.channel is not None:
+            with contextlib.suppress(PeerDied):
+                self.channel.send(Shutdown())
+        self._reap(MCP_HOST_STOP_GRACE_S)
+        self._kill_servers()
+
+    def _reap(self, grace_s: float) -> str:
+        """The host gone for sure (killed after ``grace_s``), its pipe and pidfd closed: how it ended."""
+        process, self.process = self.process, None
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
+        how = "gone"
+        if process is not None:
+            try:
+                code = process.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                code = process.wait()
+            how = f"exit code {code}" if code >= 0 else f"killed by signal {-code}"
+        if self.pidfd >= 0:
+            os.close(self.pidfd)
+            self.pidfd = -1
+        return how
+
+    def call(
+        self,
+        run: RunTool,
+        agent: Channel[AgentToExecutor],
+        handle: Callable[[AgentToExecutor | None], None],
+        queue: Callable[[RunTool], None],
+        forward: Callable[[McpServersListed], None],
+    ) -> McpToolResult:
+        """Run one MCP call (or search) to its result, serving the agent meanwhile: its CancelTool for this call
+        cancels it, another RunTool waits its turn, anything else is ``handle``d as usual (a Shutdown ends us)."""
+        args = run.args
+        assert isinstance(args, McpCallArgs | McpSearchArgs)
+        if not self.alive():
+            self.start()
+        if isinstance(args, McpCallArgs):
+            self.send(McpCall(run.call_id, args.server, args.tool, args.arguments))
+        else:
+            self.send(McpSearch(run.call_id, args.query))
+        while True:
+            sources = self.sources()
+            if not sources:
+                return _host_gone(self.listed)
+            ready = wait([agent.conn, *sources])
+            for message in self.read() if any(s in ready for s in sources) else []:
+                if isinstance(message, McpCallDone):
+                    if message.call_id == run.call_id:
+                        return message.result
+                else:
+                    forward(message)
+            if agent.conn in ready:
+                try:
+                    incoming: AgentToExecutor | None = agent.recv()
+                except ProtocolError:
+                    incoming = None
+                match incoming:
+                    case CancelTool(call_id=call_id) if call_id == run.call_id:
+                        self.send(McpCancel(call_id))
+                    case RunTool():
+                        queue(incoming)
+                    case _:
+                        handle(incoming)
+
+
+def _host_gone(listed: dict[str, McpServerInfo]) -> McpToolResult:
+    errors = "; ".join(sorted({i.error for i in listed.values() if i.error}))
+    text = f"the MCP host process died during the call ({errors}); nothing is known of what it did"
+    return McpToolResult(text=text, is_error=True, total_bytes=len(text.encode()))

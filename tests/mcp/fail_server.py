@@ -1,0 +1,74 @@
+"""An MCP server written with the SDK for the failure cases (ADR 0086): a crash mid-call, a huge result, a hang,
+an image, a tool error, and a flood of tools (``FLOOD_TOOLS=N`` in its environment)."""
+
+from __future__ import annotations
+
+import base64
+import os
+import time
+
+from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp.utilities.types import Image
+
+server = FastMCP("fail")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Say the text back."""
+    return text
+
+
+@server.tool()
+def crash() -> str:
+    """Exit in the middle of the call."""
+    os._exit(3)
+
+
+@server.tool()
+def huge(size: int) -> str:
+    """Answer with size bytes of text, numbered lines."""
+    line = "0123456789" * 7 + "\n"
+    return (line * (size // len(line) + 1))[:size]
+
+
+@server.tool()
+def hang() -> str:
+    """Never answer."""
+    while True:
+        time.sleep(60)
+
+
+@server.tool()
+def picture() -> Image:
+    """Answer with a small PNG image."""
+    return Image(
+        data=base64.b64decode(
+            "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+        ),
+        format="png",
+    )
+
+
+@server.tool()
+def fail() -> str:
+    """Raise an error the client sees as the tool's error."""
+    raise ValueError("this tool always fails")
+
+
+@server.tool()
+def whoami() -> str:
+    """The process id and whether the network is reachable (a sandboxed server has none)."""
+    return f"pid={os.getpid()} net={os.path.exists('/sys/class/net/eth0')} env={os.environ.get('SECRET_FOR_TEST', '-')}"
+
+
+for i in range(int(os.environ.get("FLOOD_TOOLS", "0"))):
+
+    def flood(value: str, i: int = i) -> str:
+        return f"flood {i}: {value}"
+
+    server.add_tool(flood, name=f"flood_{i:03d}", description=f"Flood tool number {i}: " + "a long description " * 20)
+
+
+if __name__ == "__main__":
+    server.run("stdio")
