@@ -246,3 +246,39 @@ def with_access(
         deny_domains=sorted(set(deny)),
         writable=paths,
     )
+
+
+# ---- /status (issue 35; issue 37's StatusFacts takes sandbox_detail and network_detail, one line each)
+
+
+def sandbox_detail(state: SandboxState) -> str:
+    """``/status``'s line of what a sandboxed command may write besides its working directory."""
+    if state.mode == "off" or state.unavailable:
+        return ""
+    if state.mode == "read-only":
+        return "writable: a private /tmp only"
+    paths = ", ".join(["the working directory (not .git's hooks, config, info)", "a private /tmp", *state.writable])
+    return f"writable: {paths}"
+
+
+def network_detail(state: SandboxState) -> str:
+    """``/status``'s line of the network mode and the allowlist."""
+    if state.mode == "off" or state.unavailable:
+        return ""
+    if state.network_mode == "on":
+        return "network: all of it, for every command (--network on)"
+    if state.network_mode == "off":
+        return "network: only for commands you approve with a key (--network off)"
+    hosts = ", ".join(state.allow_domains) or "none"
+    denied = f"; denied: {', '.join(state.deny_domains)}" if state.deny_domains else ""
+    return (
+        "network: package registries through the proxy for commands run without a key, all of it for those you "
+        f"approve (--network registries); allowed hosts: {hosts}{denied}"
+    )
+
+
+def sandbox_status_lines(state: SandboxState) -> list[str]:
+    """``/status``'s sandbox lines in one place: the mode, the writable paths, the network mode and the allowlist."""
+    if state.unavailable:
+        return [f"sandbox: NOT sandboxed ({state.unavailable})"]
+    return [line for line in (f"sandbox: {state.mode}", sandbox_detail(state), network_detail(state)) if line]

@@ -407,29 +407,6 @@ def network_note(state: SandboxState, unavailable: str) -> str:
     return "this command had none (--network off); a command you approve with a key has it"
 
 
-def sandbox_status_lines(state: SandboxState) -> list[str]:
-    """``/status``'s sandbox lines: the mode, the writable paths, the network mode and the allowlist."""
-    if state.mode == "off":
-        return [describe(state)]
-    writes = ["the working directory (not .git's hooks, config, info)", "a private /tmp", *state.writable]
-    lines = [
-        f"sandbox: {state.mode}",
-        f"  writable: {', '.join(writes) if state.mode == 'workspace-write' else '/tmp'}",
-    ]
-    network = {
-        "on": "network: all of it, also for commands that run without a keypress (--network on)",
-        "off": "network: only for commands you approve with a key (--network off)",
-        "registries": "network: package registries only through the proxy for commands that run without a keypress; "
-        "all of it for those you approve with a key (--network registries)",
-    }[state.network_mode]
-    lines.append(f"  {network}")
-    if state.network_mode == "registries":
-        lines.append(f"  allowed hosts: {', '.join(state.allow_domains) or 'none'}")
-        if state.deny_domains:
-            lines.append(f"  denied hosts: {', '.join(state.deny_domains)}")
-    return lines
-
-
 def sandbox_started(status: bytes) -> bool:
     """Whether bwrap's JSON status stream says the command ran (an ``exit-code`` document was written)."""
     for line in status.splitlines():

@@ -27,7 +27,7 @@ from dashfloat.agent import ForkWorkers
 from dashfloat.executor import detect_sandbox
 from dashfloat.executor._proxy import PROXY_HOSTS_ENV, ProxySupervisor, ProxyUnavailable, host_map
 from dashfloat.executor._refused import REFUSAL_PREFIX, REFUSED_PATHS_MAX, Refusal, grant_for, refused_writes
-from dashfloat.executor._sandbox import PROXY_PORT, Sandbox, sandbox_status_lines
+from dashfloat.executor._sandbox import PROXY_PORT, Sandbox
 from dashfloat.executor.path_policy import Root
 from dashfloat.netproxy._server import HEAD_MAX_BYTES, Proxy, ProxyConfig, Refused, parse_head, split_target
 from dashfloat.protocol import (
@@ -46,6 +46,7 @@ from dashfloat.sandbox_access import (
     allowed_domains,
     domain_problem,
     host_allowed,
+    sandbox_status_lines,
     with_access,
     writable_paths,
     writable_problem,
@@ -428,10 +429,13 @@ def test_status_lines_show_mode_paths_network_and_allowlist() -> None:
         writable=["/h/.npm"],
     )  # fmt: skip
     lines = sandbox_status_lines(state)
-    assert lines[0] == "sandbox: workspace-write" and "/h/.npm" in lines[1]
-    assert "registries" in lines[2] and lines[3] == "  allowed hosts: pypi.org" and "x.org" in lines[4]
+    assert lines[0] == "sandbox: workspace-write" and lines[1].endswith("a private /tmp, /h/.npm")
+    assert "(--network registries); allowed hosts: pypi.org; denied: x.org" in lines[2]
     assert "--network off" in sandbox_status_lines(msgspec.structs.replace(state, network_mode="off"))[2]
-    assert "NOT sandboxed" in sandbox_status_lines(SandboxState(unavailable="no bwrap"))[0]
+    assert "--network on" in sandbox_status_lines(msgspec.structs.replace(state, network_mode="on"))[2]
+    assert sandbox_status_lines(msgspec.structs.replace(state, mode="read-only"))[1] == "writable: a private /tmp only"
+    assert sandbox_status_lines(SandboxState(mode="off")) == ["sandbox: off"]
+    assert sandbox_status_lines(SandboxState(unavailable="no bwrap")) == ["sandbox: NOT sandboxed (no bwrap)"]
 
 
 # ---------------------------------------------------------------- the proxy's own bounds
