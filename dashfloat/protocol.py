@@ -1403,6 +1403,17 @@ class McpServersListed(Message, frozen=True):
 ExecutorToMcp = ConfigureMcp | McpCall | McpSearch | McpCancel | Shutdown
 McpToExecutor = McpCallDone | McpServersListed
 
+
+class RunHooks(Message, frozen=True):
+    """Run one event's hooks that name no tool (UserPromptSubmit, Stop, SessionStart) with ``payload`` on their
+    stdin, in order until one blocks; replies HooksRan (ADR 0088)."""
+
+    ref: int
+    event: str
+    hooks: list[HookCommand]
+    payload: str
+
+
 AgentToExecutor = (
     PreviewTool
     | RunTool
@@ -1413,6 +1424,7 @@ AgentToExecutor = (
     | Shutdown
     | ConfigureMcp
     | KillJobs  # issue 36
+    | RunHooks  # hooks (ADR 0088)
 )
 
 # ---------------------------------------------------------------- Executor -> Agent
@@ -1485,6 +1497,16 @@ class FrameRejected(Message, frozen=True):
     error: str
 
 
+class HooksRan(Message, frozen=True):
+    """What RunHooks ``ref``'s hooks said: a block and its reason, context for the model, notices for the user."""
+
+    ref: int
+    blocked: bool = False
+    reason: str = ""
+    context: str = ""
+    notices: list[str] = []
+
+
 ExecutorToAgent = (
     PreviewReady
     | CommandStarted
@@ -1498,6 +1520,7 @@ ExecutorToAgent = (
     | JobStarted  # issue 36
     | JobOutput  # issue 36
     | JobExited  # issue 36
+    | HooksRan  # hooks (ADR 0088)
 )
 
 # ---------------------------------------------------------------- Main process <-> patch keeper (headless --patch)
