@@ -43,6 +43,7 @@ from dashfloat.protocol import (
     ExecutorToAgent,
     FindPaths,
     FrameRejected,
+    HooksRan,
     JobKillArgs,
     JobOutputArgs,
     KillJobs,
@@ -56,6 +57,7 @@ from dashfloat.protocol import (
     PreviewTool,
     RestoreApplied,
     RestorePreviewed,
+    RunHooks,
     RunTool,
     SandboxState,
     Shutdown,
@@ -101,6 +103,8 @@ class _Server:
         self.hooked: tuple[RunTool, HookVerdict] | None = None
         """The call whose hooks run (ADR 0088), and what its PreToolUse hooks said: its PostToolUse ones follow."""
         self.hook_cancelled = False
+        self.event_hooks: list[RunHooks] = []
+        """Event hooks to run (the first runs now): calls and further event hooks wait for them."""
         # background jobs (issue 36, ADR 0080): made at the first job call; job threads send through ``send_quietly``
         self.jobs: Jobs | None = None
         self.send_lock = threading.Lock()
@@ -223,7 +227,7 @@ class _Server:
                     )
                 )
             case RunTool():
-                if self.running is None and self.hooked is None:
+                if self.running is None and self.hooked is None and not self.event_hooks:
                     self.run_tool(message)
                 else:
                     self.queued.append(message)  # calls arrive one at a time; keep reading the pipe anyway
@@ -238,6 +242,10 @@ class _Server:
                     self.running[1].cancel()
                 elif self.hooked is not None and self.hooked[0].call_id == call_id:
                     self.hook_cancelled = True  # its hook is killed, and the call is not run
+            case RunHooks():  # hooks (ADR 0088): UserPromptSubmit, Stop, SessionStart
+                self.event_hooks.append(message)
+                if len(self.event_hooks) == 1:
+                    self.run_event_hooks()
             case KillJobs(job_ids=job_ids):  # background jobs (issue 36): /clear, /jobs stop
                 if self.jobs is not None:
                     self.jobs.kill_all(job_ids)
@@ -321,6 +329,28 @@ class _Server:
         self.finished(ToolFinished(call_id, result, changes=changes))
 
     # ------------------------------------------------------------ hooks (ADR 0088)
+
+    def run_event_hooks(self) -> None:
+        """Run the waiting event hooks in order, each answered with its HooksRan (what comes meanwhile waits)."""
+        from dashfloat.executor._hooks import run_hooks
+        from dashfloat.hooks import HOOK_EVENTS
+
+        while self.event_hooks:
+            message = self.event_hooks[0]
+            event = next(name for name in HOOK_EVENTS if name == message.event)
+
+            def interrupted() -> bool:
+                self.handle(self.receive())  # a Shutdown lands here; calls and other hooks queue
+                return False
+
+            fd = self.channel.fileno()
+            verdict = run_hooks(
+                event, message.hooks, message.payload.encode(), self.root, self.sandbox, fd, interrupted
+            )
+            assert verdict is not None  # never interrupted
+            notices = [line for line in verdict.notice.split("\n") if line]
+            self.event_hooks.pop(0)
+            self.send(HooksRan(message.ref, verdict.blocked, verdict.reason, verdict.context, notices))
 
     def run_call_hooks(self, message: RunTool, post: ToolResult | None = None) -> HookVerdict | None:
         """Run the call's PreToolUse hooks (``post`` None) or its PostToolUse ones; None: cancelled meanwhile."""
