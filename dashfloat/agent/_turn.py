@@ -13,11 +13,12 @@ from __future__ import annotations
 from typing import Final, Literal
 
 Waiting = Literal[
-    "nothing", "mention", "window", "stream", "summary", "preview", "confirm", "tool", "restore", "user_command"
+    "nothing", "hook", "mention", "window", "stream", "summary", "preview", "confirm", "tool", "restore", "user_command"
 ]
 """Where the turn waits, for what, and the phase the status bar shows meanwhile:
 
 - ``nothing``: for the user (idle); ``phase`` is ``idle``.
+- ``hook``: the prompt's UserPromptSubmit hooks, and a session start's (``RunHooks``, ADR 0088); ``running``.
 - ``mention``: an @mention's read (a ``RunTool``; the prompt is sent once all are read); ``running``.
 - ``window``: the context window, before a request that might need compacting (``DiscoverWindow``); ``streaming``.
 - ``stream``: the model's answer (``StartStream``); held unseen until the window comes when it was sent before it
@@ -48,6 +49,7 @@ Event = Literal[
     "PreviewReady",
     "DecideConfirmation",
     "ToolFinished",
+    "HooksRan",
     "RestorePreviewed",
     "RestoreApplied",
     "Cancel",
@@ -59,7 +61,9 @@ Event = Literal[
 # fmt: off
 TURN: Final[tuple[tuple[At, tuple[Event, ...], str, tuple[At, ...]], ...]] = (
     # at            what moves it on                              who acts              where it can go next
-    ("nothing",     ("SubmitPrompt",),                            "Turn.submit",        ("mention", "episode")),
+    ("nothing",     ("SubmitPrompt",),                            "Turn.submit",        ("hook", "mention", "episode")),
+    ("hook",        ("HooksRan", "executor died"),                "Turn.prompt_hooked", ("hook", "mention", "episode",
+                                                                                         "nothing")),
     ("mention",     ("ToolFinished", "executor died"),            "Turn.attached",      ("mention", "episode")),
     ("episode",     ("step",),                                    "Turn.episode",       ("request",)),
     ("request",     ("step",),                                    "Turn.request",       ("window", "stream", "summary",
@@ -81,6 +85,7 @@ TURN: Final[tuple[tuple[At, tuple[Event, ...], str, tuple[At, ...]], ...]] = (
     ("tool",        ("executor died",),                           "CallsFlow.executor_died", ("calls",)),
     ("calls_done",  ("step",),                                    "Turn.calls_done",    ("episode", "nothing")),
     # Esc: a wait for the model or a command is cut short and its last word awaited; anything else ends or moves on
+    ("hook",        ("Cancel",),                                  "Turn.cancel",        ("nothing",)),
     ("mention",     ("Cancel",),                                  "Turn.cancel",        ("nothing",)),
     ("window",      ("Cancel",),                                  "Turn.cancel",        ("nothing",)),
     ("stream",      ("Cancel",),                                  "Turn.cancel",        ("stream", "nothing")),
