@@ -37,6 +37,7 @@ from dashfloat.protocol import (
     ContentDelta,
     ExecuteCommandArgs,
     FunctionCall,
+    HooksRan,
     LlmToAgent,
     Message,
     PhaseChanged,
@@ -107,6 +108,10 @@ class Turn:
         self.summarised = False
         """A summary was tried at this episode boundary (it is not tried twice in a row)."""
         self.exceeded_retried = False
+        self.held_prompt: str | None = None
+        """A prompt waiting for its hooks (and a session start's) to answer (ADR 0088)."""
+        self.hook_block = ""
+        self.hook_context: list[str] = []
 
     # ------------------------------------------------------------ the driver
 
@@ -159,6 +164,40 @@ class Turn:
         if not core.history or core.history[-1] != text:
             core.history.append(text)
         self.reset()
+        if core.hooks.hooks or core.hook_runs:
+            from dashfloat.agent._extensions import prompt_submitted  # hooks (ADR 0088)
+
+            if prompt_submitted(core, text):
+                self.held_prompt = text
+                core.set_phase("running")
+                return "hook"
+        return self._send_prompt(text)
+
+    def prompt_hooked(self, ran: HooksRan | None) -> At:
+        """A hook run the held prompt waits for answered (None: the executor died): wait on, send the prompt with
+        what its hooks added, or give it back (one blocked it, or nothing could run them)."""
+        from dashfloat.agent._extensions import hooks_ran
+
+        core, text = self.core, self.held_prompt or ""
+        said = hooks_ran(core, ran) if ran is not None else None
+        if said is not None:
+            self.hook_block = self.hook_block or (said.reason if said.blocked else "")
+            self.hook_context += [said.context] if said.context else []
+        if ran is None:
+            core.hook_runs.clear()
+            self.hook_block = "the executor died before the prompt's hooks ran; send it again"
+        elif core.hook_runs:
+            return "hook"
+        if self.hook_block:
+            core.ui(SystemEntry(text=f"not sent: {self.hook_block}", level="error"))
+            core.ui(PromptRestored(text=text))
+            return self.end("stopped")
+        core.pending_context += self.hook_context
+        return self._send_prompt(text)
+
+    def _send_prompt(self, text: str) -> At:
+        """The prompt goes to the model with what waited for it, once its @mentions are read."""
+        core = self.core
         context, core.pending_context = core.pending_context, []
         prompt = "\n\n".join([*context, text])
         found = mentions.mentioned(text)
@@ -623,6 +662,10 @@ class Turn:
                 if self.user_command is not None:
                     core.outbox.append(("executor", CancelTool(call_id=self.user_command[0])))
                 return "user_command", []  # its result ends it
+            case "hook":  # the prompt's hooks run (ADR 0088): nothing was sent yet
+                core.ui(SystemEntry(text="not sent: its hooks were still running; the prompt is back"))
+                core.ui(PromptRestored(text=self.held_prompt or ""))
+                return self.end("cancelled"), []
             case "mention":
                 # Nothing was sent yet: the prompt goes back into the input, a !command's output back to waiting.
                 if self.attaching is not None:
@@ -652,6 +695,8 @@ class Turn:
             self.move("executor died", self.restore_step(self.restore.executor_died(reason)))
         elif self.waiting == "user_command":
             self.move("executor died", self.user_command_done(failed))
+        elif self.waiting == "hook":
+            self.move("executor died", self.prompt_hooked(None))
         elif self.waiting == "mention" and self.attaching is not None and self.attaching.call is not None:
             self.move("executor died", self.attached(failed))
 
@@ -666,6 +711,10 @@ class Turn:
             # A provider that reports no usage: the status bar shows the estimate /usage gives, not 0 forever.
             core.show_context()
         core.ui(TurnEnded(outcome=outcome))
+        if core.hooks.hooks:
+            from dashfloat.agent._extensions import turn_stopped  # Stop hooks (ADR 0088): they report, after the end
+
+            turn_stopped(core, outcome)
         self.reset()
         core.ui(PhaseChanged(phase="idle"))
         return "nothing"
