@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Final
 
-from dashfloat.hooks import describe, trust, trusted
-from dashfloat.protocol import Message, SystemEntry
+from dashfloat.hooks import HookEvent, describe, event_payload, trust, trusted
+from dashfloat.protocol import HooksRan, Message, RunHooks, SystemEntry
 from dashfloat.skills import load_skills
 
 if TYPE_CHECKING:
@@ -63,3 +63,47 @@ def hooks_command(core: AgentCore, trust_now: bool) -> list[tuple[Dest, Message]
     if project is not None and project.hooks.hooks and not running:
         lines += [f"not trusted, not run ({project.path}; /hooks trust runs them):", *describe(project.hooks)]
     return [("ui", SystemEntry(text="\n".join(lines)))]
+
+
+# ---------------------------------------------------------------- hooks that name no tool, run by the executor
+
+
+def _run(core: AgentCore, event: HookEvent, payload: bytes) -> bool:
+    """Send ``event``'s hooks to the executor (False: it has none); their HooksRan comes back by ref."""
+    hooks = core.hooks.for_event(event)
+    if not hooks:
+        return False
+    core.hook_ref += 1
+    core.hook_runs[core.hook_ref] = event
+    run = RunHooks(ref=core.hook_ref, event=event, hooks=hooks, payload=payload.decode())
+    core.outbox.append(("executor", run))
+    return True
+
+
+def session_started(core: AgentCore, source: str) -> None:
+    """SessionStart (``startup`` or ``resume``): what its hooks add goes to the model with the first prompt."""
+    _run(core, "SessionStart", event_payload("SessionStart", core.journal.session_id, core.cwd, source=source))
+
+
+def prompt_submitted(core: AgentCore, text: str) -> bool:
+    """UserPromptSubmit for ``text``; whether the prompt must wait (its hooks, or a session start's, still run)."""
+    payload = event_payload("UserPromptSubmit", core.journal.session_id, core.cwd, prompt=text)
+    _run(core, "UserPromptSubmit", payload)
+    return bool(core.hook_runs)
+
+
+def turn_stopped(core: AgentCore, outcome: str) -> None:
+    """Stop: the turn ended (``outcome``); its hooks report to the user, they never continue the turn."""
+    payload = event_payload("Stop", core.journal.session_id, core.cwd, stop_hook_active=False, outcome=outcome)
+    _run(core, "Stop", payload)
+
+
+def hooks_ran(core: AgentCore, ran: HooksRan) -> HooksRan | None:
+    """A hook run answered: its notices shown, a session start's context kept for the next prompt; the answer when
+    it was a prompt's (the turn acts on it), else None."""
+    event = core.hook_runs.pop(ran.ref, None)
+    for notice in ran.notices:
+        core.ui(SystemEntry(text=notice, level="warning"))
+    if event == "SessionStart" and ran.context:
+        core.pending_context.append(ran.context)
+    return ran if event == "UserPromptSubmit" else None
