@@ -53,6 +53,7 @@ from dashfloat.protocol import (
     ExecutorToAgent,
     FindPaths,
     FrameRejected,
+    HooksRan,
     ListPermissions,
     ListPrompts,
     ListSessions,
@@ -146,6 +147,9 @@ class AgentCore:
         self.project_hooks = options.project_hooks
         """The project's hooks file as read at launch, trusted or not (``/hooks trust``)."""
         self.state_dir = options.state_dir
+        self.hook_runs: dict[int, str] = {}
+        """The RunHooks (UserPromptSubmit, Stop, SessionStart) not answered yet: their event by ref."""
+        self.hook_ref = 0
         self.restoring = options.restoring
         """Started by ``--undo`` / ``--rewind``: headless, no input a rewound prompt could go back into."""
         self.instructions = instructions
@@ -354,6 +358,10 @@ class AgentCore:
                     self.ui(self.mcp.approve())
                     self._configure_mcp()
                 self.ui(SystemEntry(text=self.mcp.report(self.window.size)))
+            case ShowHooks(trust=trust_now):  # hooks (ADR 0088)
+                from dashfloat.agent._extensions import hooks_command
+
+                self.outbox += hooks_command(self, trust_now)
             case ShowUsage():
                 self.ui(SystemEntry(text=self.usage_report()))
             case UndoTurn():
@@ -574,6 +582,13 @@ class AgentCore:
                     turn.move("ToolFinished", *turn.calls.ran(message))
             case McpServersListed():
                 self.outbox += [("ui", entry) for entry in self.mcp.listed(message)]
+            case HooksRan():  # hooks (ADR 0088): a held prompt's, or reported as they come
+                if self.waiting == "hook":
+                    turn.move("HooksRan", turn.prompt_hooked(message))
+                else:
+                    from dashfloat.agent._extensions import hooks_ran
+
+                    hooks_ran(self, message)
             case FrameRejected(error=error):
                 self.ui(SystemEntry(text=error, level="error"))
             case CommandStarted():
