@@ -89,4 +89,8 @@ def build_core(options: AgentOptions) -> AgentCore:
         core.outbox.append(("ui", SystemEntry(text=problem, level="warning")))
     if isinstance(journal, SessionJournal) and (options.resume_id or options.continue_latest):
         _resume(core, journal, options)
+    if core.hooks.hooks:
+        from dashfloat.agent._extensions import session_started
+
+        session_started(core, "resume" if options.resume_id or options.continue_latest else "startup")
     return core
