@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from dashfloat.hooks import Hook, HookSet
-from dashfloat.protocol import SubmitPrompt, SystemEntry
+from dashfloat.protocol import PromptRestored, SubmitPrompt, SystemEntry
 from dashfloat.testing.sse_server import ScriptedServer, text_reply, tool_calls_reply
 from tests.e2e import agent_tree, collect, outcome, turn_over
 
@@ -75,3 +75,34 @@ def test_a_failing_hook_is_told_to_the_user_and_the_call_goes_on(tree: Path) -> 
     warnings = [m.text for m in got if isinstance(m, SystemEntry) and m.level == "warning"]
     assert "PreToolUse hook `echo broken >&2; exit 1` exited 1: broken" in warnings
     assert tool_result(server.requests[1])["content"] == "hello\n"
+
+
+def test_prompt_hooks_add_context_or_block_and_the_session_start_speaks_first(tree: Path) -> None:
+    prompt_hook = (
+        'import json,sys; d=json.load(sys.stdin); p=d["prompt"]; '
+        'sys.exit(sys.stderr.write("no secrets in prompts") and 2) if "secret" in p else '
+        'print(json.dumps({"hookSpecificOutput": '
+        '{"additionalContext": "branch: main (" + d["hook_event_name"] + ")"}}))'
+    )
+    hooks = HookSet(
+        [
+            Hook("SessionStart", "echo 'started: read NOTES.md first'", "", 20.0, "config.toml"),
+            python_hook("UserPromptSubmit", prompt_hook),
+            Hook("Stop", "echo 'turn over' >&2; exit 1", "", 20.0, "config.toml"),
+        ]
+    )
+    with ScriptedServer() as server, agent_tree(server, tree, hooks=hooks) as link:
+        server.enqueue(text_reply("hi"))
+        link.send(SubmitPrompt(text="hello"))
+        got = collect(link, turn_over)
+        assert outcome(got) == "completed"
+        collect(link, lambda m: isinstance(m, SystemEntry) and "Stop hook" in m.text)
+        link.send(SubmitPrompt(text="the secret is 42"))
+        got = collect(link, turn_over)
+        assert outcome(got) == "stopped"
+    errors = [m.text for m in got if isinstance(m, SystemEntry) and m.level == "error"]
+    assert errors == ["not sent: no secrets in prompts"]
+    assert [m.text for m in got if isinstance(m, PromptRestored)] == ["the secret is 42"]
+    [request] = server.requests  # the blocked prompt never reached the model
+    user = [m["content"] for m in request["messages"] if m["role"] == "user"]
+    assert user == ["started: read NOTES.md first\n\nbranch: main (UserPromptSubmit)\n\nhello"]
