@@ -25,6 +25,8 @@ from dashfloat.protocol import (
     MCP_TOOL_PREFIX,
     EditFileArgs,
     ExecuteCommandArgs,
+    JobKillArgs,
+    JobOutputArgs,
     ListDirectoryArgs,
     McpCallArgs,
     McpSearchArgs,
@@ -211,6 +213,8 @@ def call_scope(args: ToolArgs) -> Rule | None:
             return Rule(name)  # this one tool of this one server
         case ReadFileArgs() | ListDirectoryArgs() | McpSearchArgs():
             return None  # never asked, so never granted
+        case JobOutputArgs() | JobKillArgs():
+            return None  # the session's own jobs (issue 36): never asked either
         case _:
             assert_never(args)
 
@@ -259,6 +263,8 @@ def matches(rule: Rule, effect: Literal["allow", "deny"], args: ToolArgs, cwd: s
             WriteFileArgs(path=path) | EditFileArgs(path=path) | ReadFileArgs(path=path) | ListDirectoryArgs(path=path)
         ):
             return rule.pattern is None or fnmatch.fnmatchcase(_workspace_path(path, cwd), rule.pattern)
+        case JobOutputArgs() | JobKillArgs():
+            return True  # a rule naming the tool covers each call of it (issue 36)
         case _:
             assert_never(args)
 

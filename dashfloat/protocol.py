@@ -866,6 +866,8 @@ class JobExited(Message, frozen=True):
     state: JobState
     exit_code: int | None = None
     last_line: str = ""
+    command: str = ""
+    """The job's command line, for the row that says it ended."""
 
 
 class StopJob(Message, frozen=True):

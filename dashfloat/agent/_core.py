@@ -54,6 +54,10 @@ from dashfloat.protocol import (
     FindPaths,
     FrameRejected,
     HooksRan,
+    JobExited,
+    JobOutput,
+    JobStarted,
+    KillJobs,
     ListPermissions,
     ListPrompts,
     ListSessions,
@@ -87,6 +91,7 @@ from dashfloat.protocol import (
     ShowUsage,
     Shutdown,
     StartStream,
+    StopJob,
     SubmitPrompt,
     SystemEntry,
     ToolFailed,
@@ -286,6 +291,9 @@ class AgentCore:
             from dashfloat.agent._replay import replay_rows  # a resume only: imported where first used (ADR 0053)
 
             self.outbox += [("ui", message) for message in replay_rows(self.transcript)]
+        from dashfloat.agent._jobs import lost_jobs  # background jobs (issue 36): never said to run on
+
+        self.outbox += [("ui", said) for said in lost_jobs(self.transcript)]
 
     # ------------------------------------------------------------ UI -> agent
 
@@ -341,7 +349,10 @@ class AgentCore:
                 self._rules_changed(*self.rules.save(number, self.journal))
             case ClearSession():
                 if not self._busy("/clear"):
+                    self.outbox.append(("executor", KillJobs()))  # background jobs (issue 36) end with the session
                     self._clear()
+            case StopJob(job_id=job_id):  # /jobs stop (issue 36): its JobExited says the rest
+                self.outbox.append(("executor", KillJobs(job_ids=[job_id])))
             case ListSessions():
                 skipped: list[str] = []
                 self.ui(SessionsListed(sessions=self.journal.list_sessions(skipped)))
@@ -593,6 +604,13 @@ class AgentCore:
                 self.ui(SystemEntry(text=error, level="error"))
             case CommandStarted():
                 pass  # the process shell keeps the process group to kill if the executor dies
+            case JobStarted() | JobOutput():  # background jobs (issue 36): /jobs, the status bar, --json events
+                self.ui(message)
+            case JobExited():
+                from dashfloat.agent._jobs import exit_row
+
+                self.ui(message)
+                self.ui(exit_row(message))
             case RestorePreviewed() | RestoreApplied():
                 if turn.restore is not None and self.waiting == "restore":
                     event: Event = "RestorePreviewed" if isinstance(message, RestorePreviewed) else "RestoreApplied"

@@ -22,6 +22,7 @@ from dashfloat.protocol import (
     CommandExited,
     CommandTimedOut,
     EditFileResult,
+    JobReport,
     ListDirectoryArgs,
     ListDirectoryResult,
     McpToolResult,
@@ -114,6 +115,7 @@ def attachment(path: str, result: ToolResult, budget: int) -> Attachment:
             | EditFileResult()
             | ToolRejected()
             | McpToolResult()
+            | JobReport()  # issue 36
         ):
             return not_attached(path, "not a read's result")  # a read never ends like this
         case _:

@@ -16,6 +16,8 @@ from dashfloat.procutil import kill_group
 from dashfloat.protocol import (
     CommandStarted,
     ExecutorToAgent,
+    JobExited,
+    JobStarted,
     LlmToAgent,
     Message,
     ReasoningReceived,
@@ -196,6 +198,8 @@ class AgentShell:
                 self.pgids[message.call_id] = message.pgid
             elif isinstance(message, ToolFinished):
                 self.pgids.pop(message.call_id, None)
+            elif isinstance(message, JobStarted):  # issue 36
+                self.pgids[f"job {message.job_id}"] = message.pgid
 
     def _start_executor(self) -> None:
         _ = self.executor
@@ -247,6 +251,10 @@ class AgentShell:
                 self.pgids[message.call_id] = message.pgid
             elif isinstance(message, ToolFinished):
                 self.pgids.pop(message.call_id, None)
+            elif isinstance(message, JobStarted):  # a background job's group dies with the executor too (issue 36)
+                self.pgids[f"job {message.job_id}"] = message.pgid
+            elif isinstance(message, JobExited):
+                self.pgids.pop(f"job {message.job_id}", None)
             self._guard(self.core.on_executor, message)
 
     def run(self) -> None:

@@ -8,6 +8,7 @@ from dashfloat.protocol import (
     CommandExited,
     CommandTimedOut,
     EditFileResult,
+    JobReport,
     ListDirectoryResult,
     McpToolResult,
     ReadFileResult,
@@ -40,6 +41,8 @@ def result_status(result: ToolResult) -> ResultStatus:
             return "cancelled"
         case McpToolResult(is_error=is_error):
             return "error" if is_error else "ok"
+        case JobReport(exit_code=code, ready=ready):  # background jobs (issue 36)
+            return "ok" if code in (None, 0) and ready is not False else "error"
         case _:
             assert_never(result)
 
@@ -68,6 +71,9 @@ def _text(result: ToolResult) -> str:
             return ""
         case McpToolResult(text=text):
             return text
+        case JobReport(job_id=job_id, state=state, exit_code=code, note=note, output=output):  # issue 36
+            said = f"job {job_id}: {state}" + (f" (exit code {code})" if code is not None else "")
+            return "\n".join(part for part in (said, note, output.output) if part)
         case _:
             assert_never(result)
 
@@ -111,6 +117,7 @@ def command_context(command: str, result: ToolResult) -> str:
             | ListDirectoryResult()
             | ToolRejected()
             | McpToolResult()
+            | JobReport()
         ):
             pass  # not a command's result: nothing printed
         case _:
