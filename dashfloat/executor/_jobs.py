@@ -255,7 +255,8 @@ class Job:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.done.set()
-        self._send(JobExited(job_id=self.id, state=self.state, exit_code=self.exit_code, last_line=self.last_line))
+        ended = JobExited(self.id, self.state, self.exit_code, last_line=self.last_line, command=self.command_line)
+        self._send(ended)
         self._notify()
 
     def stop(self, wait_s: float = JOB_KILL_WAIT_S) -> None:
