@@ -25,6 +25,7 @@ MODULES = (
     "startup",
     "speed",
     "mentions",
+    "registry_proxy",  # issue 35: a request through the registry proxy against the same direct
 )
 OUT_DIR = Path(__file__).parent
 

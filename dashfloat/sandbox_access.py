@@ -12,13 +12,11 @@ import ipaddress
 import os
 import posixpath
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
-import msgspec
+if TYPE_CHECKING:  # the proxy's process imports this module, and starts faster without the whole contract
+    from dashfloat.protocol import NetworkMode, SandboxState
 
-from dashfloat.protocol import NetworkMode, SandboxState
-
-NETWORK_MODES: Final[tuple[NetworkMode, ...]] = ("registries", "on", "off")
 
 DEFAULT_ALLOW_DOMAINS: Final = (
     # Python: the index and its file host
@@ -238,6 +236,8 @@ def with_access(
     """The session's sandbox with its network mode, allowlist and writable paths (``[sandbox]`` and ``--network``)."""
     home = env.get("HOME") or os.path.expanduser("~")
     paths, _ = writable_paths(presets, writable, home, env.get("PATH", "").split(os.pathsep))
+    import msgspec
+
     return msgspec.structs.replace(
         state,
         network=network_mode == "on",
