@@ -18,7 +18,7 @@ import msgspec
 
 from dashfloat import procutil
 from dashfloat.command_env import command_env
-from dashfloat.executor._sandbox import Sandbox
+from dashfloat.executor._sandbox import Sandbox, Wrap
 from dashfloat.executor.path_policy import Root
 from dashfloat.hooks import HOOK_OUTPUT_MAX_BYTES, HookEvent, HookVerdict, combine, read_hook
 from dashfloat.protocol import HookCommand, SandboxPolicy
@@ -59,11 +59,16 @@ class _Streams:
         return bytes(self.kept.get(fd, b"")).decode("utf-8", errors="replace")
 
 
-def _argv(hook: HookCommand, root: Root, sandbox: Sandbox | None) -> tuple[list[str], tuple[int, ...], int]:
-    """The command line, the descriptors it needs, and the read end of bwrap's status pipe (-1: unsandboxed)."""
+def _argv(
+    hook: HookCommand, root: Root, sandbox: Sandbox | None
+) -> tuple[list[str], tuple[int, ...], int, Wrap | None]:
+    """The command line, the descriptors it needs, the read end of bwrap's status pipe (-1: unsandboxed), and the
+    confinement it is spawned in."""
     wrap = None if sandbox is None else sandbox.wrap(HOOK_POLICY, root.fd, root.path)
     if wrap is None:
-        return ["/bin/sh", "-c", hook.command], (), -1
+        return ["/bin/sh", "-c", hook.command], (), -1, None
+    # Never the registries proxy a command run unasked gets: a hook has no network beyond the session's loopback.
+    wrap = msgspec.structs.replace(wrap, proxied=False)
     status_r, status_w = os.pipe()
     try:
         argv = wrap.argv(hook.command, root.path, status_w)
@@ -71,7 +76,7 @@ def _argv(hook: HookCommand, root: Root, sandbox: Sandbox | None) -> tuple[list[
         os.close(status_r)
         os.close(status_w)
         raise
-    return argv, (wrap.root_fd, status_w, *wrap.fds), status_r
+    return argv, (wrap.root_fd, status_w, *wrap.fds), status_r, wrap
 
 
 def run_hook(
@@ -94,21 +99,22 @@ def run_hook(
     )
     env |= dict.fromkeys(PROJECT_DIR_ENV, root.path)
     try:
-        argv, fds, status_r = _argv(hook, root, sandbox)
+        argv, fds, status_r, wrap = _argv(hook, root, sandbox)
     except OSError as exc:
         return HookRun(error=f"the sandbox cannot start ({exc})")
     try:
-        process = subprocess.Popen(
-            argv,
-            cwd=root.path,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # one killpg reaches whatever the hook started
-            close_fds=True,
-            pass_fds=fds,
-        )
+        with wrap.spawning() if wrap is not None else contextlib.nullcontext():  # the session's loopback (ADR 0080)
+            process = subprocess.Popen(
+                argv,
+                cwd=root.path,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,  # one killpg reaches whatever the hook started
+                close_fds=True,
+                pass_fds=fds,
+            )
     except OSError as exc:
         if status_r >= 0:
             os.close(status_r)
