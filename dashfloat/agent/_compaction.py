@@ -15,6 +15,7 @@ import msgspec
 
 from dashfloat.catalogue import EXECUTE_COMMAND, LIST_DIRECTORY, READ_FILE
 from dashfloat.jsonvalue import JsonValue
+from dashfloat.mentions import ATTACHMENTS_LINE
 from dashfloat.protocol import ChatMessage
 
 KEEP_RECENT_UNITS: Final = 4
@@ -29,11 +30,26 @@ SHRINK_LIST_KEEP: Final = 10
 """Items of a long list field (directory entries) kept from its start and its end."""
 SUMMARY_HEADER: Final = "[Summary of the earlier conversation, written at a compaction]"
 COMPACTION_PROMPT: Final = (
-    "Summarise the conversation above for your own later use: it will replace these messages. Keep the "
-    "user's goals and constraints, decisions made, files read or changed (with paths), commands run and "
-    "their outcomes, errors met, and what remains to do. Be concise and factual; use short Markdown "
-    "lists. Do not call tools."
+    "Summarise the conversation above for your own later use: it will replace these messages. Do not call tools. "
+    "Be concise and factual. Write exactly these four Markdown sections, each a short list, the most important first:\n"
+    "## Goal\nthe user's goal and constraints\n"
+    "## Next\nwhat remains to do\n"
+    "## Files\neach file read or changed, with its path and what was done\n"
+    "## Done\ncommands run and their outcomes, errors met, decisions made"
 )
+"""The summary request's fixed text: a structure a small model can follow (ADR 0092), its word bound after it."""
+SUMMARY_WINDOW_SHARE: Final = 0.08
+"""The summary's budget: this share of the largest request (8192-token window: ~570 tokens), so that the compacted
+conversation leaves room to work in a small window; between SUMMARY_MIN_TOKENS and SUMMARY_MAX_TOKENS."""
+SUMMARY_MIN_TOKENS: Final = 256
+SUMMARY_MAX_TOKENS: Final = 2048
+WORDS_PER_TOKEN: Final = 0.75
+"""English prose: about three words in four tokens (the bound is asked for in words, which a model can count)."""
+SUMMARY_KEEP_RATIO: Final = 1.5
+"""A summary longer than this many times its budget is cut at a line end (a small model that does not stop): the
+sections come most important first, so the cut takes the least."""
+SUMMARY_BYTES_PER_TOKEN: Final = 3
+"""The estimate's bytes per token (``_context.BYTES_PER_TOKEN``: it over-counts), used to measure a summary."""
 
 ELIDED: Final = "elided at a compaction"
 """In every marker; text that holds it was shrunk already and is not cut again."""
@@ -182,10 +198,46 @@ def plan_summary(conversation: Sequence[ChatMessage], keep_recent: int = KEEP_RE
     return SummaryPlan(older, prompt, recent)
 
 
-def summary_request(plan: SummaryPlan, focus: str = "") -> list[ChatMessage]:
-    """The conversation part of the summary request (the caller puts the system message first)."""
-    ask = COMPACTION_PROMPT + (f"\n\nFocus on: {focus.strip()}" if focus.strip() else "")
+def summary_budget(limit: int) -> int:
+    """The summary's budget in tokens when the largest request is ``limit`` tokens."""
+    return max(SUMMARY_MIN_TOKENS, min(SUMMARY_MAX_TOKENS, int(limit * SUMMARY_WINDOW_SHARE)))
+
+
+def summary_request(plan: SummaryPlan, focus: str = "", budget: int = 0) -> list[ChatMessage]:
+    """The conversation part of the summary request (the caller puts the system message first); ``budget``: the
+    summary's bound in tokens, asked for in words (0: none)."""
+    ask = COMPACTION_PROMPT
+    if budget:
+        ask += f"\n\nAt most {int(budget * WORDS_PER_TOKEN)} words in all."
+    ask += f"\n\nFocus on: {focus.strip()}" if focus.strip() else ""
     return [*plan.older, ChatMessage(role="user", content=ask)]
+
+
+def for_summary(older: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """What the summary request carries of the older part: every tool result shrunk (its fields, path and outcome
+    kept; only long text and lists cut) and every @mention attachment shrunk after the prompt as typed. Deterministic,
+    so a small model reads a short request (ADR 0092)."""
+    out = shrink_old_results(older, 0).conversation
+    for i, message in enumerate(out):
+        text = message.content
+        if message.role != "user" or not text or ATTACHMENTS_LINE not in text:
+            continue
+        typed, line, attached = text.partition(ATTACHMENTS_LINE)
+        if len(attached.encode()) >= SHRINK_MIN_BYTES:
+            out[i] = msgspec.structs.replace(message, content=typed + line + shrink_text(attached, READ_FILE))
+    return out
+
+
+def bounded_summary(summary: str, budget: int) -> str:
+    """``summary`` cut at a line end once past SUMMARY_KEEP_RATIO times its ``budget`` (tokens), with a marker."""
+    most = int(budget * SUMMARY_KEEP_RATIO * SUMMARY_BYTES_PER_TOKEN)
+    data = summary.encode()
+    if len(data) <= most:
+        return summary
+    head = data[:most].decode(errors="ignore")
+    head = head[: head.rfind("\n")] if "\n" in head else head
+    over = len(data) - len(head.encode())
+    return f"{head.rstrip()}\n[… the rest of the summary was cut: {over} bytes over its bound]"
 
 
 def drop_front_units(messages: Sequence[ChatMessage], count: int) -> list[ChatMessage]:

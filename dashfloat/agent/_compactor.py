@@ -15,9 +15,12 @@ from dashfloat.agent._compaction import (
     KEEP_RECENT_UNITS,
     SummaryPlan,
     apply_summary,
+    bounded_summary,
     drop_front_units,
+    for_summary,
     plan_summary,
     shrink_old_results,
+    summary_budget,
     summary_request,
 )
 from dashfloat.protocol import (
@@ -81,13 +84,15 @@ class SummaryFlow:
     """One summary: the older part of the conversation asked to be summarised, then replaced by the answer."""
 
     def __init__(
-        self, plan: SummaryPlan, back: dict[int, ConversationEntry], asked: list[ChatMessage], then: Then
+        self, plan: SummaryPlan, back: dict[int, ConversationEntry], asked: list[ChatMessage], then: Then, budget: int
     ) -> None:
         self.plan = plan
         self.back = back
         self.asked = asked
         """The summary request's conversation part (the oldest units dropped when even it would not fit)."""
         self.then = then
+        self.budget = budget
+        """The summary's bound in tokens (``_compaction.summary_budget``): asked for, and a far longer one is cut."""
 
     @property
     def sendable(self) -> bool:
@@ -111,7 +116,7 @@ class SummaryFlow:
     def compacted(self, summary: str) -> tuple[list[ConversationEntry], str]:
         """The conversation with the summary in place of the older part, and what was done (for the user)."""
         replaced = len(self.plan.older) - (1 if self.plan.prompt is not None else 0)
-        conversation = entries(apply_summary(self.plan, summary), self.back)
+        conversation = entries(apply_summary(self.plan, bounded_summary(summary, self.budget)), self.back)
         return conversation, f"summarised {replaced} earlier messages"
 
 
@@ -125,20 +130,23 @@ def summary_flow(
     focus: str,
     then: Then,
 ) -> SummaryFlow | None:
-    """Stage 2's plan: as few recent units kept verbatim as leave room for the summary and the work to go on (by the
-    ``raw`` estimate), the oldest units dropped from the request while it is above ``limit``; None: nothing older
-    than what must stay."""
+    """Stage 2's plan: as few recent units kept verbatim as leave room for the summary (its budget counted: in a small
+    window it is a large share) and the work to go on (by the ``raw`` estimate), the older part shortened for the
+    request (``for_summary``) and its oldest units dropped while it is above ``limit``; None: nothing older than what
+    must stay."""
+    budget = summary_budget(limit)
     plan = None
     for keep in range(KEEP_RECENT_UNITS, 0, -1):
         plan = plan_summary(chat, keep) or plan
         kept = [*([plan.prompt] if plan and plan.prompt else []), *(plan.recent if plan else [])]
-        if plan is not None and raw(kept) < threshold // 2:
-            break  # the kept part leaves room for the summary and for the work to go on
+        if plan is not None and raw(kept) + budget < threshold // 2:
+            break  # the kept part and the summary leave room for the work to go on
     if plan is None:
         return None
-    asked = summary_request(plan, focus)
+    older = for_summary(plan.older)
+    asked = summary_request(SummaryPlan(older, plan.prompt, plan.recent), focus, budget)
     dropped = 0
     while len(asked) > 1 and measure(asked) > limit:
         dropped += 1  # the oldest units do not fit even the summary request: the summary skips them
-        asked = [*drop_front_units(plan.older, dropped), asked[-1]]
-    return SummaryFlow(plan, back, asked, then)
+        asked = [*drop_front_units(older, dropped), asked[-1]]
+    return SummaryFlow(plan, back, asked, then, budget)

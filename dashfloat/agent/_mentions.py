@@ -15,6 +15,7 @@ from typing import Final, Literal, assert_never
 import msgspec
 
 from dashfloat.agent._calls import result_row
+from dashfloat.agent._context import BYTES_PER_TOKEN, tokens_text
 from dashfloat.catalogue import call_name
 from dashfloat.mentions import ATTACHMENTS_LINE, find_mentions, mention_text
 from dashfloat.mentions import typed_prompt as typed_prompt  # the agent reads typed prompts here too (a rewind)
@@ -44,6 +45,21 @@ MENTIONS_MAX_PER_PROMPT: Final = 10
 MENTIONS_ATTACHED_MAX_BYTES: Final = 128 * 1024
 """What all attachments of one prompt may add, in all (each read is also under read_file's own caps): a file
 past it is cut with a marker, later ones are not read."""
+MENTION_WINDOW_SHARE_WARN: Final = 0.25
+"""An attachment estimated at more than this share of the model's window is said to the person before the prompt
+goes (a small local window: 8192 tokens fill with one log file; ADR 0092)."""
+
+
+def window_share_warning(path: str, text: str, window: int | None) -> str | None:
+    """The one-line warning for an attachment that takes more than MENTION_WINDOW_SHARE_WARN of ``window``."""
+    tokens = int(len(text.encode()) / BYTES_PER_TOKEN)
+    if not window or tokens <= MENTION_WINDOW_SHARE_WARN * window:
+        return None
+    return (
+        f"@{path} takes ~{tokens_text(tokens)} tokens, {round(100 * tokens / window)}% of the model's "
+        f"{tokens_text(window)}-token window: little room is left to work in; attach a smaller file, or ask for "
+        "the part you need (read_file takes offset and limit)"
+    )
 
 
 class Mentioned(msgspec.Struct, frozen=True):
@@ -141,7 +157,9 @@ Out = list[tuple[Literal["ui", "executor"], Message]]
 class Attaching:
     """A submitted prompt while its @mentions are read, one at a time; it goes to the model once all are."""
 
-    def __init__(self, text: str, context: list[str], prompt: str, paths: list[str]) -> None:
+    def __init__(self, text: str, context: list[str], prompt: str, paths: list[str], window: int | None = None) -> None:
+        self.window = window
+        """The model's window, when known: an attachment past MENTION_WINDOW_SHARE_WARN of it is said."""
         self.text = text
         """The prompt as typed (what a cancel puts back into the input)."""
         self.context = context
@@ -199,6 +217,9 @@ class Attaching:
             limit = MENTIONS_ATTACHED_MAX_BYTES
             note = f"@{path} is attached cut short: this prompt's attachments are bounded at {limit} bytes in all"
             out.append(("ui", SystemEntry(text=note, level="warning")))
+        warning = window_share_warning(path, part.text, self.window)
+        if warning is not None:
+            out.append(("ui", SystemEntry(text=warning, level="warning")))
         return out
 
     def message(self) -> str:

@@ -204,7 +204,7 @@ class Turn:
         if not found.paths:
             core.record(ChatMessage(role="user", content=prompt))
             return "episode"
-        self.attaching = mentions.Attaching(text, context, prompt, found.paths)
+        self.attaching = mentions.Attaching(text, context, prompt, found.paths, window=core.window.size)
         core.set_phase("running")
         if found.beyond:
             limit = mentions.MENTIONS_MAX_PER_PROMPT
