@@ -23,6 +23,10 @@ from dashfloat.protocol import (
     ConfirmRequested,
     ContextChanged,
     DecideConfirmation,
+    JobExited,
+    JobOutput,
+    JobStarted,
+    LastResultShown,
     PatchedFile,
     PathsFound,
     PhaseChanged,
@@ -376,6 +380,10 @@ class Printer:
                 | PromptRestored()
                 | RestoreEnded()
                 | PathsFound()
+                | LastResultShown()
+                | JobStarted()  # background jobs (issue 36): --json events; a job's end has its SystemEntry row
+                | JobOutput()
+                | JobExited()
             ):
                 pass
             case _:
@@ -434,6 +442,10 @@ class Printer:
                 | PromptRestored()
                 | RestoreEnded()
                 | PathsFound()
+                | LastResultShown()  # /last: the TUI's only
+                | JobStarted()  # issue 36
+                | JobOutput()
+                | JobExited()
             ):
                 pass  # rows of their own above (system entries, confirmations), or nothing in headless mode
             case _:

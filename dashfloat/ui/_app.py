@@ -45,6 +45,7 @@ from dashfloat.ui import _ptk_private as ptk
 from dashfloat.ui._frames import frame_mark, frame_marks_on
 from dashfloat.ui._history import HistoryCursor, ReverseSearch
 from dashfloat.ui._input_window import InputWindow
+from dashfloat.ui._jobs_view import listing as jobs_listing
 from dashfloat.ui._kept_content import KeptBufferControl
 from dashfloat.ui._keys import bindings
 from dashfloat.ui._mentions import MentionCompleter, PathCompletion, partial_in
@@ -505,6 +506,9 @@ class TuiShell:
             case commands.Invalid():
                 self.apply(LocalNotice(parsed.error, "error"))
                 return
+            case commands.ShowJobs():  # background jobs (issue 36)
+                self.apply(Submitted(text))
+                self.apply(LocalNotice(jobs_listing(self.state.jobs, self.state.now)))
         self.buffer.reset()
         self.history.reset()
         self._ask_paths()  # reset() fires no change event: the mention that was being typed is over

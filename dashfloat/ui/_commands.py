@@ -29,9 +29,11 @@ from dashfloat.protocol import (
     ShowMcp,
     ShowModels,
     ShowUsage,
+    StopJob,
     UiToAgent,
     UndoTurn,
 )
+from dashfloat.ui._jobs_view import stop_number
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "/help": ("", "list these commands"),
@@ -49,6 +51,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "/undo": ("", "revert the files the last turn changed (preview first)"),
     "/rewind": ("[N]", "list prompts; with N, go back to just before prompt N (files and conversation)"),
     "/diff": ("", "what this session changed so far, file by file"),
+    "/jobs": ("[stop N]", "background jobs: id, state, age, command, last line; stop N stops one"),  # issue 36
     "/exit": ("", "quit DashFloat"),
 }
 APPROVAL_MODES: tuple[str, ...] = get_args(ApprovalMode)
@@ -89,7 +92,11 @@ class Invalid(msgspec.Struct, frozen=True):
     error: str
 
 
-Parsed = Send | ShowHelp | ShowDiff | Exit | Prompt | Invalid
+class ShowJobs(msgspec.Struct, frozen=True):
+    """/jobs: the background jobs the UI saw (issue 36; ``ui/_jobs_view.py``)."""
+
+
+Parsed = Send | ShowHelp | ShowDiff | Exit | Prompt | Invalid | ShowJobs
 
 
 def help_text(prompt_files: Sequence[PromptFile] = ()) -> str:
@@ -173,6 +180,11 @@ def parse(text: str, prompt_files: Sequence[PromptFile] = ()) -> Parsed:
             return Exit()
         case "/diff":
             return ShowDiff()
+        case "/jobs":  # background jobs (issue 36)
+            if not arg:
+                return ShowJobs()
+            number = stop_number(arg)
+            return Send(StopJob(job_id=number)) if isinstance(number, int) else Invalid(number)
         case "/mcp":  # MCP client (ADR 0086)
             if arg in ("", "approve"):
                 return Send(ShowMcp(approve=arg == "approve"))

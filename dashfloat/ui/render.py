@@ -8,6 +8,7 @@ from prompt_toolkit.formatted_text import FormattedText
 
 from dashfloat.catalogue import call_name, describe_change, summarize_call
 from dashfloat.protocol import ChangeRecorded, ConfirmRequested, ConfirmSubject, MalformedCall
+from dashfloat.ui._jobs_view import status_label
 from dashfloat.ui._markdown import render_markdown
 from dashfloat.ui._text import (
     Fragment,
@@ -456,13 +457,14 @@ def _status_head(state: UiState, now: float, detail: int) -> str:
     """The phase: ``⠇ Streaming 3.2s · waiting for the model (prompt processing)`` at ``detail`` 0, then the wait
     said in one word (1), not said (2), and no elapsed time or long phase word (3)."""
     phase = "confirming" if state.confirm is not None else state.phase
+    jobs = status_label(state.jobs)  # running background jobs (issue 36): `` · 2 jobs``
     if phase == "idle":
-        return f"● {PHASE_WORDS[phase]}"
+        return f"● {PHASE_WORDS[phase]}{jobs}"
     elapsed = max(0.0, now - state.phase_since)
     frame = SPINNER_FRAMES[int(elapsed / SPINNER_STEP_S) % len(SPINNER_FRAMES)]
     if detail >= 3:
-        return f"{frame} {PHASE_WORDS[phase].split()[0]}"
-    head = f"{frame} {PHASE_WORDS[phase]} {format_elapsed(elapsed)}"
+        return f"{frame} {PHASE_WORDS[phase].split()[0]}{jobs}"
+    head = f"{frame} {PHASE_WORDS[phase]} {format_elapsed(elapsed)}{jobs}"
     if phase == "streaming" and not state.answered and detail < 2:
         head += f" · {(state.waiting or WAITING_WORDS) if detail == 0 else WAITING_WORD}"
     return head

@@ -21,6 +21,9 @@ from dashfloat.protocol import (
     ContextChanged,
     DecideConfirmation,
     Decision,
+    JobExited,
+    JobOutput,
+    JobStarted,
     Level,
     MalformedCall,
     PathsFound,
@@ -48,6 +51,8 @@ from dashfloat.protocol import (
     UserPromptShown,
     WindowSource,
 )
+from dashfloat.ui._jobs_view import JobRow
+from dashfloat.ui._jobs_view import updated as jobs_updated
 from dashfloat.ui._markdown import render_markdown
 from dashfloat.ui._text import Row, diff_line_rows, sanitize
 
@@ -268,6 +273,8 @@ class UiState(msgspec.Struct, frozen=True):
     """A running command's newest output (its result row replaces it)."""
     changes: tuple[ChangeRecorded, ...] = ()
     """Every mutation of this session that landed, for /diff."""
+    jobs: tuple[JobRow, ...] = ()
+    """Background jobs as they started, printed and ended: /jobs and the status bar's count (issue 36)."""
     viewer: int | None = None
     """The full preview is open, scrolled to this row (None: the inline preview)."""
     last_call_id: str | None = None
@@ -442,6 +449,8 @@ def reduce(state: UiState, event: Event) -> UiState:
             return _flush_open(state)
         case PathsFound():
             return state  # @ completion's answer: the shell's completer keeps it (ui/_mentions.py)
+        case JobStarted() | JobOutput() | JobExited():  # background jobs (issue 36); an end's row is a SystemEntry
+            return replace(state, jobs=jobs_updated(state.jobs, event, state.now))
         case Tick():
             skip = _reflowed_skip(state, event.width) if event.width != state.width else state.open_skip
             state = replace(state, now=event.now, width=event.width, height=event.height, open_skip=skip)
