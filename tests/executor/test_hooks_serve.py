@@ -117,4 +117,4 @@ def test_shutdown_during_a_hook_leaves_no_hook_running(agent: Agent) -> None:
 
 
 def test_a_reply_type_is_in_the_union() -> None:
-    assert HooksRan in ExecutorToAgent.__args__  # type: ignore[attr-defined]
+    assert HooksRan in ExecutorToAgent.__args__
