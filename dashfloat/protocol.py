@@ -156,6 +156,19 @@ class SandboxState(msgspec.Struct, frozen=True, omit_defaults=True):
     """Hosts the proxy refuses whatever the allowlist says (``[sandbox] deny_domains``)."""
     writable: list[str] = []
     """Absolute paths every workspace-write command may write besides the workspace (presets and ``writable``)."""
+    escalation: bool = False
+    """A person is there to grant a refused command one re-run (the TUI; a headless run never asks, it reports)."""
+
+
+class SandboxGrant(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What the sandbox refused one command, and what re-running it with a person's keypress adds (issue 35)."""
+
+    refused: str
+    """One line: what was refused (a write under ~/.npm, a host the proxy refused, the network)."""
+    writable: list[str] = []
+    """Directories the re-run may write (each the refused path's first directory under the home)."""
+    network: bool = False
+    """The re-run gets the whole network (a host off the allowlist, a program that ignores the proxy)."""
 
 
 # hooks (ADR 0088): what the agent sends the executor to run around one tool call
@@ -1477,6 +1490,8 @@ class ToolFinished(Message, frozen=True):
     """What its hooks added for the model (a PreToolUse's block reason is the ``ToolFailed`` error instead)."""
     hook_notices: list[str] = []
     """What the user should know of its hooks (one failed, timed out, printed too much; ADR 0088)."""
+    refused: SandboxGrant | None = None
+    """An execute_command the sandbox refused something (issue 35): what a person may grant it for one re-run."""
 
 
 class RestorePreviewed(Message, frozen=True):

@@ -27,7 +27,14 @@ from dashfloat.executor._confine import Bounds
 from dashfloat.executor._git_meta import sweep_commondirs
 from dashfloat.executor._limits import EXEC_DRAIN_AFTER_EXIT_S, EXEC_READ_CHUNK_BYTES, REAP_TIMEOUT_S
 from dashfloat.executor._sandbox import Wrap, sandbox_started
-from dashfloat.protocol import CapturedOutput, CommandExited, CommandTimedOut, ToolCancelled, ToolFailed
+from dashfloat.protocol import (
+    CapturedOutput,
+    CommandExited,
+    CommandTimedOut,
+    SandboxGrant,
+    ToolCancelled,
+    ToolFailed,
+)
 
 CommandResult = CommandExited | CommandTimedOut | ToolCancelled | ToolFailed
 
@@ -80,7 +87,8 @@ class Command:
             # A commondir the command plants is removed once it is over (held: the root fd, not the Wrap and its fds).
             self._git_dirs = (wrap.root_fd, list(wrap.main_git_dirs))
         # What the sandbox refused it, said at its end (issue 35): not the Wrap, whose fds go once it has started.
-        self._refusal_note = wrap.refusals().note if wrap is not None else None
+        self._refusals = wrap.refusals() if wrap is not None else None
+        self._refusal_note = self._refusals.note if self._refusals is not None else None
         # The gate is the sandbox's parent too: bwrap (and its --die-with-parent) starts only once released.
         gate_r, gate_w = os.pipe()
         self._gate: int | None = gate_w
@@ -132,6 +140,11 @@ class Command:
         self.result: CommandResult | None = None
         if not held:
             self.release()
+
+    @property
+    def refused(self) -> SandboxGrant | None:
+        """Once it is over: what the sandbox refused it that a person may grant a re-run (issue 35)."""
+        return self._refusals.grant() if self._refusals is not None else None
 
     @property
     def held(self) -> bool:

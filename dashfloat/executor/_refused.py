@@ -25,7 +25,8 @@ OUTPUT_SCAN_MAX_CHARS: Final = 64 * 1024
 _WRITE_ERROR: Final = re.compile(
     r"read-only file system|\bEROFS\b|permission denied|\bEACCES\b|\bEPERM\b|operation not permitted", re.IGNORECASE
 )
-_PATH: Final = re.compile(r"""(?:^|[\s'"`(=:\[])(/[^\s'"`),:\]]+)""")
+_PATH: Final = re.compile(r"""(?:^|[\s'"`(=:\[‘“])(/[^\s'"`),:\]’”]+)""")
+"""An absolute path as error lines quote it: bare, in ASCII quotes, or in the curly ones GNU tools use in UTF-8."""
 _NO_NETWORK: Final = re.compile(
     r"could not resolve host|temporary failure in name resolution|name or service not known|getaddrinfo (?:enotfound|"
     r"eai_again)|network is unreachable|no address associated with hostname|dial tcp: lookup|failed to lookup address|"

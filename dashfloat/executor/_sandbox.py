@@ -23,9 +23,9 @@ from typing import Final
 import msgspec
 
 from dashfloat.executor._proxy import ProxySupervisor, ProxyUnavailable
-from dashfloat.executor._refused import Refusal, refused_writes, wanted_network
+from dashfloat.executor._refused import REFUSAL_PREFIX, Refusal, grant_for, refused_writes, wanted_network
 from dashfloat.executor._session_net import SessionNet, session_net
-from dashfloat.protocol import SandboxMode, SandboxPolicy, SandboxState
+from dashfloat.protocol import SandboxGrant, SandboxMode, SandboxPolicy, SandboxState
 
 with contextlib.suppress(ImportError):  # bwrap_binary says what its absence means
     # The bundled bwrap's package, which the executor imports at start (``Sandbox.for_session``): imported with
@@ -749,6 +749,8 @@ class Refusals(msgspec.Struct, frozen=True):
     proxied: bool
     writable: list[str]
     unavailable: list[str]
+    found: list[Refusal] = msgspec.field(default_factory=list)
+    """What ``refusal`` found (the command's output is read once, at its end)."""
 
     def refusal(self, output: str, failed: bool) -> Refusal:
         """What the sandbox refused this command, once it is over (nothing when it succeeded, but the proxy's refusals
@@ -764,7 +766,27 @@ class Refusals(msgspec.Struct, frozen=True):
                 network = network_note(self.sandbox.state, unavailable)
         elif unavailable:
             network = network_note(self.sandbox.state, unavailable)
-        return Refusal(paths=paths, hosts=hosts, network=network)
+        found = Refusal(paths=paths, hosts=hosts, network=network)
+        self.found.append(found)
+        return found
+
+    def grant(self) -> SandboxGrant | None:
+        """What a person may grant the command for one re-run: the refused paths' directories under the home (none
+        that can never be writable) and the network; None when nothing was refused, or nothing can be granted."""
+        refusal = self.found[-1] if self.found else Refusal()
+        if not refusal:
+            return None
+        from dashfloat.sandbox_access import writable_problem
+
+        home = os.environ.get("HOME") or os.path.expanduser("~")
+        path_dirs = os.environ.get("PATH", "").split(os.pathsep)
+        grants = dict.fromkeys(grant_for(path, home) for path in refusal.paths)
+        writable = [g for g in grants if g and not writable_problem(g, home, path_dirs, named=False)]
+        network = not self.network and bool(refusal.hosts or refusal.network)
+        if not writable and not network:
+            return None
+        said = " ".join(line.removeprefix(REFUSAL_PREFIX).removesuffix("]") for line in refusal.lines())
+        return SandboxGrant(refused=said, writable=writable, network=network)
 
     def note(self, output: str, failed: bool) -> str:
         """The refusal lines appended to the command's output (``""`` when nothing was refused)."""

@@ -130,8 +130,9 @@ def test_refused_writes_are_read_from_the_error_lines(tmp_path: Path) -> None:
         "npm error code EROFS\nnpm error syscall mkdir\nnpm error path /root/.npm/_cacache\n"
         "npm error errno -30\ntouch: cannot touch '/work/ok': Read-only file system\nsee /usr/share/doc for help\n"
         "/bin/sh: 1: cannot create /opt/x: Read-only file system\n"
+        "mkdir: cannot create directory ‘/opt/y’: Read-only file system\n"
     )
-    assert refused_writes(output, ["/work"]) == ["/root/.npm/_cacache", "/opt/x"]
+    assert refused_writes(output, ["/work"]) == ["/root/.npm/_cacache", "/opt/x", "/opt/y"]
     assert refused_writes("all good in /root/.npm\n", []) == []
     many = "".join(f"mkdir: cannot create directory '/opt/d{i}': Permission denied\n" for i in range(5))
     lines = Refusal(paths=refused_writes(many, [])).lines()
@@ -599,3 +600,34 @@ def test_a_proxy_that_cannot_start_is_named_and_not_retried(python: str, why: st
     assert supervisor.failed and supervisor.process is None
     with pytest.raises(ProxyUnavailable):
         supervisor.socket_path()  # remembered: the next command does not wait for it again
+
+
+def test_what_a_person_may_grant_a_refused_command(root: Path, home: Path, registries: tuple[int, int]) -> None:
+    from dashfloat.executor._exec import Command
+
+    _, unlisted = registries
+    sandbox = sandbox_for({"HOME": str(home)})
+    r = Root(str(root))
+    old_home = os.environ["HOME"]
+    os.environ["HOME"] = str(home)
+    try:
+
+        def refused(command: str, policy: SandboxPolicy) -> Any:
+            wrap = sandbox.wrap(policy, r.fd, r.path)
+            run = Command(command, str(root), TIMEOUT_S, wrap)
+            run.run_to_end()
+            return run.refused
+
+        write = refused("mkdir -p ~/.npm/_cacache/x", SandboxPolicy())
+        assert write is not None and write.writable == [str(home / ".npm")] and not write.network
+        assert write.refused.startswith(f"writing {home}/.npm")
+        host = refused(fetch(f"http://{OTHER}:{unlisted}/"), SandboxPolicy())
+        assert host is not None and host.network and not host.writable and OTHER in host.refused
+        assert refused("mkdir /opt/nowhere-granted", SandboxPolicy()) is None  # outside the home: nothing to grant
+        assert refused("true", SandboxPolicy()) is None
+        networked = refused("mkdir -p ~/.ssh/x", SandboxPolicy(network=True))
+        assert networked is None  # ~/.ssh can never be granted, and the network it had
+    finally:
+        os.environ["HOME"] = old_home
+        sandbox.close()
+        r.close()
