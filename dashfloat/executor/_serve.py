@@ -326,7 +326,7 @@ class _Server:
         if self.before_command is not None:
             changes = _changes.compare(self.before_command, _changes.snapshot(self.root))
             self.before_command = None
-        self.finished(ToolFinished(call_id, result, changes=changes))
+        self.finished(ToolFinished(call_id, result, changes=changes, refused=command.refused))  # issue 35: escalation
 
     # ------------------------------------------------------------ hooks (ADR 0088)
 
