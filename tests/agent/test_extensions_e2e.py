@@ -86,6 +86,8 @@ def test_a_project_hook_does_not_run_until_trusted_and_again_once_its_file_chang
         ]
 
         # Remembered for this content: a new run runs it without asking again.
+        again = prepare(parse_args(flags), str(tree), env).options
+        assert again.project_hooks is not None and again.hooks.hooks == again.project_hooks.hooks.hooks
         run = headless(server, tree, env)
         assert "project hooks NOT run" not in run.stderr + run.stdout
         assert not (tree / "made.txt").exists()
