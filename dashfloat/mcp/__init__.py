@@ -1,12 +1,12 @@
 """The MCP host process: the official SDK's client for the configured MCP servers (ADR 0086).
 
 The executor forks it only when servers are configured; nothing of it (asyncio, the SDK, pydantic, httpx) is imported
-on any process's idle path otherwise. Exports load on first use (``dashfloat/_lazy.py``).
+on any process's idle path otherwise. Exports load on first use (``dashfloat/_startup/lazy.py``).
 """
 
 from typing import TYPE_CHECKING
 
-from dashfloat._lazy import lazy_exports
+from dashfloat._startup.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dashfloat.mcp._host import MCP_PROCESS_NAME, MCP_START_TIMEOUT_S, serve
