@@ -21,6 +21,7 @@ from dashfloat.channel import Channel
 from dashfloat.executor._jobs import JOB_FINISHED_KEPT, JOB_HEAD_BYTES, JOB_RING_BYTES, Ring, listening_ports
 from dashfloat.executor._sandbox import detect
 from dashfloat.protocol import (
+    CancelTool,
     CommandExited,
     CommandOutput,
     CommandStarted,
@@ -36,6 +37,7 @@ from dashfloat.protocol import (
     RunTool,
     SandboxState,
     Shutdown,
+    ToolCancelled,
     ToolFailed,
     ToolFinished,
 )
@@ -324,3 +326,42 @@ def test_job_output_goes_out_live_and_a_job_exit_is_said(unsandboxed: Executor) 
     live = "".join(m.text for m in unsandboxed.events if isinstance(m, JobOutput) and m.job_id == report.job_id)
     assert live == "first\nsecond\n"
     assert not any(isinstance(m, CommandStarted | CommandOutput) for m in unsandboxed.events)
+
+
+def test_esc_during_a_readiness_wait_stops_the_job_and_other_messages_wait_their_turn(unsandboxed: Executor) -> None:
+    token = secrets.token_hex(6)
+    start = ExecuteCommandArgs(command=sleeper(token), background=True, ready_pattern="never", ready_timeout=60)
+    unsandboxed.channel.send(RunTool("start", start))
+    assert isinstance(unsandboxed.next(), JobStarted)
+    assert wait_for(lambda: len(marked(token)) >= 2, 10)
+    pids = marked(token)
+    unsandboxed.channel.send(RunTool("read", JobOutputArgs(id=1)))  # arrives during the wait: answered after it
+    unsandboxed.channel.send(CancelTool("start"))
+    finished: list[ToolFinished] = []
+    while len(finished) < 2:
+        message = unsandboxed.next()
+        if isinstance(message, ToolFinished):
+            finished.append(message)
+    assert [f.call_id for f in finished] == ["start", "read"]
+    cancelled = finished[0].result
+    assert isinstance(cancelled, ToolCancelled) and cancelled.output is not None and token in cancelled.output.output
+    read = finished[1].result
+    assert isinstance(read, JobReport) and read.state == "killed"
+    assert wait_for(lambda: not any(_live(p) for p in pids), 10)
+
+
+def test_a_shutdown_during_a_readiness_wait_ends_the_job(root: Path) -> None:
+    executor = Executor(root, SandboxState())
+    token = secrets.token_hex(6)
+    try:
+        start = ExecuteCommandArgs(command=sleeper(token), background=True, ready_port=free_port(), ready_timeout=60)
+        executor.channel.send(RunTool("start", start))
+        assert isinstance(executor.next(), JobStarted)
+        assert wait_for(lambda: len(marked(token)) >= 2, 10)
+        pids = marked(token)
+        executor.channel.send(Shutdown())
+        executor.worker.process.join(REPLY_TIMEOUT_S)
+        assert executor.worker.process.exitcode is not None
+        assert wait_for(lambda: not any(_live(p) for p in pids), 10)
+    finally:
+        executor.close()
