@@ -28,6 +28,9 @@ from dashfloat.agent._decide import (
     asks_after_preview,
     confirmation,
     decide,
+    escalated_policy,
+    escalates,
+    escalation,
 )
 from dashfloat.catalogue import UNNAMED_CALL
 from dashfloat.permissions import call_scope
@@ -46,6 +49,7 @@ from dashfloat.protocol import (
     PreviewTool,
     ReadFileArgs,
     RunTool,
+    SandboxGrant,
     SandboxPolicy,
     SandboxState,
     SystemEntry,
@@ -180,6 +184,11 @@ class CallsFlow:
         """The preview the pending confirmation shows (what an approval runs: its digest)."""
         self.ref = 0
         """The pending confirmation's ref."""
+        # the sandbox's escalation (issue 35, ADR 0082): what the current command ran as, and what it was refused
+        self.ran_as: tuple[ToolArgs | None, SandboxPolicy] = (None, SandboxPolicy())
+        self.escalating: tuple[SandboxGrant, ToolFinished] | None = None
+        self.escalated = False
+        """The current command was re-run with a grant already: it is not offered another."""
 
     @property
     def current(self) -> AssembledCall:
@@ -240,6 +249,8 @@ class CallsFlow:
 
     def decided(self, decision: Decision) -> tuple[At, Out]:
         """The user answered the confirmation: run what was previewed (with its digest), or reject the call."""
+        if self.escalating is not None:
+            return self._escalation_decided(decision)
         call, preview = self.current, self.preview
         assert call.args is not None and preview is not None  # only a parsed, previewed call is confirmed
         if decision in ("approve", "approve_always"):
@@ -263,8 +274,15 @@ class CallsFlow:
                 assert_never(decision)
 
     def ran(self, finished: ToolFinished) -> tuple[At, Out]:
-        """The call's result: answered in the conversation, and its change shown once it landed."""
+        """The call's result: answered in the conversation, and its change shown once it landed; a command the
+        sandbox refused something is first offered a re-run with it (issue 35), where a person is there."""
         from dashfloat.agent._summary import result_status  # loaded by the result's row already
+
+        if escalates(finished.refused, self.session.sandbox, self.ran_as[1], self.escalated):
+            assert finished.refused is not None
+            self.escalating = (finished.refused, finished)
+            self.ref = self.session.next_ref()
+            return "confirm", [("ui", escalation(self.ref, self.current, finished.refused))]
 
         change, self.change = self.change, None
         # hooks (ADR 0088): what they said for the user; what they added for the model goes with the result
@@ -280,6 +298,8 @@ class CallsFlow:
 
     def cancel(self, waiting: Literal["preview", "confirm", "tool"]) -> tuple[At, Out]:
         """Esc: a call still to be asked is rejected and the turn stops; a running one is killed (its result comes)."""
+        if self.escalating is not None:
+            return self._escalation_decided("reject_stop")  # what it printed and was refused is its result
         if waiting == "tool":
             self.stop.set(CANCELLED, "cancelled")
             return "tool", [("executor", CancelTool(call_id=self.current.id))]
@@ -290,17 +310,39 @@ class CallsFlow:
         """The call being previewed or run fails (a pending confirmation's digest stays valid for the fresh one)."""
         return "calls", self._finish(ToolFailed(error=f"executor crashed: {reason}"))
 
-    def _run(self, digest: str | None, by_keypress: bool, args: ToolArgs | None = None, read_only: bool = False) -> Out:
+    def _escalation_decided(self, decision: Decision) -> tuple[At, Out]:
+        """The answer to an escalation: the exact command again with what was refused, or its refused result."""
+        assert self.escalating is not None
+        grant, refused = self.escalating
+        self.escalating = None
+        self.escalated = True
+        if decision in ("approve", "approve_always"):  # no "always" is offered: a stray one approves once
+            args, policy = self.ran_as
+            return "tool", self._run(None, by_keypress=True, args=args, policy=escalated_policy(policy, grant))
+        if decision == "reject_stop":
+            self.stop.set(REJECTED, "stopped")
+        return self.ran(refused)
+
+    def _run(
+        self,
+        digest: str | None,
+        by_keypress: bool,
+        args: ToolArgs | None = None,
+        read_only: bool = False,
+        policy: SandboxPolicy | None = None,
+    ) -> Out:
         call = self.current
         assert call.args is not None  # a call whose arguments did not parse never runs
         # Network only for a command a person just approved, unless the session enabled it (--network); a
         # read-only command run unasked gets the read-only sandbox too, so a mistake in the allowlist cannot write,
-        # and an empty home, so a symlink in the tree cannot read the user's files to the model.
-        policy = SandboxPolicy(
+        # and an empty home, so a symlink in the tree cannot read the user's files to the model. ``policy``: an
+        # escalation's (issue 35).
+        policy = policy or SandboxPolicy(
             mode="read-only" if read_only else "workspace-write",
             network=not read_only and (by_keypress or self.session.sandbox.network),
             private_home=read_only,
         )
+        self.ran_as = (args, policy)
         run = RunTool(
             call_id=call.id,
             args=args if args is not None else call.args,
@@ -316,6 +358,7 @@ class CallsFlow:
         call = self.current
         self.approved = None
         self.change = None
+        self.escalated = False
         self.next += 1
         return [
             ToolReply(call_id=call.id, name=call.name, result=result, context=context),

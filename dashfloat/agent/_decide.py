@@ -23,6 +23,8 @@ from dashfloat.protocol import (
     EditFileArgs,
     ExecuteCommandArgs,
     PreviewReady,
+    SandboxGrant,
+    SandboxPolicy,
     SandboxState,
     ToolArgs,
     WriteFileArgs,
@@ -165,4 +167,37 @@ def confirmation(ref: int, call: AssembledCall, preview: PreviewReady) -> Confir
         scope=scope.text() if scope is not None else "",
         no_scope=PROTECTED_NO_SCOPE if preview.protected else no_scope_reason(call.args),
         always_asks=preview.protected,
+    )
+
+
+# ---- the sandbox's escalation (issue 35, ADR 0082): a command the sandbox refused, re-run once on a keypress
+
+ESCALATION_NO_ALWAYS: Final = "a sandbox grant is for this run only"
+"""The key line's note on an escalation: "always" is not offered."""
+
+
+def escalates(grant: SandboxGrant | None, sandbox: SandboxState, policy: SandboxPolicy, escalated: bool) -> bool:
+    """Whether a finished command is offered a re-run with what the sandbox refused it: a person is there (never
+    headless), it ran in the workspace-write sandbox (not the read-only allowlist's), and not already escalated."""
+    return grant is not None and sandbox.escalation and not policy.private_home and not escalated
+
+
+def escalated_policy(policy: SandboxPolicy, grant: SandboxGrant) -> SandboxPolicy:
+    """The re-run's confinement: the same, with the refused paths writable and the network where it was refused."""
+    writable = list(dict.fromkeys([*policy.writable, *grant.writable]))
+    return msgspec.structs.replace(policy, network=policy.network or grant.network, writable=writable)
+
+
+def escalation(ref: int, call: AssembledCall, grant: SandboxGrant) -> ConfirmRequested:
+    """The confirmation that offers the re-run: what was refused, and what the re-run would get."""
+    assert isinstance(call.args, ExecuteCommandArgs)
+    adds = [f"{path} writable" for path in grant.writable] + (["the whole network"] if grant.network else [])
+    return ConfirmRequested(
+        ref=ref,
+        id=call.id,
+        subject=call.args,
+        lines=[f"the sandbox refused: {grant.refused}", f"re-run this exact command once with {' and '.join(adds)}?"],
+        summary="sandbox refused",
+        full=call.args.command,
+        no_scope=ESCALATION_NO_ALWAYS,
     )

@@ -80,7 +80,7 @@ TURN: Final[tuple[tuple[At, tuple[Event, ...], str, tuple[At, ...]], ...]] = (
     # where a turn asks: the preview is back, and _decide.asks_after_preview says whether to confirm or run it
     ("preview",     ("PreviewReady",),                            "CallsFlow.previewed", ("calls", "tool", "confirm")),
     ("confirm",     ("DecideConfirmation",),                      "CallsFlow.decided",  ("calls", "tool")),
-    ("tool",        ("ToolFinished",),                            "CallsFlow.ran",      ("calls",)),
+    ("tool",        ("ToolFinished",),                            "CallsFlow.ran",      ("calls", "confirm")),
     ("preview",     ("executor died",),                           "CallsFlow.executor_died", ("calls",)),
     ("tool",        ("executor died",),                           "CallsFlow.executor_died", ("calls",)),
     ("calls_done",  ("step",),                                    "Turn.calls_done",    ("episode", "nothing")),
