@@ -176,14 +176,9 @@ AGENT_CODE_IMPORTED = (
 the executor."""
 
 
-def test_the_agent_imports_traceback_only_to_print_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Its code (the core, then the executor's, as the agent imports them before forking the executor) leaves
-    traceback out, in a fresh interpreter (ADR 0053); a step that raises still prints its traceback."""
-    code = AGENT_CODE_IMPORTED + "print('traceback' in sys.modules)\n"
-    done = subprocess.run([sys.executable, "-c", code], cwd=CHECKOUT, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["False"]
-
+def test_a_step_that_raises_prints_its_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """traceback is imported only then (ADR 0053): tests/startup/test_import_budget.py keeps it out of an idle agent,
+    naming whoever imports it."""
     provider = ProviderConfig(name="t", base_url="http://127.0.0.1:9/v1", model="m")
     ui_far, ui_ours = Pipe()
     shell = AgentShell(ui_ours, build_core(AgentOptions(provider=provider, cwd=str(tmp_path))), _Workers())

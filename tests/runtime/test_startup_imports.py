@@ -61,20 +61,3 @@ def test_the_console_script_forks_the_agent_before_it_loads_the_command_line() -
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(result.stdout) == []
-
-
-def test_a_headless_start_imports_no_json_module_in_the_main_process_nor_the_agent() -> None:
-    """The stdlib json (~1.4 ms) is for saving rules and the demo server; messages and bwrap's status are msgspec's."""
-    probe = (
-        "import json as _, sys\n"
-        "del sys.modules['json']\n"
-        "for name in [m for m in sys.modules if m.startswith('json.')]:\n"
-        "    del sys.modules[name]\n"
-        "import dashfloat._entry, dashfloat.runtime._run, dashfloat.sessions.state\n"
-        "from dashfloat.executor import SandboxProbe\n"
-        "import dashfloat.cli, dashfloat.launch, dashfloat.runtime.printer\n"
-        "import dashfloat.agent._process\n"
-        "print('json' in sys.modules)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
-    assert result.stdout.strip() == "False"
