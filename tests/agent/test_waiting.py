@@ -64,6 +64,7 @@ def test_a_local_server_is_said_to_read_the_new_part_of_the_prompt_a_hosted_one_
 def test_the_front_the_last_request_shared_is_in_the_servers_cache_and_not_counted_again() -> None:
     first = [SYSTEM, ASK]
     calibration = calibrate(first, 2 * sum(raw_tokens(m) for m in first))  # the server counts twice our guess
+    assert calibration is not None
     answer = ChatMessage(role="assistant", content="done")
     assert unread_tokens([*first, answer], calibration) == round(raw_tokens(answer) * calibration.ratio)
     other = [SYSTEM, ChatMessage(role="user", content="something else")]  # a new front (a compaction): all of it
