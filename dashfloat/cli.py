@@ -398,8 +398,13 @@ def _launch(
     except BaseException:
         link.shutdown()  # Ctrl-C while reading the configuration: the agent and its worker go too
         raise
+    options = launch.options
+    if prompt is None and restore is None:  # the TUI: a person is there to grant a refused command a re-run (issue 35)
+        import msgspec
+
+        options = msgspec.structs.replace(options, sandbox=msgspec.structs.replace(options.sandbox, escalation=True))
     return run(
-        launch.options,
+        options,
         log_path=log_path,
         link=link,
         prompt=prompt,
