@@ -83,6 +83,10 @@ BUDGET: tuple[Rule, ...] = (
 OPENSSL: tuple[str, ...] = ("_ssl", "_hashlib")
 """OpenSSL's two extension modules: loaded by the main process before it forks the agent (``preload_openssl``), so
 its pages are shared by all four processes rather than copied into each (~1-1.5 MB a process)."""
+OPENSSL_REASON = (
+    "the main process loads OpenSSL before it forks the agent (dashfloat/_startup/openssl.py: preload_openssl), so "
+    "that its pages are shared by all four processes rather than copied into each (~1-1.5 MB a process)"
+)
 
 
 class Imported(NamedTuple):
@@ -200,11 +204,8 @@ def test_openssl_is_loaded_once_before_the_agents_fork_and_shared_by_every_proce
     for process in (MAIN, AGENT, LLM, EXECUTOR):
         for module in OPENSSL:
             imported = idle[process][1].get(module)
-            assert imported is not None, f"{process}: {module} was never imported"
-            assert imported.pid == main_pid, (
-                f"{process}: {imported.chain} imports {module} after the agent's fork: OpenSSL is to be loaded "
-                "before it, by preload_openssl, so that its pages are shared by all four processes"
-            )
+            how = "never imported" if imported is None else f"imported after the agent's fork by {imported.chain}"
+            assert imported is not None and imported.pid == main_pid, f"{process}: {module} {how}: {OPENSSL_REASON}"
 
 
 def test_a_broken_rule_names_the_process_the_importer_chain_and_the_reason() -> None:
