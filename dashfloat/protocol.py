@@ -1420,8 +1420,7 @@ McpToExecutor = McpCallDone | McpServersListed
 
 
 class RunHooks(Message, frozen=True):
-    """Run one event's hooks that name no tool (UserPromptSubmit, Stop, SessionStart) with ``payload`` on their
-    stdin, in order until one blocks; replies HooksRan (ADR 0088)."""
+    """Run an event's hooks that name no tool, ``payload`` on their stdin; replies HooksRan (ADR 0088)."""
 
     ref: int
     event: str
