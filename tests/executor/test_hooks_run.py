@@ -33,7 +33,7 @@ def sandbox() -> Sandbox:
 def test_the_payload_is_on_stdin_and_both_streams_come_back_apart(root: Path) -> None:
     payload = tool_payload("PreToolUse", "s1", str(root), "execute_command", {"command": "ls"}, "call_1")
     script = "import json,sys; d=json.load(sys.stdin); print(d['tool_input']['command']); print('err', file=sys.stderr)"
-    run = run_hook(hook(f"{PY} -c \"{script}\""), payload, Root(str(root)), None)
+    run = run_hook(hook(f'{PY} -c "{script}"'), payload, Root(str(root)), None)
     assert (run.exit_code, run.stdout, run.stderr) == (0, "ls\n", "err\n")
     assert json.loads(payload) == {
         "session_id": "s1",
