@@ -369,10 +369,6 @@ class AgentCore:
                     self.ui(self.mcp.approve())
                     self._configure_mcp()
                 self.ui(SystemEntry(text=self.mcp.report(self.window.size)))
-            case ShowHooks(trust=trust_now):  # hooks (ADR 0088)
-                from dashfloat.agent._extensions import hooks_command
-
-                self.outbox += hooks_command(self, trust_now)
             case ShowUsage():
                 self.ui(SystemEntry(text=self.usage_report()))
             case UndoTurn():
