@@ -114,6 +114,8 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True):
     """Fail a request whose first event takes longer; None: 600 s for local hosts, 180 s for others."""
     compact_at_percent: int = DEFAULT_COMPACT_AT_PERCENT
     """Compact the conversation automatically when a request would fill this much of the window."""
+    shift_tab_all: bool = False
+    """Shift-Tab's mode cycle reaches ``all`` too (issue 37; off: ask → edits → plan, ``/approve all`` still works)."""
 
 
 class SandboxSettings(msgspec.Struct, forbid_unknown_fields=True):
@@ -509,6 +511,12 @@ def idle_timeout_s(env: Mapping[str, str]) -> float:
         return value
     config = load_config(env)
     return config.settings.idle_timeout_s if config else DEFAULT_IDLE_TIMEOUT_S
+
+
+def shift_tab_all(env: Mapping[str, str]) -> bool:
+    """Whether Shift-Tab's mode cycle reaches ``all``: ``[settings] shift_tab_all``, default false (issue 37)."""
+    config = load_config(env)
+    return config.settings.shift_tab_all if config else False
 
 
 def read_only_commands(env: Mapping[str, str]) -> bool:

@@ -86,8 +86,10 @@ from dashfloat.protocol import (
     SetApproval,
     SetModel,
     ShowHooks,
+    ShowLastResult,
     ShowMcp,
     ShowModels,
+    ShowStatus,
     ShowUsage,
     Shutdown,
     StartStream,
@@ -290,7 +292,8 @@ class AgentCore:
         if replay:
             from dashfloat.agent._replay import replay_rows  # a resume only: imported where first used (ADR 0053)
 
-            self.outbox += [("ui", message) for message in replay_rows(self.transcript)]
+            compacted = self.compaction_points[0][0] if self.compaction_points else 0  # one row (issue 37)
+            self.outbox += [("ui", message) for message in replay_rows(self.transcript, compacted)]
         from dashfloat.agent._jobs import lost_jobs  # background jobs (issue 36): never said to run on
 
         self.outbox += [("ui", said) for said in lost_jobs(self.transcript)]
@@ -371,6 +374,14 @@ class AgentCore:
                 self.ui(SystemEntry(text=self.mcp.report(self.window.size)))
             case ShowUsage():
                 self.ui(SystemEntry(text=self.usage_report()))
+            case ShowStatus():  # issue 37: a real /status (agent/_reports.py)
+                from dashfloat.agent import _reports as reports
+
+                self.ui(SystemEntry(text=reports.status_report(reports.status_facts(self))))
+            case ShowLastResult():  # issue 37: /last, Ctrl-O
+                from dashfloat.agent import _reports as reports
+
+                self.ui(reports.last_result(self.transcript))
             case UndoTurn():
                 if not self._busy("/undo"):
                     turn.move("UndoTurn", turn.start_restore(None, ""))

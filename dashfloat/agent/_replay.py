@@ -93,9 +93,15 @@ def _replayed(record: ToolCallRecord) -> ToolArgs | MalformedCall:
     return MalformedCall(record.function.name, record.function.arguments) if isinstance(parsed, str) else parsed
 
 
-def replay_rows(messages: Sequence[ConversationEntry]) -> list[Message]:
-    """The UI's messages that show ``messages`` again with the live vocabulary, ending idle."""
+def replay_rows(messages: Sequence[ConversationEntry], compacted: int = 0) -> list[Message]:
+    """The UI's messages that show ``messages`` again with the live vocabulary, ending idle; the first
+    ``compacted`` of them (what a compaction summarised) as one row (issue 37: they were replayed in full)."""
     out: list[Message] = []
+    if compacted > 0:
+        turns = sum(1 for m in messages[:compacted] if isinstance(m, ChatMessage) and m.role == "user")
+        noun = "turn" if turns == 1 else "turns"
+        out.append(SystemEntry(text=f"{turns} earlier {noun} compacted into a summary (the model reads the summary)"))
+        messages = messages[compacted:]
     folded = _folded_not_run(messages)  # as the live turn showed them: one row past NOT_RUN_ROWS_MAX
     replies = {message.call_id: message for message in messages if isinstance(message, ToolReply)}
     for message in messages:

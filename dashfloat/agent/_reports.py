@@ -1,16 +1,30 @@
-"""What the slash commands that only report print: /usage and /status, /permissions. Pure: the core passes its state.
+"""What the slash commands that only report print: /usage, /status, /permissions. Pure: the core passes its state.
 
-ADR 0063 (the plurals), 0066 (the git line's note), 0068 (the command environment's line).
+ADR 0063 (the plurals), 0066 (the git line's note), 0068 (the command environment's line), 0084 (/status).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from dashfloat.agent._context import fill_percent, tokens_text
+import msgspec
+
+from dashfloat.agent._context import estimate, fill_percent, tokens_text
 from dashfloat.command_env import describe_env
 from dashfloat.permissions import SourcedRule
-from dashfloat.protocol import ApprovalMode, SandboxState, Usage, WindowSource
+from dashfloat.protocol import (
+    ApprovalMode,
+    ConversationEntry,
+    LastResultShown,
+    SandboxState,
+    ToolReply,
+    Usage,
+    WindowSource,
+)
+
+if TYPE_CHECKING:
+    from dashfloat.agent._core import AgentCore
 
 _WHERE = {"config": "configured", "server": "reported by the server", "table": "known model", "assumed": "ASSUMED"}
 
@@ -38,7 +52,7 @@ def window_report(
 
 
 def usage_report(window_line: str, sandbox: SandboxState, turn_usage: Sequence[Usage]) -> str:
-    """/usage and /status: the window and its fill, what commands' environment leaves out, then tokens of this
+    """/usage: the window and its fill, what commands' environment leaves out, then tokens of this
     session by turn."""
     environment = describe_env(sandbox.hide_env, sandbox.pass_env)
     if not turn_usage:
@@ -80,3 +94,87 @@ def permissions_report(approval: ApprovalMode, read_only_commands: bool, rules: 
     if rules:
         lines.append("/permissions remove N drops one; /permissions save N keeps a session grant in your rule file")
     return "\n".join(lines)
+
+
+class StatusFacts(msgspec.Struct, frozen=True):
+    """What /status reports, gathered by the core (ADR 0084)."""
+
+    provider: str
+    base_url: str
+    model: str
+    window_line: str
+    approval: ApprovalMode
+    rules: int
+    sandbox: SandboxState
+    session_id: str
+    session_file: str
+    turn_usage: tuple[Usage, ...] = ()
+    # ---- lines other features add (issue 37 leaves the place): the sandbox's and the network's own detail,
+    # background jobs. Each is one finished line; empty ones are left out.
+    sandbox_detail: str = ""
+    network_detail: str = ""
+    jobs: str = ""
+
+
+def status_report(facts: StatusFacts) -> str:
+    """/status: who answers, the window and its fill, what runs without asking, the sandbox, the session."""
+    total = sum(u.total_tokens for u in facts.turn_usage)
+    usage = (
+        f"usage: {tokens_text(total)} tokens in {count(len(facts.turn_usage), 'turn')} (/usage: by turn)"
+        if facts.turn_usage
+        else "usage: no usage reported yet in this session"
+    )
+    rules = f", {count(facts.rules, 'permission rule')} (/permissions lists them)" if facts.rules else ""
+    sandbox = facts.sandbox
+    if sandbox.unavailable:
+        confinement = f"sandbox: NOT sandboxed ({sandbox.unavailable})"
+    else:
+        net = "network on" if sandbox.network and sandbox.mode != "off" else "no network"
+        confinement = f"sandbox: {sandbox.mode}" + (f", {net}" if sandbox.mode != "off" else "")
+    session = facts.session_id or "none yet (saved with the first message)"
+    lines = [
+        f"provider: {facts.provider} ({facts.base_url})" if facts.base_url else f"provider: {facts.provider}",
+        f"model: {facts.model}",
+        facts.window_line,
+        usage,
+        f"approval mode: {facts.approval}{rules} (Shift-Tab or /approve changes it)",
+        confinement,
+        facts.sandbox_detail,
+        facts.network_detail,
+        f"session: {session}",
+        f"session file: {facts.session_file}" if facts.session_file else "",
+        facts.jobs,
+    ]
+    return "\n".join(line for line in lines if line)
+
+
+def status_facts(core: AgentCore) -> StatusFacts:
+    """The core's state as /status reports it."""
+    window = core.window
+    tokens = estimate(core.request_messages(), core.calibration) if window.size is not None else 0
+    line = window_report(window.size, window.source, window.detail, tokens, core.compact_at_percent, core.compactions)
+    writer = getattr(core.journal, "writer", None)  # the session log's (a journal that keeps nothing has none)
+    return StatusFacts(
+        provider=core.provider.name,
+        base_url=core.provider.base_url,
+        model=core.provider.model,
+        window_line=line,
+        approval=core.approval,
+        rules=len(core.rules.all()),
+        sandbox=core.sandbox,
+        session_id=core.journal.session_id,
+        session_file=str(writer.path) if writer is not None else "",
+        turn_usage=tuple(core.turn_usage),
+    )
+
+
+def last_result(transcript: Sequence[ConversationEntry]) -> LastResultShown:
+    """/last: the newest tool result of the conversation, all of what was kept of it (the executor's bound)."""
+    from dashfloat.agent._summary import result_status, result_text
+
+    for entry in reversed(transcript):
+        if isinstance(entry, ToolReply):
+            return LastResultShown(
+                name=entry.name, status=result_status(entry.result), output=result_text(entry.result)
+            )
+    return LastResultShown(name="", status="ok", output="")

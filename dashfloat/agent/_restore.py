@@ -89,6 +89,10 @@ def begin(
     return RestoreFlow(next_ref, undo.plan(log, first), first, typed, store, headless=headless)
 
 
+def _files(n: int) -> str:
+    return f"{n} file{'s' if n != 1 else ''}"
+
+
 def _refused(text: str) -> Out:
     return [("ui", SystemEntry(text=text, level="error")), ("ui", RestoreEnded(outcome="refused"))]
 
@@ -162,7 +166,8 @@ class RestoreFlow:
             return []
         approve = decision in ("approve", "approve_always")
         if decision == "reject_stop" or (self.step == "confirm" and not approve):
-            return self._decline()
+            # Headless, a reject of the main preview is the preview without --yes (runtime/_restore_cli.py).
+            return self._decline("preview" if self.headless and self.step == "confirm" else "declined")
         if self.step == "confirm":
             self.chosen = [i for i, p in enumerate(self.previews) if p.status in ("restore", "delete")]
             self.conflicts = [i for i, p in enumerate(self.previews) if p.status == "conflict"]
@@ -176,7 +181,7 @@ class RestoreFlow:
     def cancel(self) -> Out:
         """Esc: before anything is written, the whole restore is declined; while applying, it finishes."""
         if self.step in ("start", "previewing", "confirm", "conflict"):
-            return self._decline()
+            return self._decline("cancelled")
         return []
 
     def executor_died(self, reason: str) -> Out:
@@ -270,19 +275,32 @@ class RestoreFlow:
 
     def _finish(self, outcomes: list[RestoreOutcome]) -> Out:
         self.applied = True
-        restored = [o.path for o in outcomes if o.ok]
+        done = [o.path for o in outcomes if o.ok]
+        created = {p.path for p in self.previews if p.status == "delete"}
+        # A file DashFloat created is deleted, not restored: said so (issue 37: "/undo said restored").
+        deleted = [path for path in done if path in created]
+        restored = [path for path in done if path not in created]
         skipped = self._skipped(outcomes)
-        lines = [f"{self.what}: restored {len(restored)} file{'s' if len(restored) != 1 else ''}"]
-        lines += [f"  {path}" for path in restored]
+        counts = [f"restored {_files(len(restored))}"] if restored or not deleted else []
+        counts += [f"deleted {_files(len(deleted))} DashFloat had created"] if deleted else []
+        lines = [f"{self.what}: {', '.join(counts)}"]
+        lines += [f"  {'deleted' if path in created else 'restored'} {path}" for path in done]
         if skipped:
             lines.append(f"skipped {len(skipped)}:")
             lines += [f"  {s}" for s in skipped]
         lines += describe_commands(self.plan)
         outcome: Literal["restored", "skipped"] = "skipped" if skipped else "restored"
-        return self._end(RestoreEnded(outcome=outcome, restored=len(restored), skipped=skipped), "\n".join(lines))
+        return self._end(RestoreEnded(outcome=outcome, restored=len(done), skipped=skipped), "\n".join(lines))
 
-    def _decline(self) -> Out:
-        return self._end(RestoreEnded(outcome="declined"), f"{self.what} declined: nothing was restored")
+    def _decline(self, why: Literal["declined", "preview", "cancelled"]) -> Out:
+        """Nothing applied, in the words of why: refused at the preview, a preview only (headless, no --yes), or
+        cancelled (issue 37: a preview was said to be "declined")."""
+        words = {
+            "declined": f"{self.what} declined: nothing was restored",
+            "preview": f"{self.what}: a preview only; nothing was restored",
+            "cancelled": f"{self.what} cancelled: nothing was restored",
+        }
+        return self._end(RestoreEnded(outcome="declined"), words[why])
 
     def _end(self, ended: RestoreEnded, text: str) -> Out:
         self.step = "done"

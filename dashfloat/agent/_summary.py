@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from typing import Final, assert_never
 
 from dashfloat.protocol import (
+    CapturedOutput,
     CommandExited,
     CommandTimedOut,
     EditFileResult,
@@ -23,6 +25,10 @@ from dashfloat.protocol import (
 
 RESULT_EXCERPT_MAX_LINES: Final = 30
 RESULT_EXCERPT_MAX_LINE_CHARS: Final = 500
+RESULT_EXCERPT_HEAD_LINES: Final = 10
+"""Lines of a long result's start in its excerpt; the rest of the 30 are its end (issue 37)."""
+CUT_MARKER_START: Final = "[… output cut: "
+"""How the executor's line for a command output's dropped middle starts (executor/_capture.py)."""
 _TYPE_MARKS: Final = {"dir": "/", "symlink": "@"}
 
 
@@ -78,18 +84,58 @@ def _text(result: ToolResult) -> str:
             assert_never(result)
 
 
+def result_text(result: ToolResult) -> str:
+    """All of what the tool produced as the agent kept it (/last shows it), errors leading with their message."""
+    return _text(result)
+
+
+def _cut_lines(result: ToolResult) -> int:
+    """Lines the executor dropped from a command's output (its marker line stands for them), else 0."""
+    match result:
+        case (
+            CommandExited(output=output)
+            | CommandTimedOut(output=output)
+            | ToolCancelled(output=CapturedOutput() as output)
+        ):
+            return output.cut_lines if output.cut_bytes else 0
+    return 0
+
+
+def _split_at_cut(before: str, marker: str) -> int:
+    """1 when the executor's cut fell inside a line: the kept head (``before`` the marker) is then not the
+    ``the first N`` bytes the marker names, since a line break was added after it (executor/_capture.py)."""
+    named = re.search(r"the first (\d+) and", marker)
+    return 1 if named is None or len(before.encode()) != int(named.group(1)) else 0
+
+
 def result_excerpt(result: ToolResult) -> str:
-    """At most 30 lines of what the tool produced, verbatim, the marker included; errors lead with their message.
+    """At most 30 lines of what the tool produced, verbatim: its first RESULT_EXCERPT_HEAD_LINES and its last lines
+    (a test run's summary is printed last), and between them a marker with the true count of the lines not shown.
 
     The marker counts as one of the 30, so the UI's own 30-line guard never cuts an excerpt (it once cut the
-    marker and said `… 1 more lines`).
+    marker and said `… 1 more lines`). The count includes the lines the executor itself dropped from a long command's
+    output (issue 37: `… 5925 more lines` was said of 20 001).
     """
     lines = _text(result).splitlines()
     if len(lines) <= RESULT_EXCERPT_MAX_LINES:
         return "\n".join(line[:RESULT_EXCERPT_MAX_LINE_CHARS] for line in lines)
-    kept = RESULT_EXCERPT_MAX_LINES - 1
-    excerpt = [line[:RESULT_EXCERPT_MAX_LINE_CHARS] for line in lines[:kept]]
-    excerpt.append(f"… {len(lines) - kept} more lines")
+    tail_count = RESULT_EXCERPT_MAX_LINES - 1 - RESULT_EXCERPT_HEAD_LINES
+    head, middle, tail = (
+        lines[:RESULT_EXCERPT_HEAD_LINES],
+        lines[RESULT_EXCERPT_HEAD_LINES:-tail_count],
+        lines[-tail_count:],
+    )
+    hidden = len(middle)
+    cut = _cut_lines(result)
+    marker = next((n for n, line in enumerate(middle) if line.startswith(CUT_MARKER_START)), None)
+    if cut and marker is not None:
+        # The executor's marker line is no line of the output: the lines it stands for are. A line the cut split
+        # shows as two pieces, one each side of the marker: one line, not two.
+        before = "\n".join([*head, *middle[:marker]]) + "\n"
+        hidden += cut - 1 - _split_at_cut(before, middle[marker])
+    excerpt = [line[:RESULT_EXCERPT_MAX_LINE_CHARS] for line in head]
+    excerpt.append(f"… {hidden} more {'line' if hidden == 1 else 'lines'}")
+    excerpt += [line[:RESULT_EXCERPT_MAX_LINE_CHARS] for line in tail]
     return "\n".join(excerpt)
 
 

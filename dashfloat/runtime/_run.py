@@ -139,6 +139,7 @@ def run(
                 patch=None if keeper is None or patch_path is None else (keeper, patch_path),
             )
             return printer.run(prompt)
+        from dashfloat.config import shift_tab_all  # issue 37: read (and checked) by the launch already
         from dashfloat.ui import UiOptions, run_tui
 
         release_free_heap()
@@ -150,6 +151,7 @@ def run(
             cwd=options.cwd,
             notify=notify,
             first_prompt=first_prompt,
+            modes_all=shift_tab_all(os.environ),
         )
         return run_tui(link, ui_options)
     finally:

@@ -34,6 +34,8 @@ from dashfloat.protocol import (
     Decision,
     PathsFound,
     RewindTo,
+    SetApproval,
+    ShowLastResult,
     SubmitPrompt,
     TokenReceived,
     TurnEnded,
@@ -42,6 +44,8 @@ from dashfloat.protocol import (
 from dashfloat.textsafe import TAB_WIDTH
 from dashfloat.ui import _commands as commands
 from dashfloat.ui import _ptk_private as ptk
+from dashfloat.ui import _queue as queue
+from dashfloat.ui._confirm import decide
 from dashfloat.ui._frames import frame_mark, frame_marks_on
 from dashfloat.ui._history import HistoryCursor, ReverseSearch
 from dashfloat.ui._input_window import InputWindow
@@ -49,12 +53,13 @@ from dashfloat.ui._jobs_view import listing as jobs_listing
 from dashfloat.ui._kept_content import KeptBufferControl
 from dashfloat.ui._keys import bindings
 from dashfloat.ui._mentions import MentionCompleter, PathCompletion, partial_in
+from dashfloat.ui._modes import ACT_ON_PLAN, next_mode
 from dashfloat.ui._notify import NOTIFY_LONG_TURN_S, notification
 from dashfloat.ui._resize import ResizeGuard
 from dashfloat.ui._rows_control import RowsControl, RowsWindow
 from dashfloat.ui._screen_diff import install as install_screen_diff
 from dashfloat.ui._scrollback import LiveDrawn, Scrollback
-from dashfloat.ui._text import Row
+from dashfloat.ui._text import Row, clip, sanitize
 from dashfloat.ui._theme import Theme
 from dashfloat.ui.render import PROMPT_MARK, render_live, render_status
 from dashfloat.ui.state import (
@@ -62,12 +67,14 @@ from dashfloat.ui.state import (
     Hint,
     InputChanged,
     LocalNotice,
+    Notice,
+    Refused,
     ShowChanges,
+    ShowLast,
     Submitted,
     Tick,
     UiState,
     close_open,
-    decide,
     initial,
     reduce,
     take_outbox,
@@ -83,6 +90,8 @@ ESC_TIMEOUT_S = 0.05
 """How long a lone Esc byte waits to see whether it starts an escape sequence."""
 KEY_SEQUENCE_TIMEOUT_S = 0.15
 """How long Esc waits for a following key (Esc Enter is Alt-Enter) before it means Cancel."""
+RESUME_WORDS = "resume this session: dashfloat --resume"
+"""Said at exit, before the session's id (issue 37: /exit printed no way back)."""
 INPUT_MAX_ROWS = 12
 COMPLETION_MENU_ROWS = 8
 
@@ -119,6 +128,8 @@ class UiOptions(msgspec.Struct):
     """Sent as if typed and entered once the agent is first ready (``dashfloat PROMPT``)."""
     idle_tick_s: float = IDLE_TICK_S
     """How long an idle tick waits without a change (tests set it long, to show that changes wake it)."""
+    modes_all: bool = False
+    """Shift-Tab's cycle reaches ``all`` too (``[settings] shift_tab_all``: ui/_modes.py)."""
     env: Mapping[str, str] = msgspec.field(default_factory=lambda: dict(os.environ))
     """Which notification escapes the terminal understands is read from here, and whether to mark frames
     (``DASHFLOAT_FRAME_MARKS``, for benchmarks: ui/_frames.py)."""
@@ -137,6 +148,7 @@ class TuiShell:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         install_screen_diff()  # the new rows of a frame written as runs, not cell by cell (ADR 0040)
+        ptk.alt_enter_as_ctrl_j()  # Esc then a quick Enter is no line break (issue 37)
         self.link = link
         self.options = options
         self._turn_started: float | None = None
@@ -233,8 +245,11 @@ class TuiShell:
             self._print_remaining()
 
     def _print_remaining(self) -> None:
-        """At exit the live region is erased; what it still held goes to the scrollback like the rest."""
+        """At exit the live region is erased; what it still held goes to the scrollback like the rest, then how to
+        come back to this session."""
         self.state, entries = take_outbox(close_open(self.state))
+        if self.state.session_id:
+            entries = (*entries, Notice(f"{RESUME_WORDS} {self.state.session_id}"))
         self.scrollback.print_remaining(entries)
 
     def _start(self) -> None:
@@ -255,6 +270,21 @@ class TuiShell:
         self._fd, self._fd_identity = fd, identity
         loop.add_reader(fd, self._on_readable)
 
+    def move_queue(self) -> None:
+        """Once the agent is idle: the next queued prompt goes, or (the user stopped the turn) the queue comes back to
+        the input (ui/_queue.py)."""
+        state, text = queue.next_prompt(self.state)
+        if text is not None:
+            self.show(state)
+            self.apply(Submitted(text))
+            self._turn_started = self.clock()
+            self.link.send(SubmitPrompt(text=text))
+            return
+        state, back = queue.given_back(self.state, self.buffer.text)
+        if back is not None:
+            self.show(state)
+            self.set_text(back)
+
     def _on_readable(self) -> None:
         """The pipe reader: update state, mark dirty; the tick draws."""
         messages = self.link.receive()
@@ -270,6 +300,7 @@ class TuiShell:
             self.set_text(self._first_prompt)
             self._first_prompt = None
             self.submit()
+        self.move_queue()
         if self.state.input_restore is not None:
             # a rewind gave the prompt back: into the input, to edit and resend
             self.set_text(self.state.input_restore)
@@ -434,6 +465,10 @@ class TuiShell:
     def _layout(self) -> Layout:
         self._live_window = RowsWindow(RowsControl(self._live_rows), wrap_lines=True, dont_extend_height=True)
         live = ConditionalContainer(self._live_window, filter=Condition(lambda: bool(self._live_rows())))
+        queued = ConditionalContainer(
+            Window(FormattedTextControl(self._queue_text), dont_extend_height=True, wrap_lines=False),
+            filter=Condition(lambda: bool(self.state.queued)),
+        )
         hint = ConditionalContainer(
             Window(FormattedTextControl(lambda: [("class:hint", self.state.hint or "")]), height=1),
             filter=Condition(lambda: self.state.hint is not None),
@@ -452,7 +487,16 @@ class TuiShell:
         )
         status = RowsWindow(RowsControl(self._status), height=1, style="class:status")  # copied a row at a time
         menu = CompletionsMenu(max_height=COMPLETION_MENU_ROWS)
-        return Layout(HSplit([live, hint, prompt, menu, status]), focused_element=prompt)
+        return Layout(HSplit([live, hint, prompt, queued, menu, status]), focused_element=prompt)
+
+    def _queue_text(self) -> StyleAndTextTuples:
+        lines = queue.queue_lines(self.state)
+        width = self.app.output.get_size().columns
+        out: StyleAndTextTuples = []
+        for n, line in enumerate(lines):
+            style = "class:hint" if n == len(lines) - 1 else "class:queued"
+            out += [("", "\n")] * (n > 0) + [(style, clip(sanitize(line), max(1, width)))]
+        return out
 
     def show(self, state: UiState) -> None:
         """Take ``state`` (made by the pure core from this one) and draw it."""
@@ -465,6 +509,21 @@ class TuiShell:
         self.buffer.cursor_position = len(text)
 
     # ------------------------------------------------------------ actions
+
+    def show_last(self) -> None:
+        """Ctrl-O or /last: the newest change's whole diff (the UI has it), else the newest result from the agent."""
+        if self.state.last_change is not None:
+            self.apply(ShowLast())
+        else:
+            self.link.send(ShowLastResult())
+
+    def cycle_mode(self) -> None:
+        """Shift-Tab: the next approval mode; leaving plan mode offers acting on the plan as the next prompt."""
+        current = self.state.approval
+        mode = next_mode(current, self.options.modes_all)
+        self.link.send(SetApproval(mode=mode))
+        if current == "plan" and self.buffer.text == "":
+            self.set_text(ACT_ON_PLAN)
 
     def decide(self, value: Decision) -> None:
         """Answer the pending confirmation with one keypress."""
@@ -481,12 +540,17 @@ class TuiShell:
         parsed = commands.parse(text, self.state.prompt_files)
         match parsed:
             case commands.Prompt():
-                if self.state.busy:
-                    self.apply(Hint("busy — Esc cancels; your text is kept"))
-                    return
-                self.apply(Submitted(parsed.text))
-                self._turn_started = self.clock()
-                self.link.send(SubmitPrompt(text=parsed.text))
+                if self.state.busy or self.state.queued:  # after what waits: the queue keeps its order
+                    queued = queue.enqueue(self.state, parsed.shown or parsed.text)
+                    if queued is None:
+                        self.apply(Hint(queue.QUEUE_FULL_HINT))
+                        return
+                    self.show(queued)
+                    self.move_queue()
+                else:
+                    self.apply(Submitted(parsed.shown or parsed.text))
+                    self._turn_started = self.clock()
+                    self.link.send(SubmitPrompt(text=parsed.text))
             case commands.Send():
                 self.apply(Submitted(text))
                 message = parsed.message
@@ -504,8 +568,11 @@ class TuiShell:
                 self.app.exit(result=0)
                 return
             case commands.Invalid():
-                self.apply(LocalNotice(parsed.error, "error"))
-                return
+                # Said and cleared, kept for Up (issue 37): left in the input, the next command was glued on to it.
+                self.apply(Refused(text, parsed.error))
+            case commands.ShowLast():
+                self.apply(Submitted(text))
+                self.show_last()
             case commands.ShowJobs():  # background jobs (issue 36)
                 self.apply(Submitted(text))
                 self.apply(LocalNotice(jobs_listing(self.state.jobs, self.state.now)))

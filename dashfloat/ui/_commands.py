@@ -28,6 +28,7 @@ from dashfloat.protocol import (
     ShowHooks,
     ShowMcp,
     ShowModels,
+    ShowStatus,
     ShowUsage,
     StopJob,
     UiToAgent,
@@ -46,14 +47,26 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "/hooks": ("[trust]", "the hooks in force and the project's untrusted ones; trust: run this project's"),
     "/mcp": ("[approve]", "MCP servers: state, tools, the tokens their schemas cost; approve: start the project's"),
     "/usage": ("", "context window, fill, and tokens of this session by turn"),
-    "/status": ("", "the same as /usage"),
+    "/status": ("", "provider, model, window, usage, approval mode, sandbox and session"),
+    "/last": ("", "all of the newest tool result, or the newest change's whole diff (Ctrl-O)"),
+    "/init": ("", "the model reads the project and proposes an AGENTS.md (its write preview asks first)"),
     "/compact": ("[FOCUS]", "summarise the older conversation now (FOCUS: what the summary keeps)"),
     "/undo": ("", "revert the files the last turn changed (preview first)"),
     "/rewind": ("[N]", "list prompts; with N, go back to just before prompt N (files and conversation)"),
     "/diff": ("", "what this session changed so far, file by file"),
     "/jobs": ("[stop N]", "background jobs: id, state, age, command, last line; stop N stops one"),  # issue 36
-    "/exit": ("", "quit DashFloat"),
+    "/quit": ("", "quit DashFloat and say how to resume this session (also /q, /exit)"),
+    "/exit": ("", "the same as /quit"),
 }
+QUIT_WORDS: Final = ("/quit", "/q", "/exit")
+"""Every way to type quit (issue 37: /quit was an unknown command)."""
+INIT_PROMPT: Final = (
+    "Read this project (its README, build files, layout and tests; list directories and read files, run nothing "
+    "that changes anything) and write an AGENTS.md at its root for coding agents: what the project is, how to build, "
+    "test and lint it (the exact commands), the layout, and the conventions its code follows. Keep it short and "
+    "specific to this project. If an AGENTS.md exists, propose an improved one instead. Write it with write_file."
+)
+"""What /init sends: a prompt, so the model's file goes through the normal write preview (issue 37)."""
 APPROVAL_MODES: tuple[str, ...] = get_args(ApprovalMode)
 EFFORTS: tuple[str, ...] = (*get_args(ReasoningEffort), "default")
 """What ``/model NAME@EFFORT`` takes; ``default``: back to config.toml's or ``--reasoning-effort``'s (ADR 0077)."""
@@ -84,6 +97,12 @@ class Prompt(msgspec.Struct, frozen=True):
     """Not a command: submit ``text`` as a prompt."""
 
     text: str
+    shown: str = ""
+    """What the transcript and the history show instead (``/init``), when not the text itself."""
+
+
+class ShowLast(msgspec.Struct, frozen=True):
+    """/last: the newest result in full (the UI has a change's diff; the agent has a result's output)."""
 
 
 class Invalid(msgspec.Struct, frozen=True):
@@ -96,7 +115,7 @@ class ShowJobs(msgspec.Struct, frozen=True):
     """/jobs: the background jobs the UI saw (issue 36; ``ui/_jobs_view.py``)."""
 
 
-Parsed = Send | ShowHelp | ShowDiff | Exit | Prompt | Invalid | ShowJobs
+Parsed = Send | ShowHelp | ShowDiff | Exit | Prompt | Invalid | ShowLast | ShowJobs
 
 
 def help_text(prompt_files: Sequence[PromptFile] = ()) -> str:
@@ -176,8 +195,18 @@ def parse(text: str, prompt_files: Sequence[PromptFile] = ()) -> Parsed:
     match name:
         case "/help":
             return ShowHelp()
-        case "/exit":
-            return Exit()
+        case "/quit" | "/q" | "/exit":
+            return Exit() if not arg else Invalid(f"usage: {name} (it takes no argument)")
+        case "/last":
+            return ShowLast() if not arg else Invalid("usage: /last (it takes no argument)")
+        case "/init":
+            return Prompt(INIT_PROMPT, shown="/init") if not arg else Invalid("usage: /init (it takes no argument)")
+        case "/mcp":  # MCP client (ADR 0086)
+            if arg in ("", "approve"):
+                return Send(ShowMcp(approve=arg == "approve"))
+            return Invalid("usage: /mcp [approve]")
+        case "/status":
+            return Send(ShowStatus())
         case "/diff":
             return ShowDiff()
         case "/jobs":  # background jobs (issue 36)
@@ -185,15 +214,11 @@ def parse(text: str, prompt_files: Sequence[PromptFile] = ()) -> Parsed:
                 return ShowJobs()
             number = stop_number(arg)
             return Send(StopJob(job_id=number)) if isinstance(number, int) else Invalid(number)
-        case "/mcp":  # MCP client (ADR 0086)
-            if arg in ("", "approve"):
-                return Send(ShowMcp(approve=arg == "approve"))
-            return Invalid("usage: /mcp [approve]")
         case "/clear":
             return Send(ClearSession())
         case "/sessions":
             return Send(ListSessions())
-        case "/usage" | "/status":
+        case "/usage":
             return Send(ShowUsage())
         case "/undo":
             return Send(UndoTurn()) if not arg else Invalid("usage: /undo (it takes no argument)")

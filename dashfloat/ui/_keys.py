@@ -13,9 +13,11 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.keys import Keys
 
 from dashfloat.protocol import Cancel, Decision
+from dashfloat.ui import _queue as queue
+from dashfloat.ui._confirm import close_viewer, confirm_key, ctrl_c, open_viewer, rearmed, scroll_viewer
 from dashfloat.ui._history import ReverseSearch
 from dashfloat.ui._mentions import partial_in
-from dashfloat.ui.state import Hint, close_viewer, confirm_key, ctrl_c, open_viewer, scroll_viewer
+from dashfloat.ui.state import CONFIRM_TEXT_HINT, Hint
 
 if TYPE_CHECKING:
     from dashfloat.ui._app import TuiShell
@@ -54,15 +56,14 @@ def bindings(shell: TuiShell) -> KeyBindings:
         kb.add(*keys, filter=when, eager=eager)(partial(key, shell))
 
     bind(enter, "enter", when=~confirming)
-    bind(newline, "c-j")
-    bind(newline, "escape", "enter")
+    bind(newline, "c-j")  # and Alt-Enter, read as Ctrl-J when its two bytes come together (ui/_ptk_private.py)
     bind(escape, "escape", when=~confirming)
     bind(interrupt, "c-c")
     bind(exit_or_delete, "c-d")
     bind(up, "up", when=~has_completions)
     bind(down, "down", when=~has_completions)
     bind(complete, "tab")
-    bind(complete_previous, "s-tab")
+    bind(complete_previous_or_mode, "s-tab")
     bind(line_start, "c-a")
     bind(line_end, "c-e")
     bind(delete_to_line_start, "c-u")
@@ -78,6 +79,9 @@ def bindings(shell: TuiShell) -> KeyBindings:
     bind(search_cancel, "c-g", when=searching)
     bind(search_cancel, "escape", when=searching, eager=True)
     bind(suspend, "c-z")
+    # ---- the daily hour (issue 37): the last result in full, the queue sent now
+    bind(expand_last, "c-o", when=~searching)
+    bind(send_queue_now, "c-s", when=~searching)
     # ---- the change viewer and the confirmation's answers
     bind(view_open, "v", when=confirming & can_view & ~viewing & ~searching)
     for key in ("escape", "v", "q"):
@@ -111,10 +115,11 @@ def newline(shell: TuiShell, event: KeyPressEvent) -> None:
 
 
 def escape(shell: TuiShell, event: KeyPressEvent) -> None:
-    """Close the completion menu, else cancel the running turn."""
+    """Close the completion menu, else cancel the running turn (its queued prompts come back to the input)."""
     if shell.buffer.complete_state is not None:
         shell.buffer.cancel_completion()
     elif shell.state.busy:
+        shell.show(queue.stopped_by_user(shell.state))
         shell.link.send(Cancel())
 
 
@@ -124,6 +129,7 @@ def interrupt(shell: TuiShell, event: KeyPressEvent) -> None:
     shell.show(state)
     match action:
         case "cancel":
+            shell.show(queue.stopped_by_user(shell.state))
             shell.link.send(Cancel())
             shell.tick()  # its hint drawn now (see "arm")
         case "clear":
@@ -146,9 +152,14 @@ def exit_or_delete(shell: TuiShell, event: KeyPressEvent) -> None:
 
 
 def up(shell: TuiShell, event: KeyPressEvent) -> None:
-    """The line above in the input, or from its first line the older prompt."""
+    """The line above in the input; on an empty input the newest queued prompt, to edit; else the older prompt."""
     if shell.buffer.document.cursor_position_row > 0:
         shell.buffer.cursor_up()
+        return
+    if shell.buffer.text == "" and shell.state.queued:
+        state, text = queue.take_last(shell.state)
+        shell.show(state)
+        shell.set_text(text or "")
         return
     text = shell.history.older(shell.state.history, shell.buffer.text)
     if text is not None:
@@ -180,10 +191,26 @@ def complete(shell: TuiShell, event: KeyPressEvent) -> None:
         shell.buffer.start_completion(select_first=True)
 
 
-def complete_previous(shell: TuiShell, event: KeyPressEvent) -> None:
-    """Shift-Tab: the previous entry of an open menu."""
+def complete_previous_or_mode(shell: TuiShell, event: KeyPressEvent) -> None:
+    """Shift-Tab: the previous entry of an open menu, else the next approval mode (ui/_modes.py)."""
     if shell.buffer.complete_state is not None:
         shell.buffer.complete_previous()
+    else:
+        shell.cycle_mode()
+
+
+def expand_last(shell: TuiShell, event: KeyPressEvent) -> None:
+    """Ctrl-O: the newest tool result in full, or the newest change's whole diff (as /last)."""
+    shell.show_last()
+
+
+def send_queue_now(shell: TuiShell, event: KeyPressEvent) -> None:
+    """Ctrl-S: the input's text (if any) joins the queue, and the turn is stopped so that the queue goes now."""
+    if shell.buffer.text.strip():
+        shell.submit()  # queued when busy; submitted at once when idle
+    if shell.state.queued and shell.state.busy:
+        shell.show(queue.send_now(shell.state))
+        shell.link.send(Cancel())
 
 
 def line_start(shell: TuiShell, event: KeyPressEvent) -> None:
@@ -295,9 +322,13 @@ def answer(shell: TuiShell, event: KeyPressEvent, *, key: str, value: Decision) 
             shell.decide(value)
         case "type":
             shell.buffer.insert_text(key)
+        case "ignore" if key == "enter" and shell.buffer.text.strip():
+            # A prompt typed while the confirmation waits is queued, never an answer; the keys wait once more.
+            shell.submit()
+            shell.show(rearmed(shell.state))
         case "ignore":
             if shell.buffer.text:
-                shell.apply(Hint("a confirmation is waiting: your text stays; clear it to answer"))
+                shell.apply(Hint(CONFIRM_TEXT_HINT))
 
 
 def view_open(shell: TuiShell, event: KeyPressEvent) -> None:

@@ -78,6 +78,7 @@ RELIED_ON: Final[tuple[tuple[str, str, str, tuple[str, ...] | str], ...]] = (
         "method",
         ("self", "x_min", "x_max", "y_min", "y_max", "handler"),
     ),
+    ("prompt_toolkit.input.ansi_escape_sequences", "ANSI_SEQUENCES", "attribute", "builtins.dict"),
 )  # fmt: skip
 """What this module relies on, one entry per name: tests/ui/test_ptk_private.py reads it."""
 
@@ -113,6 +114,22 @@ def replace_cursor_row_report(renderer: Renderer, report: Callable[[int], None])
     """A cursor-position report from the terminal reaches ``report`` instead of the renderer."""
     # public, replaced: the terminal's answers reach only the renderer, even to a request the UI sent itself
     renderer.report_absolute_cursor_row = report  # type: ignore[method-assign, assignment]
+
+
+ALT_ENTER: Final = "\x1b\r"
+"""What a terminal sends for Alt-Enter (Esc Enter) in one write."""
+
+
+def alt_enter_as_ctrl_j() -> None:
+    """Alt-Enter, when its two bytes come together, is read as one key, Ctrl-J (a line break), not as Esc then Enter.
+
+    The key table is public, extended at run time: with no binding of Esc then Enter, an Esc and a quick Enter typed
+    after it are two keys (the Esc cancels, the Enter submits), never a line break (issue 37).
+    """
+    from prompt_toolkit.input.ansi_escape_sequences import ANSI_SEQUENCES
+    from prompt_toolkit.keys import Keys
+
+    ANSI_SEQUENCES.setdefault(ALT_ENTER, Keys.ControlJ)
 
 
 # ------------------------------------------------------------ what the renderer drew last

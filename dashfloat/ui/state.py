@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import re
-from itertools import chain
-from operator import itemgetter
-from typing import Any, Literal, assert_never
+from typing import Any, Final, Literal, assert_never
 
 import msgspec
 from msgspec.structs import replace
 
-from dashfloat.catalogue import mutates
+from dashfloat.catalogue import EXECUTE_COMMAND, mutates
 from dashfloat.protocol import (
     AgentReady,
     AgentToUi,
@@ -19,11 +16,11 @@ from dashfloat.protocol import (
     ConfirmRequested,
     ConfirmSubject,
     ContextChanged,
-    DecideConfirmation,
     Decision,
     JobExited,
     JobOutput,
     JobStarted,
+    LastResultShown,
     Level,
     MalformedCall,
     PathsFound,
@@ -51,10 +48,12 @@ from dashfloat.protocol import (
     UserPromptShown,
     WindowSource,
 )
+from dashfloat.ui._blocks import _ink, _plain, _source_cut, split_finished
 from dashfloat.ui._jobs_view import JobRow
 from dashfloat.ui._jobs_view import updated as jobs_updated
 from dashfloat.ui._markdown import render_markdown
-from dashfloat.ui._text import Row, diff_line_rows, sanitize
+from dashfloat.ui._notices import onboarding, prompt_list
+from dashfloat.ui._text import Row
 
 HISTORY_MAX_ENTRIES = 1000
 """Input history kept in memory (the agent persists its own bounded copy)."""
@@ -67,6 +66,10 @@ LIVE_OUTPUT_MAX_LINES = 8
 """Lines of a running command's output shown in the live region (its newest)."""
 LIVE_OUTPUT_MAX_LINE_CHARS = 1000
 """Characters kept of one live output line (a line without a newline grows no further)."""
+CONFIRM_TEXT_HINT: Final = "a confirmation is waiting: your text stays; clear it to answer"
+"""Said while a confirmation waits and the input holds text; cleared with either (hints follow the state now)."""
+DEMO_PROVIDER: Final = "demo"
+"""The offline demo's provider: it has its own first words, so no onboarding line."""
 CHANGES_MAX = 1000
 """Changes of a session kept for /diff (each holds at most the 50-line preview window)."""
 CONFIRM_GUARD_S = 0.6
@@ -139,6 +142,18 @@ class ChangeRecord(msgspec.Struct, frozen=True):
     """What a landed mutation changed and who let it run; its diff when no key was pressed."""
 
     change: ChangeRecorded
+    approved_here: bool = False
+    """The person approved it with a key: the one row of the approval, its diff collapsed (issue 37)."""
+    full: bool = False
+    """Ctrl-O or /last: the whole diff kept."""
+
+
+class FullResult(msgspec.Struct, frozen=True):
+    """/last or Ctrl-O: all the agent kept of the newest tool result."""
+
+    name: str
+    status: ResultStatus
+    output: str
 
 
 class ChangesTable(msgspec.Struct, frozen=True):
@@ -149,6 +164,7 @@ class ChangesTable(msgspec.Struct, frozen=True):
 
 Entry = (
     ChangeRecord
+    | FullResult
     | ChangesTable
     | UserPrompt
     | Prose
@@ -201,7 +217,18 @@ class ShowChanges(msgspec.Struct, frozen=True):
     """/diff: print what this session changed so far."""
 
 
-UiEvent = Tick | Submitted | LocalNotice | Hint | InputChanged | ShowChanges
+class Refused(msgspec.Struct, frozen=True):
+    """A command the UI refused (unknown, a wrong argument): said, and kept in the history for Up (issue 37)."""
+
+    text: str
+    error: str
+
+
+class ShowLast(msgspec.Struct, frozen=True):
+    """Ctrl-O or /last when the newest thing to expand is a change: its whole diff (else the agent is asked)."""
+
+
+UiEvent = Tick | Submitted | LocalNotice | Hint | InputChanged | ShowChanges | Refused | ShowLast
 Event = AgentToUi | UiEvent
 
 
@@ -262,6 +289,8 @@ class UiState(msgspec.Struct, frozen=True):
     confirm: ConfirmRequested | None = None
     confirm_since: float | None = None
     """The tick that first drew the pending confirmation (None: not drawn yet)."""
+    confirm_stranded: int = 0
+    """Top rows of the pending confirmation that a resize pushed into the terminal's history: not drawn again."""
     confirm_armed: bool = False
     """The guard since ``confirm_since`` has passed: decision keys on an empty input now answer."""
     input_empty: bool = True
@@ -291,6 +320,18 @@ class UiState(msgspec.Struct, frozen=True):
     """The session whose prompts /rewind listed last: ``/rewind N`` means prompt N of that list."""
     input_restore: str | None = None
     """Text a rewind put back: the shell moves it into the input (and clears this)."""
+    # ---- issue 37: queued prompts, the approval's one record row, what Ctrl-O expands
+    queued: tuple[str, ...] = ()
+    """Prompts entered while busy, oldest first: the next goes when the agent is idle (ui/_queue.py)."""
+    queue_now: bool = False
+    """The turn was cancelled to send the queue now: no longer held back by that cancel."""
+    queue_back: bool = False
+    """The user cancelled the turn (Esc, Ctrl-C): the queue comes back into the input rather than going."""
+    held_decision: DecisionRecord | None = None
+    """A key approved a file change: its row waits for the change's record, and becomes that one row."""
+    held_decision_id: str = ""
+    last_change: ChangeRecorded | None = None
+    """The newest change shown, when it is newer than the newest tool result: Ctrl-O shows its whole diff."""
 
     @property
     def busy(self) -> bool:
@@ -306,10 +347,13 @@ def initial(now: float, width: int = 80, height: int = 24, **fields: Any) -> UiS
     return UiState(now=now, phase_since=now, width=width, height=height, **fields)
 
 
-def _commit(state: UiState, *entries: Entry) -> UiState:
+def commit(state: UiState, *entries: Entry) -> UiState:
+    """``entries`` finished: they wait in the outbox (after a held call row, which they show was not confirmed)."""
     if state.held_call is not None:  # anything after a held call row means no confirmation replaced it
         entries = (state.held_call, *entries)
-    return replace(state, outbox=state.outbox + entries, held_call=None)
+    if state.held_decision is not None:  # anything else first: the approval's record is its own row
+        entries = (state.held_decision, *entries)
+    return replace(state, outbox=state.outbox + entries, held_call=None, held_decision=None, held_decision_id="")
 
 
 def _flush_open(state: UiState) -> UiState:
@@ -325,7 +369,7 @@ def _flush_open(state: UiState) -> UiState:
         else:
             entries.append(Prose(state.open_prose.strip("\n")))
     state = replace(state, open_prose="", open_skip=0, open_reasoning="")
-    return _commit(state, *entries)
+    return commit(state, *entries)
 
 
 def close_open(state: UiState) -> UiState:
@@ -338,11 +382,15 @@ def _drop_confirm(state: UiState) -> UiState:
     if state.confirm is None:
         return state
     record = DecisionRecord(state.confirm.subject, "cancelled")
-    return _commit(_no_confirm(state), record)
+    return commit(no_confirm(state), record)
 
 
-def _no_confirm(state: UiState) -> UiState:
-    return replace(state, confirm=None, confirm_since=None, confirm_armed=False, viewer=None)
+def no_confirm(state: UiState) -> UiState:
+    """The state without its pending confirmation (answered, or closed by the agent)."""
+    hint = None if state.hint == CONFIRM_TEXT_HINT else state.hint  # about this confirmation: gone with it
+    return replace(
+        state, confirm=None, confirm_since=None, confirm_armed=False, viewer=None, hint=hint, confirm_stranded=0
+    )
 
 
 def take_outbox(state: UiState) -> tuple[UiState, tuple[Entry, ...]]:
@@ -362,7 +410,8 @@ def reduce(state: UiState, event: Event) -> UiState:
     """The state after ``event`` (an agent message or a UI-internal event)."""
     match event:
         case AgentReady():
-            return replace(
+            first = not state.ready and not state.session_id
+            state = replace(
                 state,
                 model=event.model,
                 provider=event.provider,
@@ -377,21 +426,24 @@ def reduce(state: UiState, event: Event) -> UiState:
                 models=tuple(event.models),
                 ready=True,
             )
+            if first and event.provider != DEMO_PROVIDER:  # the demo says its own words
+                return commit(state, Notice(onboarding(state.model, state.context_window, state.sandbox)))
+            return state
         case SessionStarted():
             changed = state.session_id is not None and state.session_id != event.session_id
             state = replace(state, session_id=event.session_id)
             if event.resumed:
-                return _commit(_flush_open(state), Notice(f"resumed session {event.session_id}"))
+                return commit(_flush_open(state), Notice(f"resumed session {event.session_id}"))
             if changed:
                 state = replace(state, context_tokens=None, changes=())
-                return _commit(_flush_open(state), Notice(f"new session {event.session_id}"))
+                return commit(_flush_open(state), Notice(f"new session {event.session_id}"))
             return state
         case SessionCleared():
             if state.session_id:  # the agent's own entry says the conversation starts empty
                 state = replace(state, context_tokens=None, changes=())
             return replace(state, session_id="")
         case UserPromptShown():
-            return _commit(_flush_open(state), UserPrompt(event.text))
+            return commit(_flush_open(state), UserPrompt(event.text))
         case TokenReceived():
             return _stream(state, event.text)
         case ReasoningReceived():
@@ -411,42 +463,58 @@ def reduce(state: UiState, event: Event) -> UiState:
             state = replace(_flush_open(state), last_call_id=event.id, answered=True)
             if not isinstance(event.args, MalformedCall) and mutates(event.args):
                 return replace(state, held_call=ToolCall(event.args))
-            return _commit(state, ToolCall(event.args))
+            return commit(state, ToolCall(event.args))
         case ToolOutputShown():
             live = state.live_output
             if live is None or live.call_id != event.id:
                 live = LiveOutput(call_id=event.id, since=state.now)
             return replace(state, live_output=_feed_live(live, event.text))
         case ToolResultShown():
-            state = replace(_flush_open(state), live_output=None)
+            held, state = _unhold(state, event.id)
+            state = replace(_flush_open(state), live_output=None, last_change=None)
             if state.confirm is not None and state.confirm.id == event.id:
                 state = _drop_confirm(state)  # answered elsewhere (a cancel): the record goes first
-            return _commit(state, ToolResult(event.name, event.status, event.output))
+            if held is not None and event.status == "ok" and not event.output.strip():
+                return replace(state, held_decision=held, held_decision_id=event.id)  # its change record follows
+            result = ToolResult(event.name, event.status, event.output)
+            return commit(state, held, result) if held is not None else commit(state, result)
         case ConfirmRequested():
             if event.id == state.last_call_id:
                 state = replace(state, held_call=None)  # the confirmation's header names the call
             # A new confirmation starts its own guard, even if it replaces one already armed.
-            return replace(_flush_open(state), confirm=event, confirm_since=None, confirm_armed=False, viewer=None)
+            fresh = {"confirm_since": None, "confirm_armed": False, "viewer": None, "confirm_stranded": 0}
+            return replace(_flush_open(state), confirm=event, **fresh)
         case ChangeRecorded():
+            held, state = _unhold(state, event.id)
             state = replace(_flush_open(state), changes=(*state.changes, event)[-CHANGES_MAX:])
-            return _commit(state, ChangeRecord(event))
+            if event.diff:  # a file's change: Ctrl-O shows its whole diff (a command's: its result, from the agent)
+                state = replace(state, last_change=event)
+            if held is not None:  # the approval and its change: one row (issue 37)
+                return commit(state, ChangeRecord(event, approved_here=True))
+            if event.approved_by == "keypress" and event.name == EXECUTE_COMMAND:
+                return state  # "✓ approved execute_command …" and its result said it already
+            return commit(state, ChangeRecord(event))
         case UsageShown():
             return replace(state, context_tokens=event.usage.total_tokens)
         case ContextChanged():
             return replace(state, context_tokens=event.tokens, waiting=event.waiting)
         case SystemEntry():
-            return _commit(_flush_open(state), Notice(event.text, event.level))
+            return commit(_flush_open(state), Notice(event.text, event.level))
         case TurnEnded():
             return _flush_open(state)
         case SessionsListed():
-            return _commit(_flush_open(state), SessionTable(tuple(event.sessions)))
+            return commit(_flush_open(state), SessionTable(tuple(event.sessions)))
         case PromptsListed():
             state = replace(_flush_open(state), prompts_session=event.session_id)
-            return _commit(state, Notice(prompt_list(event)))
+            return commit(state, Notice(prompt_list(event)))
         case PromptRestored():
             return replace(state, input_restore=event.text)
         case RestoreEnded():
             return _flush_open(state)
+        case LastResultShown():
+            if not event.name:
+                return commit(_flush_open(state), Notice("no tool result in this session yet: nothing to show"))
+            return commit(_flush_open(state), FullResult(event.name, event.status, event.output))
         case PathsFound():
             return state  # @ completion's answer: the shell's completer keeps it (ui/_mentions.py)
         case JobStarted() | JobOutput() | JobExited():  # background jobs (issue 36); an end's row is a SystemEntry
@@ -462,38 +530,41 @@ def reduce(state: UiState, event: Event) -> UiState:
                 state = replace(state, confirm_since=since, confirm_armed=armed)
             return _overflow(state)
         case InputChanged():
+            if event.empty and state.hint == CONFIRM_TEXT_HINT:
+                state = replace(state, hint=None)  # it said to clear the input: done
             return replace(state, input_empty=event.empty)
+        case Refused():
+            state = replace(state, history=remembered(state.history, event.text))
+            return commit(_flush_open(state), Notice(event.error, "error"))
+        case ShowLast():
+            if state.last_change is None:
+                return state
+            return commit(_flush_open(state), ChangeRecord(state.last_change, full=True))
         case ShowChanges():
-            return _commit(_flush_open(state), ChangesTable(state.changes))
+            return commit(_flush_open(state), ChangesTable(state.changes))
         case Submitted():
-            history = state.history
-            if event.text.strip() and (not history or history[-1] != event.text):
-                history = (*history, event.text)[-HISTORY_MAX_ENTRIES:]
-            return _commit(replace(_flush_open(state), history=history, hint=None), UserPrompt(event.text))
+            history = remembered(state.history, event.text)
+            return commit(replace(_flush_open(state), history=history, hint=None), UserPrompt(event.text))
         case LocalNotice():
-            return _commit(_flush_open(state), Notice(event.text, event.level))
+            return commit(_flush_open(state), Notice(event.text, event.level))
         case Hint():
             return replace(state, hint=event.text)
         case _:
             assert_never(event)
 
 
-PROMPT_LIST_MAX_CHARS = 70
-"""One prompt's line in the /rewind list (whitespace collapsed, then cut)."""
+def _unhold(state: UiState, call_id: str) -> tuple[DecisionRecord | None, UiState]:
+    """The approval held for call ``call_id`` (if it is that call's), and the state without it."""
+    if state.held_decision is None or state.held_decision_id != call_id:
+        return None, state
+    return state.held_decision, replace(state, held_decision=None, held_decision_id="")
 
 
-def prompt_list(listed: PromptsListed) -> str:
-    """The /rewind list: one numbered line per prompt, and how to use it."""
-    if not listed.prompts:
-        return "no prompts in this session yet: nothing to rewind to"
-    lines = []
-    for prompt in listed.prompts:
-        text = " ".join(prompt.text.split())
-        if len(text) > PROMPT_LIST_MAX_CHARS:
-            text = text[: PROMPT_LIST_MAX_CHARS - 1] + "…"
-        lines.append(f"{prompt.number:>3}  {text}")
-    lines.append("/rewind N restores files and the conversation to just before prompt N (a preview asks first)")
-    return "\n".join(lines)
+def remembered(history: tuple[str, ...], text: str) -> tuple[str, ...]:
+    """``history`` with ``text`` last (not twice in a row, never blank), bounded."""
+    if text.strip() and (not history or history[-1] != text):
+        return (*history, text)[-HISTORY_MAX_ENTRIES:]
+    return history
 
 
 def _stream(state: UiState, text: str) -> UiState:
@@ -520,7 +591,7 @@ def _stream(state: UiState, text: str) -> UiState:
     # One replace a message (each copies the state's every field, and the tokens of a paced
     # stream arrive every few milliseconds); committing nothing with no call held changes nothing.
     state = replace(state, answered=True, open_prose=rest, open_skip=skip, open_reasoning="")
-    return _commit(state, *entries) if entries or state.held_call is not None else state
+    return commit(state, *entries) if entries or state.held_call is not None else state
 
 
 def _reflowed_skip(state: UiState, width: int) -> int:
@@ -564,11 +635,6 @@ def strand_open(state: UiState, rows: int, cells: int) -> UiState:
     return replace(state, open_skip=max(state.open_skip, min(done, len(drawn) - 1)))
 
 
-def _plain(rows: tuple[Row, ...]) -> str:
-    # in C: every tick of an overflowing stream joins the open block's rows (a fragment a word) three times
-    return "".join(map(itemgetter(1), chain.from_iterable(rows)))
-
-
 def _cut_after(state: UiState, shown: str, whole: str) -> UiState | None:
     """The open block with its source cut right after ``shown`` (its rows now in the scrollback), or None.
 
@@ -586,32 +652,6 @@ def _cut_after(state: UiState, shown: str, whole: str) -> UiState | None:
     return replace(state, open_prose=rest, open_skip=0)
 
 
-def _source_cut(source: str, shown: str) -> int | None:
-    """Where in ``source`` the text ``shown`` ends, if its characters are the source's own (spaces aside)."""
-    ink = "".join(shown.split())
-    if not ink:
-        return None
-    # Run by run (a word at a time, compared in C): a stream overflowing the screen cuts its open block every tick.
-    matched = 0
-    for run in _INK_RUNS.finditer(source):
-        word = run.group()
-        need = len(ink) - matched
-        if len(word) >= need:
-            return run.start() + need if ink.endswith(word[:need]) else None
-        if not ink.startswith(word, matched):
-            return None
-        matched += len(word)
-    return None
-
-
-_INK_RUNS = re.compile(r"\S+")
-"""Runs of characters that are not whitespace (``str.isspace``'s whitespace, as ``str.split`` splits at)."""
-
-
-def _ink(rows: tuple[Row, ...]) -> int:
-    return sum(len(text) - text.count(" ") for row in rows for _, text in row)
-
-
 def _overflow(state: UiState) -> UiState:
     """Commit the top rows of an open block taller than the screen allows."""
     if not state.open_prose:
@@ -624,125 +664,4 @@ def _overflow(state: UiState) -> UiState:
     keep_from = state.open_skip + excess
     committed = ProseRows(rows[keep_from - excess : keep_from])
     cut = _cut_after(state, _plain(rows[:keep_from]), _plain(rows))
-    return _commit(cut or replace(state, open_skip=keep_from), committed)
-
-
-def _fence_marker(line: str) -> str | None:
-    stripped = line.lstrip(" ")
-    if len(line) - len(stripped) > 3:
-        return None
-    for ch in "`~":
-        if stripped.startswith(ch * 3):
-            return ch * (len(stripped) - len(stripped.lstrip(ch)))
-    return None
-
-
-def split_finished(source: str) -> tuple[str, str]:
-    """Split streamed Markdown into (finished blocks, open block).
-
-    A block is finished when a closing fence ends it, a fence starts after it, or a blank line is
-    followed by text at column 0 (indented text may still belong to a list item or a code block).
-    """
-    lines = source.split("\n")
-    cut = 0
-    pos = 0
-    fence: str | None = None
-    blank_seen = False
-    for i, line in enumerate(lines):
-        complete = i < len(lines) - 1
-        marker = _fence_marker(line) if complete else None
-        if fence is not None:
-            closes = marker is not None and marker[0] == fence[0] and len(marker) >= len(fence)
-            if closes and line.strip() == marker:
-                fence = None
-                cut = pos + len(line) + 1
-                blank_seen = False
-        elif line.strip() == "":
-            blank_seen = complete or blank_seen
-        else:
-            at_column_0 = not line.startswith((" ", "\t"))
-            if blank_seen and at_column_0:
-                cut = pos
-            blank_seen = False
-            if marker is not None:
-                if at_column_0:
-                    cut = pos
-                fence = marker
-        pos += len(line) + 1
-    return source[:cut], source[cut:]
-
-
-def decide(state: UiState, decision: Decision) -> tuple[UiState, DecideConfirmation | None]:
-    """Answer the pending confirmation: the reply to send, the preview collapsed to a record."""
-    confirm = state.confirm
-    if confirm is None:
-        return state, None
-    state = _commit(_no_confirm(state), DecisionRecord(confirm.subject, decision))
-    return state, DecideConfirmation(ref=confirm.ref, decision=decision)
-
-
-KeyAction = Literal["decide", "type", "ignore"]
-
-
-def confirm_key(state: UiState, printable: bool) -> KeyAction:
-    """What a decision key (y n a, Enter, Esc) does while a confirmation is pending.
-
-    It answers only on purpose: on an empty input, once the guard has passed. Otherwise a printable key is
-    typing (it goes into the draft, nothing is eaten) and Enter or Esc does nothing: never queued for later.
-    """
-    if state.confirm is None:
-        return "type" if printable else "ignore"
-    if state.viewer is not None:
-        return "ignore"  # the full view is open: its own keys scroll and close it
-    if state.input_empty and state.confirm_armed:
-        return "decide"
-    return "type" if printable else "ignore"
-
-
-CtrlC = Literal["cancel", "clear", "exit", "arm"]
-
-
-def ctrl_c(state: UiState, now: float, input_empty: bool) -> tuple[UiState, CtrlC]:
-    """Ctrl-C: cancel when busy, clear a non-empty input, exit on a second press within a second (after a cancel
-    too, busy or idle again: Ctrl-C twice quits, as in Claude Code and Codex)."""
-    # The text in the input when the exit was armed is no reason not to exit (the hint said the next press exits;
-    # a turn that stops at once, a rejected confirmation, is idle by then); text typed since is cleared first.
-    typed_since = not input_empty and not state.ctrl_c_draft
-    if state.last_ctrl_c is not None and now - state.last_ctrl_c <= DOUBLE_CTRL_C_S and (state.busy or not typed_since):
-        return state, "exit"
-    if state.busy:
-        armed = replace(state, last_ctrl_c=now, ctrl_c_draft=not input_empty)
-        return replace(armed, hint="press Ctrl-C again to exit"), "cancel"
-    if not input_empty:
-        return replace(state, last_ctrl_c=None, hint=None), "clear"
-    return replace(state, last_ctrl_c=now, ctrl_c_draft=False, hint="press Ctrl-C again to exit"), "arm"
-
-
-def full_preview_lines(confirm: ConfirmRequested, width: int) -> list[str]:
-    """The whole preview the executor sent (the inline lines when it sent no more), in rows of the full view
-    (``width`` less its indent): a long line is broken, a diff line's marker keeping its column."""
-    lines = confirm.full.split("\n") if confirm.full else list(confirm.lines)
-    room = max(2, width - 2)
-    return [row for line in lines for row in diff_line_rows(sanitize(line), room)]
-
-
-def viewer_rows(state: UiState) -> int:
-    """Rows of the full view: the screen less the header, the footer, the input and the status bar."""
-    return max(3, state.height - 4)
-
-
-def open_viewer(state: UiState) -> UiState:
-    """Open the full preview at its top (only while a confirmation is pending)."""
-    return replace(state, viewer=0) if state.confirm is not None else state
-
-
-def close_viewer(state: UiState) -> UiState:
-    return replace(state, viewer=None)
-
-
-def scroll_viewer(state: UiState, delta: int) -> UiState:
-    """Scroll the full view by ``delta`` lines, kept between the top and the last screenful."""
-    if state.viewer is None or state.confirm is None:
-        return state
-    last = max(0, len(full_preview_lines(state.confirm, state.width)) - viewer_rows(state))
-    return replace(state, viewer=min(last, max(0, state.viewer + delta)))
+    return commit(cut or replace(state, open_skip=keep_from), committed)

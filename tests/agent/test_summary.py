@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dashfloat.agent import RESULT_EXCERPT_MAX_LINES, result_excerpt, result_status
-from dashfloat.agent._summary import RESULT_EXCERPT_MAX_LINE_CHARS
+from dashfloat.agent._summary import RESULT_EXCERPT_HEAD_LINES, RESULT_EXCERPT_MAX_LINE_CHARS
+from dashfloat.executor._capture import HeadTail
 from dashfloat.protocol import (
     CapturedOutput,
     CommandExited,
@@ -27,13 +28,45 @@ def output(text: str) -> CapturedOutput:
     return CapturedOutput(output=text, truncated=False, total_bytes=len(text))
 
 
-def test_the_excerpt_stops_at_30_lines_and_says_how_many_more() -> None:
+def test_the_excerpt_stops_at_30_lines_with_head_and_tail_and_says_how_many_more() -> None:
     at_bound = "\n".join(f"l{i}" for i in range(RESULT_EXCERPT_MAX_LINES))
     assert result_excerpt(read(at_bound)) == at_bound
     over = at_bound + "\nl30\nl31"
     lines = result_excerpt(CommandExited(exit_code=0, output=output(over))).splitlines()
     assert len(lines) == RESULT_EXCERPT_MAX_LINES  # the marker is one of the 30
-    assert lines[:-1] == at_bound.splitlines()[:-1] and lines[-1] == "… 3 more lines"
+    tail = RESULT_EXCERPT_MAX_LINES - 1 - RESULT_EXCERPT_HEAD_LINES
+    assert lines[:RESULT_EXCERPT_HEAD_LINES] == [f"l{i}" for i in range(RESULT_EXCERPT_HEAD_LINES)]
+    assert lines[RESULT_EXCERPT_HEAD_LINES] == "… 3 more lines"
+    assert lines[-tail:] == [f"l{i}" for i in range(32 - tail, 32)]  # the end: a test run's summary
+
+
+def test_the_count_includes_what_the_executor_cut_from_the_middle() -> None:
+    """Issue 37: 20 001 lines were said to be `… 5925 more`; the lines the executor's marker stands for count too."""
+    head = [str(i) for i in range(1, 101)]
+    tail = [str(i) for i in range(19_902, 20_002)]
+    first = len("\n".join(head).encode()) + 1  # the head ends at a line's end
+    marker = f"[… output cut: 99999 bytes (19801 lines) not shown here; the first {first} and the last 2 bytes …]"
+    kept = CapturedOutput(
+        output="\n".join([*head, marker, *tail]), truncated=True, total_bytes=3, cut_bytes=99999, cut_lines=19801
+    )
+    lines = result_excerpt(CommandExited(exit_code=0, output=kept)).splitlines()
+    shown = RESULT_EXCERPT_MAX_LINES - 1
+    assert lines[RESULT_EXCERPT_HEAD_LINES] == f"… {20_001 - shown} more lines"
+    assert lines[-1] == "20001"
+
+
+def test_the_count_is_exact_from_a_real_capture_whether_or_not_the_cut_splits_a_line() -> None:
+    for head_max in (100, 101, 102):  # "…\n34\n35…": the head ends inside a line, or right at its end
+        capture = HeadTail(head_max=head_max, tail_max=200)
+        text = "".join(f"{i}\n" for i in range(1, 201)) + "FINAL SUMMARY: 3 failed\n"
+        capture.feed(text.encode())
+        kept = CapturedOutput(
+            output=capture.text(), truncated=True, total_bytes=capture.total, cut_bytes=capture.cut_bytes,
+            cut_lines=capture.cut_lines,
+        )  # fmt: skip
+        lines = result_excerpt(CommandExited(exit_code=0, output=kept)).splitlines()
+        assert lines[RESULT_EXCERPT_HEAD_LINES] == f"… {201 - (RESULT_EXCERPT_MAX_LINES - 1)} more lines", head_max
+        assert lines[-1] == "FINAL SUMMARY: 3 failed"
 
 
 def test_one_long_line_is_cut() -> None:

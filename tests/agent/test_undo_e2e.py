@@ -96,12 +96,15 @@ def test_undo_of_a_multi_file_turn_creates_deletes_and_restores_bytes_and_mode(w
         assert err.index("── run.sh: restore") < err.index("── pkg/new/mod.py: delete (DashFloat created it)")
         assert "-echo three" in err and "+echo one" in err
         assert "commands in these turns changed these files; they are NOT restored:\n  build.log\n" in err
+        assert "undo of turn 1: a preview only; nothing was restored" in err and "declined" not in err  # issue 37
         assert err.rstrip().endswith("nothing was applied: add --yes to apply it")
         assert script.read_bytes() == b"#!/bin/sh\r\necho three\r\n"  # without --yes nothing is applied
 
         undone = cli(server, work, tmp_path, "--undo", "--yes")
         assert undone.returncode == 0, undone.stderr
-        assert "undo of turn 1: restored 2 files" in undone.stderr
+        # issue 37: the file DashFloat created is said to be deleted, not restored
+        assert "undo of turn 1: restored 1 file, deleted 1 file DashFloat had created" in undone.stderr
+        assert "  restored run.sh\n" in undone.stderr and "  deleted pkg/new/mod.py\n" in undone.stderr
         assert script.read_bytes() == original and os.stat(script).st_mode & 0o7777 == 0o750
         assert not (work / "pkg").exists()  # the file and the directories the write created
         assert (work / "build.log").read_text() == "built\n"  # a command's change is listed, not restored

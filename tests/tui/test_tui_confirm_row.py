@@ -39,7 +39,11 @@ def test_a_confirmation_names_its_call_once(tree: Path, isolated_env: dict[str, 
         term.send("y")
         assert term.wait_for("done"), term.text()
         assert term.wait_for("Idle", visible_only=True), term.text()
-        assert _naming(term.lines()) == ["✓ approved write_file new.txt"], term.text()
+        # issue 37: one record row with the approved diff, not "approved", "→ ok" and the change's line
+        assert _naming(term.lines()) == [], term.text()
+        lines = term.lines()
+        row = lines.index("  ✓ wrote new.txt new file · +1 · 2 bytes · approved by you")
+        assert lines[row + 1] == "    +x" and not any(line.strip().startswith("→ ok") for line in lines)
         assert (tree / "new.txt").read_text() == "x\n"
     finally:
         term.close()

@@ -38,8 +38,9 @@ def test_a_long_result_excerpt_names_how_many_lines_were_cut(
         term.send("count\r")
         assert term.wait_for("counted"), term.text()
         lines = term.lines()
-        assert "    … 71 more lines" in lines, term.text()  # 29 lines shown, the marker is the 30th
-        assert "    29" in lines and "    30" not in lines
+        # issue 37: the head and the tail (the end of a test run is its summary), the marker between them
+        assert "    … 71 more lines · Ctrl-O or /last shows all" in lines, term.text()
+        assert "    10" in lines and "    11" not in lines and "    81" not in lines and "    100" in lines
         assert not any(line.strip() == "… 1 more lines" for line in lines)
     finally:
         term.close()
@@ -406,20 +407,21 @@ def test_an_answer_stopped_at_its_call_bound_is_one_row_for_the_calls_not_run(
         term.close()
 
 
-def test_a_command_typed_on_after_a_usage_error_is_refused_not_sent_to_the_model(
+def test_a_refused_command_is_cleared_and_the_next_one_is_its_own(
     tree: Path, isolated_env: dict[str, str], server: ScriptedServer
 ) -> None:
-    """ADR 0063, found as a user twice: ``/model`` (usage error, its text kept to be fixed), then ``/approve bogus``
-    typed on without clearing made ``/model/approve bogus``, which went to the model as a prompt."""
+    """Issue 37 (after ADR 0063): a refused command stayed in the input, the next one was glued on (``/foo/quit``)
+    and sent to the model as a path. It is said and cleared now, and comes back with Up."""
     server.enqueue(text_reply("should not be asked"))
     term = launch(server, tree, isolated_env)
     try:
-        term.send("/resume\r")  # was /model, which now lists the models (ADR 0077)
+        term.send("/resume\r")
         assert term.wait_for("usage: /resume ID", visible_only=True), term.text()
-        term.send("/approve bogus\r")
-        assert term.wait_for("starts with the command /resume", visible_only=True), term.text()
-        # still in the input, to be edited (the input's row is drawn after the notice: waited for, not looked at)
-        assert term.wait_for("❯ /resume/approve bogus", visible_only=True), term.text()
+        term.send("/approve bogus\r")  # typed on: its own command, not "/resume/approve bogus"
+        assert term.wait_for("usage: /approve ask|edits|all|plan", visible_only=True), term.text()
+        assert term.visible().splitlines()[-2].rstrip() == "❯", term.visible()  # the input is empty
+        term.send("\x1b[A")  # Up: the refused text comes back, to fix it
+        assert term.wait_for("❯ /approve bogus", visible_only=True), term.text()
         assert server.requests == []
     finally:
         term.close()

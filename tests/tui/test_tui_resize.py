@@ -280,8 +280,42 @@ def test_resizing_while_a_confirmation_waits(app: App) -> None:
     assert (app.tree / "new.txt").read_text() == body
     lines = app.screen.scrollback()
     text = "\n".join(lines)
-    # the preview and its key line were live rows: once answered, none of them is left in the scrollback
-    assert "line 0 of the new file" not in text and "v view all" not in text and "y/Enter" not in text, text
-    assert sum("✓ approved write_file new.txt" in line for line in lines) == 1, text
+    # the preview and its key line were live rows: once answered, none of them is left in the scrollback; the one
+    # record row of the approval keeps the approved diff, once (issue 37)
+    assert "v view all" not in text and "y/Enter" not in text, text
+    assert sum("line 0 of the new file" in line for line in lines) == 1, text
+    assert sum("✓ wrote new.txt new file" in line for line in lines) == 1, text
+    words = WORD.findall(" ".join(f"a{i}{k}w{j}" for i in range(PROMPTS) for k in range(4) for j in range(SHORT_WORDS)))
+    _assert_clean(lines, prompts, [*words, "p0w0", "p0w1"])
+
+
+def test_resizing_while_a_preview_taller_than_the_window_waits(app: App) -> None:
+    """Issue 37: a preview taller than the window, resized while it waits, left stale copies of its rows in the
+    scrollback (each resize pushed the drawn preview's top into the terminal's history, then drew it again)."""
+    if isinstance(app.screen, TmuxScreen):
+        app.sizes = STRANDING_SIZES
+    prompts = _fill(app)
+    body = "".join(f"line {j} of the tall file\n" for j in range(60))
+    app.server.enqueue(
+        tool_calls_reply([("w1", "write_file", {"path": "tall.txt", "content": body})]), text_reply("p0w0 p0w1")
+    )
+    app.screen.keys("write it\r")
+    prompts.append("write it")
+    assert app.screen.until(lambda: "y/Enter" in "\n".join(app.screen.visible())), app.screen.scrollback()
+    _resize_and_type(app)
+    assert app.screen.until(lambda: "y/Enter" in "\n".join(app.screen.visible())), app.screen.scrollback()
+    app.screen.keys("y")
+    assert app.screen.until(lambda: "p0w1" in "\n".join(app.screen.scrollback())), app.screen.scrollback()
+    assert app.screen.until(lambda: _status(app.screen.visible()).startswith("● Idle"))
+    lines = app.screen.scrollback()
+    text = "\n".join(lines)
+    assert "y/Enter" not in text and "more preview lines" not in text, text
+    # Rows a shorter window pushed into the terminal's history stay there (tmux: no erase reaches them); they are
+    # the scrollback's then, never drawn again: the preview's top once at most, then the approval's record row
+    # with its collapsed diff. Before, each resize left another copy of the whole preview.
+    assert sum("v view all" in line for line in lines) <= (1 if isinstance(app.screen, TmuxScreen) else 0), text
+    counts = Counter(re.findall(r"line \d+ of the tall file", text))
+    assert counts and all(n <= 2 for n in counts.values()), (counts, text)
+    assert sum("✓ wrote tall.txt new file · +60" in line for line in lines) == 1, text
     words = WORD.findall(" ".join(f"a{i}{k}w{j}" for i in range(PROMPTS) for k in range(4) for j in range(SHORT_WORDS)))
     _assert_clean(lines, prompts, [*words, "p0w0", "p0w1"])

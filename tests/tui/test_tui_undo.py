@@ -47,7 +47,9 @@ def test_undo_then_rewind_in_the_real_tui(tmp_path: Path, isolated_env: dict[str
         assert term.wait_for("+alpha") and term.wait_for("-beta")
         assert term.wait_for(KEYS_LINE, visible_only=True), term.text()
         term.send("y")
-        assert term.wait_for("undo of turn 1: restored 2 files"), term.text()
+        # issue 37: made.txt was DashFloat's own: deleted, and said so
+        assert term.wait_for("undo of turn 1: restored 1 file, deleted 1 file DashFloat had created"), term.text()
+        assert "deleted made.txt" in term.text() and "restored a.txt" in term.text()
         assert (work / "a.txt").read_text() == "alpha\n" and not (work / "made.txt").exists()
 
         assert term.wait_for("Idle", visible_only=True)

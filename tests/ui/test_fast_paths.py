@@ -11,11 +11,11 @@ from prompt_toolkit.layout.mouse_handlers import MouseHandlers
 from prompt_toolkit.layout.screen import Screen, WritePosition
 from prompt_toolkit.utils import get_cwidth
 
+from dashfloat.ui._blocks import _source_cut
 from dashfloat.ui._markdown import _PLAIN_PARAGRAPH, render_markdown, render_parsed
 from dashfloat.ui._rows_control import RowsControl, RowsWindow
 from dashfloat.ui._scrollback import scrub
 from dashfloat.ui._text import Row, row_width, sanitize, width_of
-from dashfloat.ui.state import _source_cut
 
 # whitespace str.split knows beyond the space: tab, line break, the file separators, no-break space, line separator
 TEXT = st.text(alphabet="ab. \t\n\x1c\xa0\u2028界é\x1b", max_size=40)

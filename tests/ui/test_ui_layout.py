@@ -131,15 +131,18 @@ def test_keys_during_the_guard_or_into_a_draft_decide_nothing_and_stay_in_the_in
             await ui.until(lambda: ui.shell.state.confirm_armed)
             await ui.until(lambda: any("clear it (Ctrl-U) to answer" in x for x in ui.visible()))
             ui.keys(" and then a")
-            ui.keys(ENTER)  # text in the input: approves nothing, submits nothing
-            ui.keys(ESC)
+            ui.keys(ESC)  # text in the input: Esc rejects nothing
             await ui.until(lambda: ui.shell.state.hint is not None)
+            ui.keys(ENTER)  # text in the input: approves nothing; queued for after the turn (issue 37)
+            await ui.until(lambda: ui.shell.state.queued == ("yes and then a",))
             await ui.frames(5)
-            assert ui.link.sent == [] and ui.shell.buffer.text == "yes and then a"
-            ui.keys("\x15")  # Ctrl-U empties the input: now a key answers
-            await ui.until(lambda: armed in ui.visible())
+            assert ui.link.sent == [] and ui.shell.buffer.text == ""
+            assert ui.shell.state.hint is None  # "clear it to answer" went with the text (issue 37)
+            await ui.until(lambda: armed in ui.visible())  # the guard once more, then a key answers
             ui.keys("n")
             await ui.until(lambda: ui.link.sent == [DecideConfirmation(ref=1, decision="reject")])
+            ui.link.push(AgentReady(model="m1", provider="p", cwd="/w", approval="ask"), PhaseChanged(phase="idle"))
+            await ui.until(lambda: ui.link.sent[-1:] == [SubmitPrompt(text="yes and then a")])
 
     asyncio.run(main())
 

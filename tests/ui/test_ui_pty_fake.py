@@ -127,17 +127,20 @@ def test_typing_ahead_across_a_confirmation_decides_nothing_and_loses_no_charact
     type_like_a_person(term, draft)  # y, n and a of the draft arrive before, during and after the preview
     assert term.wait_for("+approved", visible_only=True, timeout_s=30), term.text()
     assert term.wait_for("clear it (Ctrl-U) to answer", visible_only=True, timeout_s=30), term.text()
-    term.send(ENTER)  # Enter with text in the input: nothing submitted, nothing approved
-    term.settle(0.3)
+    term.send(ENTER)  # Enter with text in the input: queued (issue 37), never an answer, nothing approved
+    assert term.wait_for("↳ queued: " + draft, visible_only=True), term.visible()
     assert [m for m in received(log) if m["type"] != "submit_prompt"] == [], received(log)
+    assert [m["text"] for m in received(log) if m["type"] == "submit_prompt"] == ["confirm-later out.txt"]
     assert not (tmp_path / "out.txt").exists()
-    assert ("❯ " + draft) in term.visible(), term.visible()  # every character is still in the draft
-    term.send("\x15")  # Ctrl-U: an empty input, and now a key answers on purpose
+    # the input is empty now; the keys wait out their guard once more, then answer on purpose
     assert term.wait_for("a always allow write_file", visible_only=True, timeout_s=30), term.text()
     term.send("y")
     assert term.wait_for("✓ approved write_file out.txt", 30), term.text()
     assert {"type": "decide_confirmation", "ref": 1, "decision": "approve"} in received(log)
     assert (tmp_path / "out.txt").exists()
+    # once the turn is over the queued prompt goes, every character of it
+    assert term.wait_for("You said: " + draft), term.text()
+    assert [m["text"] for m in received(log) if m["type"] == "submit_prompt"][-1] == draft
 
 
 PGDN, END, HOME = "\x1b[6~", "\x1b[F", "\x1b[H"

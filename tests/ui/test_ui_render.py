@@ -31,6 +31,7 @@ from dashfloat.protocol import (
     SessionInfo,
     SetApproval,
     SetModel,
+    ShowStatus,
     ShowUsage,
     TokenReceived,
     UndoChanges,
@@ -38,6 +39,7 @@ from dashfloat.protocol import (
     WriteFileArgs,
 )
 from dashfloat.ui import _commands as commands
+from dashfloat.ui._confirm import close_viewer, open_viewer, scroll_viewer, viewer_rows
 from dashfloat.ui._markdown import render_markdown
 from dashfloat.ui._text import clip, row_width, sanitize, wrap
 from dashfloat.ui.render import (
@@ -71,13 +73,9 @@ from dashfloat.ui.state import (
     ToolResult,
     UiState,
     UserPrompt,
-    close_viewer,
     initial,
-    open_viewer,
     reduce,
-    scroll_viewer,
     take_outbox,
-    viewer_rows,
 )
 
 
@@ -503,12 +501,15 @@ def test_slash_commands_parse_to_messages() -> None:
     assert commands.parse("/sessions") == commands.Send(ListSessions())
     assert commands.parse("/resume ab12") == commands.Send(ResumeSession(session_id="ab12"))
     assert commands.parse("/usage") == commands.Send(ShowUsage())
-    assert commands.parse("/status") == commands.Send(ShowUsage())
+    assert commands.parse("/status") == commands.Send(ShowStatus())  # issue 37: no longer /usage's alias
     assert commands.parse("/compact") == commands.Send(CompactConversation())
     assert commands.parse("/compact  the test failures ") == commands.Send(
         CompactConversation(focus="the test failures")
     )
     assert commands.parse("/help") == commands.ShowHelp() and commands.parse("/exit") == commands.Exit()
+    assert commands.parse("/quit") == commands.parse("/q") == commands.Exit()
+    assert commands.parse("/last") == commands.ShowLast()
+    assert commands.parse("/init") == commands.Prompt(commands.INIT_PROMPT, shown="/init")
     assert commands.parse("hello /x") == commands.Prompt("hello /x")
     assert commands.parse("//etc is a dir") == commands.Prompt("/etc is a dir")
     # A first word with a second "/" is a path, not a command (no command's name holds one): sent as typed.

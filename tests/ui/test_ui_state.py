@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from dashfloat.protocol import (
     AgentReady,
+    ChangeRecorded,
     ConfirmRequested,
     PhaseChanged,
     ReadFileArgs,
@@ -26,10 +27,13 @@ from dashfloat.protocol import (
     UserPromptShown,
     WriteFileArgs,
 )
+from dashfloat.ui._blocks import split_finished
+from dashfloat.ui._confirm import confirm_key, ctrl_c, decide
 from dashfloat.ui.state import (
     CONFIRM_GUARD_S,
     DOUBLE_CTRL_C_S,
     HISTORY_MAX_ENTRIES,
+    ChangeRecord,
     DecisionRecord,
     Hint,
     InputChanged,
@@ -46,12 +50,8 @@ from dashfloat.ui.state import (
     UiState,
     UserPrompt,
     close_open,
-    confirm_key,
-    ctrl_c,
-    decide,
     initial,
     reduce,
-    split_finished,
     take_outbox,
 )
 
@@ -150,7 +150,19 @@ def test_a_confirmed_call_is_named_by_its_confirmation_not_by_a_tool_row_too() -
     state = run(ConfirmRequested(ref=7, id="c1", subject=write, lines=["+x"]), state=state)
     assert state.outbox == () and state.held_call is None
     state, _ = decide(state, "approve")
-    assert state.outbox == (DecisionRecord(write, "approve"),)
+    assert state.outbox == () and state.held_decision == DecisionRecord(write, "approve")  # drawn live
+    change = ChangeRecorded(id="c1", name="write_file", path="a.txt", summary="+1", approved_by="keypress", diff=["+x"])
+    state = run(ToolResultShown(id="c1", name="write_file", status="ok", output=""), change, state=state)
+    # issue 37: one record row, not "approved", "→ ok" and the change's line
+    assert state.outbox == (ChangeRecord(change, approved_here=True),) and state.held_decision is None
+
+
+def test_an_approved_change_that_fails_keeps_its_approval_and_the_error() -> None:
+    write = WriteFileArgs(path="a.txt", content="x")
+    state = run(ConfirmRequested(ref=7, id="c1", subject=write, lines=["+x"]))
+    state, _ = decide(state, "approve")
+    state = run(ToolResultShown(id="c1", name="write_file", status="error", output="disk full"), state=state)
+    assert state.outbox == (DecisionRecord(write, "approve"), ToolResult("write_file", "error", "disk full"))
 
 
 def test_a_held_call_row_is_printed_before_whatever_follows_it() -> None:
@@ -169,8 +181,12 @@ def test_confirmation_then_a_decision_record_and_the_reply() -> None:
     assert state.confirm == CONFIRM and state.busy
     state, reply = decide(state, "approve_always")
     assert reply is not None and (reply.ref, reply.decision) == (7, "approve_always")
-    assert state.confirm is None and state.outbox == (DecisionRecord(CONFIRM.subject, "approve_always"),)
+    # a file change's approval waits, drawn live, to become one row with the change (issue 37)
+    assert state.confirm is None and state.held_decision == DecisionRecord(CONFIRM.subject, "approve_always")
     assert decide(state, "approve") == (state, None)
+    assert take_outbox(close_open(state))[1] == (DecisionRecord(CONFIRM.subject, "approve_always"),)
+    state, _ = decide(run(CONFIRM), "reject")
+    assert state.outbox == (DecisionRecord(CONFIRM.subject, "reject"),)
 
 
 def test_idle_while_confirming_records_a_cancelled_confirmation() -> None:
