@@ -13,6 +13,7 @@ import msgspec
 from dashfloat.agent._context import estimate, fill_percent, tokens_text
 from dashfloat.command_env import describe_env
 from dashfloat.permissions import SourcedRule
+from dashfloat.sandbox_access import network_detail, sandbox_detail
 from dashfloat.protocol import (
     ApprovalMode,
     ConversationEntry,
@@ -162,6 +163,8 @@ def status_facts(core: AgentCore) -> StatusFacts:
         approval=core.approval,
         rules=len(core.rules.all()),
         sandbox=core.sandbox,
+        sandbox_detail=sandbox_detail(core.sandbox),  # issue 35: the writable paths
+        network_detail=network_detail(core.sandbox),  # issue 35: the network mode and the allowlist
         session_id=core.journal.session_id,
         session_file=str(writer.path) if writer is not None else "",
         turn_usage=tuple(core.turn_usage),

@@ -185,6 +185,8 @@ def _run(
             return _files.edit_file(root, path, search, replace, expect_digest)
         case ListDirectoryArgs(path=path):
             return _files.list_directory(root, path)
+        case ExecuteCommandArgs(background=True):  # issue 36: a job outlives its call, which only a session has
+            raise ToolError("background jobs run only in DashFloat's executor process; run it without background")
         case ExecuteCommandArgs():
             return start_command(args, root, exec_timeout_s, sandbox, policy).run_to_end(interrupt_fd)
         case McpCallArgs() | McpSearchArgs():

@@ -365,3 +365,11 @@ def test_a_shutdown_during_a_readiness_wait_ends_the_job(root: Path) -> None:
         assert wait_for(lambda: not any(_live(p) for p in pids), 10)
     finally:
         executor.close()
+
+
+def test_the_standalone_executor_refuses_jobs_and_job_tools(tmp_path: Path) -> None:
+    from dashfloat.executor._tools import run
+
+    for args in (ExecuteCommandArgs(command="true", background=True), JobOutputArgs(id=1), JobKillArgs(id=1)):
+        result = run(args, str(tmp_path))
+        assert isinstance(result, ToolFailed) and "executor process" in result.error
