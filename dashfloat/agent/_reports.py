@@ -13,7 +13,6 @@ import msgspec
 from dashfloat.agent._context import estimate, fill_percent, tokens_text
 from dashfloat.command_env import describe_env
 from dashfloat.permissions import SourcedRule
-from dashfloat.sandbox_access import network_detail, sandbox_detail
 from dashfloat.protocol import (
     ApprovalMode,
     ConversationEntry,
@@ -23,6 +22,7 @@ from dashfloat.protocol import (
     Usage,
     WindowSource,
 )
+from dashfloat.sandbox_access import network_detail, sandbox_detail
 
 if TYPE_CHECKING:
     from dashfloat.agent._core import AgentCore
