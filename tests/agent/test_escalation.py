@@ -102,3 +102,17 @@ def test_esc_at_the_offer_stops_the_turn_with_the_refused_result() -> None:
 def test_the_rerun_adds_the_network_where_it_was_refused() -> None:
     policy = escalated_policy(SandboxPolicy(writable=["/a"]), SandboxGrant(refused="x", writable=["/b"], network=True))
     assert policy == SandboxPolicy(network=True, writable=["/a", "/b"])
+
+
+def test_status_shows_the_writable_paths_the_network_mode_and_the_allowlist() -> None:
+    from dashfloat.protocol import ShowStatus, SystemEntry
+
+    sandbox = SandboxState(
+        mode="workspace-write", network_mode="registries", allow_domains=["pypi.org"], writable=["/h/.npm"]
+    )
+    core = AgentCore(AgentOptions(provider=PROVIDER, cwd="/work", sandbox=sandbox), MemoryJournal())
+    take(core)
+    core.on_ui(ShowStatus())
+    [status] = [m.text for m in take(core) if isinstance(m, SystemEntry)]
+    assert "writable: the working directory (not .git's hooks, config, info), a private /tmp, /h/.npm" in status
+    assert "(--network registries); allowed hosts: pypi.org" in status
