@@ -631,3 +631,40 @@ def test_what_a_person_may_grant_a_refused_command(root: Path, home: Path, regis
         os.environ["HOME"] = old_home
         sandbox.close()
         r.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the session's namespace is entered by setns as root (ADR 0080)")
+def test_a_forwarder_that_cannot_listen_is_named(tmp_path: Path) -> None:
+    import subprocess
+
+    from dashfloat.executor._sandbox import bwrap_binary
+    from dashfloat.executor._session_net import SessionNet
+
+    net = SessionNet(bwrap_binary(os.environ))
+    supervisor = ProxySupervisor([REGISTRY], [], {}, PROXY_PORT)
+    squatter = None
+    try:
+        # A job of the session listening on the proxy's port first (ADR 0082's consequences: "address in use").
+        code = (
+            f"import socket,time;s=socket.socket();s.bind(('127.0.0.1',{PROXY_PORT}));s.listen();"
+            "print(1,flush=True);time.sleep(600)"
+        )
+        squatter = net.run_inside([PYTHON, "-c", code], stdout=subprocess.PIPE)
+        assert squatter.stdout is not None and squatter.stdout.readline() == b"1\n"
+        with pytest.raises(ProxyUnavailable, match=r"forwarder cannot start: cannot listen on 127\.0\.0\.1:3128"):
+            supervisor.session_forwarder(net)
+        assert supervisor.forwarder is None and not supervisor.failed  # the next command tries again
+        squatter.kill()
+        squatter.wait()
+        supervisor.session_forwarder(net)
+        assert supervisor.forwarder is not None and supervisor.forwarder.poll() is None
+        supervisor.session_forwarder(net)  # running: left as it is
+    finally:
+        if squatter is not None and squatter.poll() is None:
+            squatter.kill()
+            squatter.wait()
+        if squatter is not None and squatter.stdout is not None:
+            squatter.stdout.close()
+        supervisor.stop()
+        net.close()
+    assert supervisor.refusals() == []  # stopped: nothing to read
