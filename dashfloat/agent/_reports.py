@@ -140,6 +140,7 @@ def status_report(facts: StatusFacts) -> str:
         usage,
         f"approval mode: {facts.approval}{rules} (Shift-Tab or /approve changes it)",
         confinement,
+        describe_env(sandbox.hide_env, sandbox.pass_env),
         facts.sandbox_detail,
         facts.network_detail,
         f"session: {session}",

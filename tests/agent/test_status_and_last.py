@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dashfloat.agent._reports import StatusFacts, last_result, status_report
+from dashfloat.command_env import describe_env
 from dashfloat.protocol import (
     CapturedOutput,
     ChatMessage,
@@ -43,6 +44,7 @@ def test_status_says_who_answers_what_runs_unasked_how_confined_and_which_sessio
         "usage: 2.0k tokens in 2 turns (/usage: by turn)",
         "approval mode: edits, 2 permission rules (/permissions lists them) (Shift-Tab or /approve changes it)",
         "sandbox: workspace-write, network on",
+        describe_env([], []),
         "session: abc123",
         "session file: /state/sessions/abc123.jsonl",
     ]
