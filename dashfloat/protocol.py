@@ -889,6 +889,20 @@ class StopJob(Message, frozen=True):
     job_id: int
 
 
+class ExposeJob(Message, frozen=True):
+    """UI -> agent -> executor: /jobs expose: job ``job_id``'s ports on this machine's loopback; replies JobExposed."""
+
+    job_id: int
+
+
+class JobExposed(Message, frozen=True):
+    """Executor -> agent: what ExposeJob ``job_id`` did, in words for the transcript (``ok`` False: why not)."""
+
+    job_id: int
+    text: str
+    ok: bool = True
+
+
 class KillJobs(Message, frozen=True):
     """Agent -> executor: kill these jobs (empty: every one, at /clear); each running one replies JobExited."""
 
@@ -928,6 +942,7 @@ UiToAgent = (
     | ShowLastResult  # issue 37
     | StopJob  # issue 36
     | ShowHooks  # hooks (ADR 0088)
+    | ExposeJob  # issue 36
 )
 
 # ---------------------------------------------------------------- Agent -> UI (display contract)
@@ -1439,6 +1454,7 @@ AgentToExecutor = (
     | ConfigureMcp
     | KillJobs  # issue 36
     | RunHooks  # hooks (ADR 0088)
+    | ExposeJob  # issue 36
 )
 
 # ---------------------------------------------------------------- Executor -> Agent
@@ -1537,6 +1553,7 @@ ExecutorToAgent = (
     | JobOutput  # issue 36
     | JobExited  # issue 36
     | HooksRan  # hooks (ADR 0088)
+    | JobExposed  # issue 36
 )
 
 # ---------------------------------------------------------------- Main process <-> patch keeper (headless --patch)

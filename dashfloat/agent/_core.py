@@ -51,10 +51,12 @@ from dashfloat.protocol import (
     DecideConfirmation,
     DiscoverWindow,
     ExecutorToAgent,
+    ExposeJob,
     FindPaths,
     FrameRejected,
     HooksRan,
     JobExited,
+    JobExposed,
     JobOutput,
     JobStarted,
     KillJobs,
@@ -356,6 +358,8 @@ class AgentCore:
                     self._clear()
             case StopJob(job_id=job_id):  # /jobs stop (issue 36): its JobExited says the rest
                 self.outbox.append(("executor", KillJobs(job_ids=[job_id])))
+            case ExposeJob():  # /jobs expose (issue 36): the executor's JobExposed says what it did
+                self.outbox.append(("executor", message))
             case ListSessions():
                 skipped: list[str] = []
                 self.ui(SessionsListed(sessions=self.journal.list_sessions(skipped)))
@@ -618,6 +622,8 @@ class AgentCore:
 
                 self.ui(message)
                 self.ui(exit_row(message))
+            case JobExposed(text=text, ok=ok):
+                self.ui(SystemEntry(text=text, level="info" if ok else "warning"))
             case RestorePreviewed() | RestoreApplied():
                 if turn.restore is not None and self.waiting == "restore":
                     event: Event = "RestorePreviewed" if isinstance(message, RestorePreviewed) else "RestoreApplied"

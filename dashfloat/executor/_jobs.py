@@ -27,6 +27,7 @@ from dashfloat.channel import Channel
 from dashfloat.executor._capture import HeadTail, LiveTail
 from dashfloat.executor._exec import Command
 from dashfloat.executor._sandbox import Sandbox
+from dashfloat.executor._session_net import SessionNet
 from dashfloat.executor.path_policy import Root
 from dashfloat.protocol import (
     AgentToExecutor,
@@ -36,6 +37,7 @@ from dashfloat.protocol import (
     CommandTimedOut,
     ExecuteCommandArgs,
     JobExited,
+    JobExposed,
     JobKillArgs,
     JobOutput,
     JobOutputArgs,
@@ -143,6 +145,20 @@ def listening_ports(table: str) -> set[int]:
     return ports
 
 
+def job_ports(pid: int) -> tuple[set[int], str]:
+    """The ports listening in the network namespace of ``pid``'s sandbox (its first child's, else its own), and that
+    namespace (``net:[N]``)."""
+    pids = [*_children_of(pid), pid]
+    for each in pids:
+        found: set[int] = set()
+        for table in ("tcp", "tcp6"):
+            with contextlib.suppress(OSError), open(f"/proc/{each}/net/{table}") as lines:
+                found |= listening_ports(lines.read())
+        with contextlib.suppress(OSError):
+            return found, os.readlink(f"/proc/{each}/ns/net")
+    return set(), ""
+
+
 def port_listens(pid: int, port: int) -> bool:
     """Whether a socket listens on ``port`` in the network namespace of ``pid`` or of one of its children (bwrap's
     child is the sandbox's first process; a sandbox with a namespace of its own has it there)."""
@@ -190,6 +206,8 @@ class Job:
         self._wake_r, self._wake_w = os.pipe()
         self.done = threading.Event()
         self._live = LiveTail()
+        self.relays: list[Relay] = []
+        """Its ports relayed to this machine's loopback (/jobs expose); closed when it ends."""
         command.sink = self._feed
         self._thread = threading.Thread(target=self._pump, name=f"job-{job_id}", daemon=True)
 
@@ -255,6 +273,8 @@ class Job:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.done.set()
+        for relay in self.relays:
+            relay.close()
         ended = JobExited(self.id, self.state, self.exit_code, last_line=self.last_line, command=self.command_line)
         self._send(ended)
         self._notify()
@@ -388,6 +408,33 @@ class Jobs:
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(pid, os.WNOHANG)
 
+    def expose(self, job_id: int) -> JobExposed:
+        """/jobs expose: each port job ``job_id`` listens on in the session's namespace, relayed from the same port on
+        this machine's loopback (another where that one is taken), until the job or the session ends."""
+        job = self.find(job_id)
+        if isinstance(job, ToolFailed):
+            return JobExposed(job_id, job.error, ok=False)
+        if job.done.is_set():
+            return JobExposed(job_id, f"job {job_id} is not running ({job.state}): nothing to expose", ok=False)
+        ports, namespace = job_ports(job.pgid)
+        if not ports:
+            return JobExposed(job_id, f"job {job_id} listens on no TCP port yet", ok=False)
+        if namespace == os.readlink("/proc/self/ns/net"):
+            listed = ", ".join(f"http://127.0.0.1:{port}/" for port in sorted(ports))
+            return JobExposed(job_id, f"job {job_id} listens on this machine's loopback already: {listed}")
+        from dashfloat.executor._session_net import current
+
+        net = current()
+        if net is None or not net.root or namespace != os.readlink(f"/proc/{net.pid}/ns/net"):
+            return JobExposed(job_id, f"job {job_id}'s ports cannot be relayed here (only a root executor relays the "
+                              "session's namespace)", ok=False)  # fmt: skip
+        said = []
+        for port in sorted(ports):
+            relay = Relay(net, port, job.done)
+            job.relays.append(relay)
+            said.append(f"{port} at http://127.0.0.1:{relay.host_port}/")
+        return JobExposed(job_id, f"job {job_id}'s port {', '.join(said)} on this machine, until the job ends")
+
     def kill_groups(self) -> None:
         """SIGKILL every running job's group at once (a signal handler: no waiting, no locks)."""
         from dashfloat import procutil
@@ -402,6 +449,86 @@ class Jobs:
         for fd in (self.notify_r, self._notify_w):
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+JOB_RELAY_BACKLOG: Final = 64
+"""Connections an exposed port's listener holds before they are accepted (a browser opens a handful)."""
+JOB_RELAY_CHUNK_BYTES: Final = 64 * 1024
+
+
+class Relay:
+    """One exposed port: a listener on this machine's loopback whose connections are relayed into the session's
+    namespace, by a thread that entered it (root: ``setns`` is per thread), until the job ends or ``close``."""
+
+    def __init__(self, net: SessionNet, port: int, done: threading.Event) -> None:
+        import socket
+
+        self.port = port
+        self._done = done
+        self._net = net
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self.listener.bind(("127.0.0.1", port))
+        except OSError:
+            self.listener.bind(("127.0.0.1", 0))  # the host's port is taken: another one, said in the reply
+        self.listener.listen(JOB_RELAY_BACKLOG)
+        self.host_port: int = self.listener.getsockname()[1]
+        self._thread = threading.Thread(target=self._serve, name=f"relay-{port}", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        import selectors
+        import socket
+
+        self._net.enter_for_good()  # this thread only: what it connects to is the session's loopback
+        selector = selectors.DefaultSelector()
+        selector.register(self.listener, selectors.EVENT_READ)
+        peers: dict[socket.socket, socket.socket] = {}
+        try:
+            while not self._done.is_set():
+                for key, _ in selector.select(0.5):
+                    sock = key.fileobj
+                    assert isinstance(sock, socket.socket)
+                    if sock is self.listener:
+                        client, _ = self.listener.accept()
+                        upstream = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                        try:
+                            upstream.connect(("127.0.0.1", self.port))
+                        except OSError:
+                            client.close()
+                            upstream.close()
+                            continue
+                        peers[client], peers[upstream] = upstream, client
+                        selector.register(client, selectors.EVENT_READ)
+                        selector.register(upstream, selectors.EVENT_READ)
+                        continue
+                    try:
+                        data = sock.recv(JOB_RELAY_CHUNK_BYTES)
+                        if data:
+                            peers[sock].sendall(data)
+                    except OSError:
+                        data = b""
+                    if not data and sock in peers:  # one end closed: the pair goes
+                        other = peers.pop(sock)
+                        peers.pop(other, None)
+                        for end in (sock, other):
+                            selector.unregister(end)
+                            end.close()
+        except (OSError, ValueError):
+            pass  # closed under it: the job ended
+        finally:
+            for sock in list(peers):
+                with contextlib.suppress(OSError):
+                    sock.close()
+            selector.close()
+            with contextlib.suppress(OSError):
+                self.listener.close()
+
+    def close(self) -> None:
+        """Stop relaying (the job ended)."""
+        with contextlib.suppress(OSError):
+            self.listener.close()
 
 
 def _children_of(pid: int) -> list[int]:

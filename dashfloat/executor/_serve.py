@@ -41,9 +41,11 @@ from dashfloat.protocol import (
     ConfigureMcp,
     ExecuteCommandArgs,
     ExecutorToAgent,
+    ExposeJob,
     FindPaths,
     FrameRejected,
     HooksRan,
+    JobExposed,
     JobKillArgs,
     JobOutputArgs,
     KillJobs,
@@ -249,6 +251,11 @@ class _Server:
             case KillJobs(job_ids=job_ids):  # background jobs (issue 36): /clear, /jobs stop
                 if self.jobs is not None:
                     self.jobs.kill_all(job_ids)
+            case ExposeJob(job_id=job_id):  # /jobs expose (issue 36)
+                if self.jobs is None:
+                    self.send(JobExposed(job_id, "no background job was started in this session", ok=False))
+                else:
+                    self.send(self.jobs.expose(job_id))
             case Shutdown():
                 if self.running is not None:
                     self.running[1].cancel()

@@ -115,6 +115,10 @@ class SessionNet:
         finally:
             _setns(self._host_fd)  # back to the executor's own: a failure here is a bug worth crashing on
 
+    def enter_for_good(self) -> None:
+        """Root only: the calling thread (a relay's, ``/jobs expose``) lives in the session's namespace from now on."""
+        _setns(self._ns_fd)
+
     def argv_prefix(self) -> list[str]:
         """What goes before a child's argv so that it runs in the namespace: nothing as root (``inside`` does it)."""
         if self.root:
@@ -182,6 +186,12 @@ def session_net(bwrap: str) -> SessionNet | None:
         except OSError as exc:
             found = str(exc)
         _session[os.getpid()] = found
+    return found if isinstance(found, SessionNet) else None
+
+
+def current() -> SessionNet | None:
+    """This process's session namespace if one was made (never starts one)."""
+    found = _session.get(os.getpid())
     return found if isinstance(found, SessionNet) else None
 
 

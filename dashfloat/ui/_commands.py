@@ -13,6 +13,7 @@ from dashfloat.protocol import (
     ApprovalMode,
     ClearSession,
     CompactConversation,
+    ExposeJob,
     ListPermissions,
     ListPrompts,
     ListSessions,
@@ -34,7 +35,7 @@ from dashfloat.protocol import (
     UiToAgent,
     UndoTurn,
 )
-from dashfloat.ui._jobs_view import stop_number
+from dashfloat.ui._jobs_view import job_action
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "/help": ("", "list these commands"),
@@ -54,7 +55,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "/undo": ("", "revert the files the last turn changed (preview first)"),
     "/rewind": ("[N]", "list prompts; with N, go back to just before prompt N (files and conversation)"),
     "/diff": ("", "what this session changed so far, file by file"),
-    "/jobs": ("[stop N]", "background jobs: id, state, age, command, last line; stop N stops one"),  # issue 36
+    "/jobs": ("[stop N|expose N]", "background jobs; stop one; expose one's ports on this machine"),  # issue 36
     "/quit": ("", "quit DashFloat and say how to resume this session (also /q, /exit)"),
     "/exit": ("", "the same as /quit"),
 }
@@ -212,8 +213,10 @@ def parse(text: str, prompt_files: Sequence[PromptFile] = ()) -> Parsed:
         case "/jobs":  # background jobs (issue 36)
             if not arg:
                 return ShowJobs()
-            number = stop_number(arg)
-            return Send(StopJob(job_id=number)) if isinstance(number, int) else Invalid(number)
+            action = job_action(arg)
+            if isinstance(action, str):
+                return Invalid(action)
+            return Send(StopJob(job_id=action[1]) if action[0] == "stop" else ExposeJob(job_id=action[1]))
         case "/clear":
             return Send(ClearSession())
         case "/sessions":

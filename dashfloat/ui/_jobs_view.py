@@ -13,7 +13,7 @@ JOB_ROWS_MAX: Final = 50
 """Rows the UI keeps: past this the oldest ended job is dropped (running ones are at most the executor's cap)."""
 JOB_LAST_LINE_CHARS: Final = 60
 JOB_COMMAND_CHARS: Final = 40
-JOBS_USAGE: Final = "usage: /jobs [stop N]"
+JOBS_USAGE: Final = "usage: /jobs [stop N | expose N]"
 
 
 class JobRow(msgspec.Struct, frozen=True):
@@ -85,7 +85,7 @@ def listing(rows: tuple[JobRow, ...], now: float) -> str:
     if not rows:
         return "no background jobs in this session (the model starts one with execute_command's background)"
     ordered = sorted(rows, key=lambda row: (row.state != "running", row.id))
-    lines = ["background jobs (stop one with /jobs stop N):"]
+    lines = ["background jobs (/jobs stop N stops one; /jobs expose N opens its ports on this machine):"]
     for row in ordered:
         state = row.state if row.exit_code is None else f"{row.state} {row.exit_code}"
         age = _age(now - row.started) if row.state == "running" else "-"
@@ -94,9 +94,9 @@ def listing(rows: tuple[JobRow, ...], now: float) -> str:
     return "\n".join(lines)
 
 
-def stop_number(arg: str) -> int | str:
-    """The job number of ``/jobs stop N``, or the usage error."""
+def job_action(arg: str) -> tuple[str, int] | str:
+    """``stop`` or ``expose`` and the job number of ``/jobs stop N`` / ``/jobs expose N``, or the usage error."""
     word, _, number = arg.partition(" ")
-    if word != "stop" or not number.strip().isdigit() or int(number) < 1:
+    if word not in ("stop", "expose") or not number.strip().isdigit() or int(number) < 1:
         return JOBS_USAGE
-    return int(number)
+    return word, int(number)

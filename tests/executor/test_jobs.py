@@ -27,7 +27,9 @@ from dashfloat.protocol import (
     CommandStarted,
     ExecuteCommandArgs,
     ExecutorToAgent,
+    ExposeJob,
     JobExited,
+    JobExposed,
     JobKillArgs,
     JobOutput,
     JobOutputArgs,
@@ -373,3 +375,32 @@ def test_the_standalone_executor_refuses_jobs_and_job_tools(tmp_path: Path) -> N
     for args in (ExecuteCommandArgs(command="true", background=True), JobOutputArgs(id=1), JobKillArgs(id=1)):
         result = run(args, str(tmp_path))
         assert isinstance(result, ToolFailed) and "executor process" in result.error
+
+
+def test_an_exposed_jobs_port_is_reachable_on_this_machine_until_the_job_ends(sandboxed: Executor) -> None:
+    port = free_port()
+    started = sandboxed.job(f"exec python3 -m http.server {port} --bind 127.0.0.1", ready_port=port)
+    assert started.ready is True
+    sandboxed.channel.send(ExposeJob(job_id=started.job_id))
+    exposed = sandboxed.next()
+    while not isinstance(exposed, JobExposed):
+        exposed = sandboxed.next()
+    assert exposed.ok, exposed.text
+    host_port = int(exposed.text.rsplit("http://127.0.0.1:", 1)[1].split("/")[0])
+    with urllib.request.urlopen(f"http://127.0.0.1:{host_port}/", timeout=10) as answer:
+        assert answer.status == 200
+    sandboxed.call(JobKillArgs(id=started.job_id))
+    assert wait_for(lambda: not _accepts(host_port), 10)  # the relay ends with the job
+    sandboxed.channel.send(ExposeJob(job_id=99))
+    refused = sandboxed.next()
+    while not isinstance(refused, JobExposed):
+        refused = sandboxed.next()
+    assert not refused.ok and "no job 99" in refused.text
+
+
+def _accepts(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True

@@ -70,7 +70,7 @@ def test_jobs_lists_counts_and_stops_a_job_and_quit_ends_the_rest(
         assert term.wait_for("1 job", visible_only=True), term.text()  # the status bar's count
         assert wait_for(lambda: len(marked(first)) >= 2, 10)
         term.send("/jobs\r")
-        assert term.wait_for("background jobs (stop one with /jobs stop N):"), term.text()
+        assert term.wait_for("background jobs (/jobs stop N stops one"), term.text()
         row = [line for line in term.lines() if " 1  running " in line]
         assert row and f"serving {first}" in row[0], term.text()
         pids = marked(first)

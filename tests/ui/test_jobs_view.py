@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dashfloat.protocol import JobExited, JobOutput, JobStarted, StopJob
+from dashfloat.protocol import ExposeJob, JobExited, JobOutput, JobStarted, StopJob
 from dashfloat.ui._commands import Invalid, Send, ShowJobs, parse
 from dashfloat.ui._jobs_view import JOB_ROWS_MAX, JOBS_USAGE, JobRow, listing, running, status_label, updated
 from dashfloat.ui.state import UiState, reduce
@@ -32,6 +32,7 @@ def test_the_list_is_bounded_by_dropping_the_oldest_ended_jobs() -> None:
 def test_jobs_command_parses() -> None:
     assert parse("/jobs") == ShowJobs()
     assert parse("/jobs stop 3") == Send(StopJob(job_id=3))
+    assert parse("/jobs expose 2") == Send(ExposeJob(job_id=2))
     assert parse("/jobs stop x") == Invalid(JOBS_USAGE) == parse("/jobs kill 3") == parse("/jobs stop 0")
     assert listing((), 0.0).startswith("no background jobs in this session")
 
