@@ -276,9 +276,8 @@ class TuiShell:
         state, text = queue.next_prompt(self.state)
         if text is not None:
             self.show(state)
-            self.apply(Submitted(text))
-            self._turn_started = self.clock()
-            self.link.send(SubmitPrompt(text=text))
+            parsed = commands.parse(text, self.state.prompt_files)  # queued as typed: /init, /NAME args
+            self._send_prompt(parsed if isinstance(parsed, commands.Prompt) else commands.Prompt(text))
             return
         state, back = queue.given_back(self.state, self.buffer.text)
         if back is not None:
@@ -510,6 +509,12 @@ class TuiShell:
 
     # ------------------------------------------------------------ actions
 
+    def _send_prompt(self, prompt: commands.Prompt) -> None:
+        """A prompt goes to the agent; the transcript and the history show it as typed (``/init``)."""
+        self.apply(Submitted(prompt.shown or prompt.text))
+        self._turn_started = self.clock()
+        self.link.send(SubmitPrompt(text=prompt.text))
+
     def show_last(self) -> None:
         """Ctrl-O or /last: the newest change's whole diff (the UI has it), else the newest result from the agent."""
         if self.state.last_change is not None:
@@ -541,16 +546,14 @@ class TuiShell:
         match parsed:
             case commands.Prompt():
                 if self.state.busy or self.state.queued:  # after what waits: the queue keeps its order
-                    queued = queue.enqueue(self.state, parsed.shown or parsed.text)
+                    queued = queue.enqueue(self.state, text)
                     if queued is None:
                         self.apply(Hint(queue.QUEUE_FULL_HINT))
                         return
                     self.show(queued)
                     self.move_queue()
                 else:
-                    self.apply(Submitted(parsed.shown or parsed.text))
-                    self._turn_started = self.clock()
-                    self.link.send(SubmitPrompt(text=parsed.text))
+                    self._send_prompt(parsed)
             case commands.Send():
                 self.apply(Submitted(text))
                 message = parsed.message

@@ -14,10 +14,12 @@ from dashfloat.protocol import (
     ConfirmRequested,
     PhaseChanged,
     SetApproval,
+    SubmitPrompt,
     ToolResultShown,
     WriteFileArgs,
 )
 from dashfloat.ui import _queue as queue
+from dashfloat.ui._commands import INIT_PROMPT
 from dashfloat.ui._keys import bindings
 from dashfloat.ui._modes import ACT_ON_PLAN, next_mode
 from dashfloat.ui.render import CHANGE_DIFF_SHOWN_LINES
@@ -157,5 +159,20 @@ def test_the_approved_change_is_one_row_with_its_diff_collapsed() -> None:
             assert f"… {20 - CHANGE_DIFF_SHOWN_LINES} more diff lines · Ctrl-O or /last shows all" in text
             ui.keys("\x0f")  # Ctrl-O: the whole diff of that change, from the UI's own record
             await ui.until(lambda: "+line 19" in ui.text())
+
+    asyncio.run(main())
+
+
+def test_a_queued_command_prompt_goes_as_its_prompt_and_shows_as_typed() -> None:
+    async def main() -> None:
+        async with running_ui() as ui:
+            ui.link.push(READY, PhaseChanged(phase="streaming"))
+            await ui.until(lambda: ui.shell.state.busy)
+            ui.keys("/init" + ENTER)
+            await ui.until(lambda: ui.shell.state.queued == ("/init",))
+            assert any("↳ queued: /init" in line for line in ui.visible())
+            ui.link.push(PhaseChanged(phase="idle"))
+            await ui.until(lambda: SubmitPrompt(text=INIT_PROMPT) in ui.link.sent)
+            await ui.until(lambda: any(line == "❯ /init" for line in ui.lines()))
 
     asyncio.run(main())
