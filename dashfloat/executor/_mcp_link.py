@@ -34,6 +34,7 @@ from dashfloat.protocol import (
     McpToolResult,
     RunTool,
     Shutdown,
+    ToolCancelled,
 )
 
 MCP_HOST_STOP_GRACE_S: Final = 0.5
@@ -147,13 +148,15 @@ class McpLink:
         assert self.channel is not None
         return [self.channel.conn, self.pidfd]
 
-    def send(self, message: ConfigureMcp | McpCall | McpSearch | McpCancel | Shutdown) -> None:
+    def send(self, message: ConfigureMcp | McpCall | McpSearch | McpCancel | Shutdown) -> McpServersListed | None:
+        """Send to the host; a host found dead is reaped, and the listing that says so comes back."""
         if self.channel is None:
-            return
+            return None
         try:
             self.channel.send(message)
         except PeerDied:
-            self.died()
+            return self.died()
+        return None
 
     def read(self) -> list[McpServersListed | McpCallDone]:
         """Every message the host has sent (its death, when that is what woke us, becomes the listing that says so)."""
@@ -240,17 +243,25 @@ class McpLink:
         handle: Callable[[AgentToExecutor | None], None],
         queue: Callable[[RunTool], None],
         forward: Callable[[McpServersListed], None],
-    ) -> McpToolResult:
+    ) -> McpToolResult | ToolCancelled:
         """Run one MCP call (or search) to its result, serving the agent meanwhile: its CancelTool for this call
         cancels it, another RunTool waits its turn, anything else is ``handle``d as usual (a Shutdown ends us)."""
         args = run.args
         assert isinstance(args, McpCallArgs | McpSearchArgs)
-        if not self.alive():
-            self.start()
-        if isinstance(args, McpCallArgs):
-            self.send(McpCall(run.call_id, args.server, args.tool, args.arguments))
-        else:
-            self.send(McpSearch(run.call_id, args.query))
+        request = (
+            McpCall(run.call_id, args.server, args.tool, args.arguments)
+            if isinstance(args, McpCallArgs)
+            else McpSearch(run.call_id, args.query)
+        )
+        for _ in range(2):  # a host that died since the last call (its pidfd may lag its death) gets one successor
+            if not self.alive():
+                if self.process is not None:
+                    forward(self.died())  # reaped, its servers killed, said so
+                self.start()
+            death = self.send(request)
+            if death is None:
+                break
+            forward(death)  # it never got the call: nothing ran
         while True:
             sources = self.sources()
             if not sources:
@@ -259,7 +270,7 @@ class McpLink:
             for message in self.read() if any(s in ready for s in sources) else []:
                 if isinstance(message, McpCallDone):
                     if message.call_id == run.call_id:
-                        return message.result
+                        return ToolCancelled() if message.cancelled else message.result
                 else:
                     forward(message)
             if agent.conn in ready:

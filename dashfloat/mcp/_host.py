@@ -228,7 +228,8 @@ class Host:
     def __init__(self, channel: Channel[ExecutorToMcp]) -> None:
         self.channel = channel
         self.servers: dict[str, Server] = {}
-        self.calls: dict[str, asyncio.Task[None]] = {}
+        self.calls: dict[str, asyncio.Future[McpToolResult]] = {}
+        self.answering: set[asyncio.Future[None]] = set()
         self.spawning = asyncio.Lock()
 
     def notify(self) -> None:
@@ -248,17 +249,24 @@ class Host:
                 server.start()
 
     def begin(self, message: McpCall | McpSearch) -> None:
-        self.calls[message.call_id] = asyncio.create_task(self._answer(message))
+        work = self.call(message) if isinstance(message, McpCall) else self.search(message.query)
+        call = self.calls[message.call_id] = asyncio.ensure_future(work)
+        answer = asyncio.ensure_future(self._answer(message.call_id, call))
+        self.answering.add(answer)  # held: the loop keeps only a weak reference to a task
+        answer.add_done_callback(self.answering.discard)
 
-    async def _answer(self, message: McpCall | McpSearch) -> None:
+    async def _answer(self, call_id: str, call: asyncio.Future[McpToolResult]) -> None:
+        """The call's one McpCallDone, whatever happened to it (a cancel before it even began included)."""
         cancelled = False
         try:
-            result = await (self.call(message) if isinstance(message, McpCall) else self.search(message.query))
+            result = await call
         except asyncio.CancelledError:
             result, cancelled = failed("cancelled"), True
+        except Exception as exc:  # a bug of ours or the SDK's: the model reads it, the executor goes on
+            result = failed(f"the MCP call failed: {_why(exc)}")
         finally:
-            self.calls.pop(message.call_id, None)
-        self.send(McpCallDone(message.call_id, result, cancelled=cancelled))
+            self.calls.pop(call_id, None)
+        self.send(McpCallDone(call_id, result, cancelled=cancelled))
 
     async def search(self, query: str) -> McpToolResult:
         for server in self.servers.values():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import os
+import socket
 import time
 
 from mcp.server.fastmcp import FastMCP
@@ -59,7 +60,8 @@ def fail() -> str:
 @server.tool()
 def whoami() -> str:
     """The process id and whether the network is reachable (a sandboxed server has none)."""
-    return f"pid={os.getpid()} net={os.path.exists('/sys/class/net/eth0')} env={os.environ.get('SECRET_FOR_TEST', '-')}"
+    interfaces = ",".join(sorted(name for _, name in socket.if_nameindex()))
+    return f"pid={os.getpid()} interfaces={interfaces} secret={os.environ.get('SECRET_FOR_TEST', '-')}"
 
 
 for i in range(int(os.environ.get("FLOOD_TOOLS", "0"))):
