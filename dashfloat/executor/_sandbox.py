@@ -432,8 +432,12 @@ def describe(state: SandboxState, policy: SandboxPolicy | None = None) -> str:
     )
     if policy is None:
         net = "network: allowed once you approve"
+    elif policy.network:
+        net = "network: allowed"
+    elif state.network_mode == "registries" and not policy.private_home:
+        net = "network: registries only (proxy)"  # issue 35
     else:
-        net = "network: allowed" if policy.network else "network: denied"
+        net = "network: denied"
     return f"sandbox {mode} ({writes}; {net})"
 
 

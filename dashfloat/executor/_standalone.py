@@ -33,7 +33,16 @@ from dashfloat.executor._limits import EXEC_TIMEOUT_S, STANDALONE_LINE_MAX_BYTES
 from dashfloat.executor._sandbox import Sandbox, describe, detect
 from dashfloat.executor._tools import run_tool
 from dashfloat.executor.path_policy import Root
-from dashfloat.protocol import ProviderConfig, SandboxMode, SandboxPolicy, SandboxState, ToolResult, result_json
+from dashfloat.protocol import (
+    NetworkMode,
+    ProviderConfig,
+    SandboxMode,
+    SandboxPolicy,
+    SandboxState,
+    ToolResult,
+    result_json,
+)
+from dashfloat.sandbox_access import with_access
 
 _DESCRIPTION = """\
 Run DashFloat tool calls directly, without confirmation: the executor's debugging entry point.
@@ -103,8 +112,12 @@ def session_sandbox(mode: SandboxMode | None, network: bool, env: Mapping[str, s
     settings = sandbox_settings(env)
     limits = command_limits(env)
     hidden = provider_key_envs(env, _NO_PROVIDER)
-    state = detect(mode or settings.mode, network or settings.network, settings.deny_read, env, hide_env=hidden)
-    return msgspec.structs.replace(state, limits=limits, pass_env=sorted(set(settings.pass_env)))
+    # issue 35: without --network (or config's network = true), the registries through the proxy, as launch does
+    network_mode: NetworkMode = "on" if network or settings.network else "registries"
+    state = detect(mode or settings.mode, network_mode == "on", settings.deny_read, env, hide_env=hidden)
+    state = msgspec.structs.replace(state, limits=limits, pass_env=sorted(set(settings.pass_env)))
+    s = settings
+    return with_access(state, network_mode, s.allow_domains, s.deny_domains, s.writable_presets, s.writable, env)
 
 
 def mode_source(flag: SandboxMode | None, env: Mapping[str, str]) -> str:

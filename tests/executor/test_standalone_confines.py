@@ -221,9 +221,15 @@ WORKSPACE_WRITES = "working directory (not .git's hooks, config, info) + private
 @pytest.mark.parametrize(
     ("flags", "said"),
     [
-        ((), f"sandbox workspace-write (writes: {WORKSPACE_WRITES}; network: denied)"),
+        (
+            (),
+            f"sandbox workspace-write (writes: {WORKSPACE_WRITES}; network: registries only (proxy))",
+        ),
         (("--network",), f"sandbox workspace-write (writes: {WORKSPACE_WRITES}; network: allowed)"),
-        (("--sandbox", "read-only"), "sandbox read-only (writes: private /tmp only; network: denied)"),
+        (
+            ("--sandbox", "read-only"),
+            "sandbox read-only (writes: private /tmp only; network: registries only (proxy))",
+        ),
         (("--sandbox", "off"), "not sandboxed (--sandbox off): runs with your full permissions"),
     ],
 )
