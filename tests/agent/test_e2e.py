@@ -44,6 +44,8 @@ def test_read_file_round_trip_request_bodies(tree: Path) -> None:
             "edit_file",
             "execute_command",
             "list_directory",
+            "job_output",  # background jobs (issue 36)
+            "job_kill",
         ]
         assert "tool_choice" not in first and "parallel_tool_calls" not in first
         roles = [m["role"] for m in second["messages"]]

@@ -41,7 +41,7 @@ def test_a_text_call_of_a_tool_that_does_not_exist_is_answered_with_the_tools(tm
     [result] = tool_messages(second)
     error = json.loads(result)["error"]
     assert error.startswith("unknown tool: 'is_palindrome'; the call was not run.")
-    assert "execute_command(command: string, cwd?: string, timeout?: number)" in error
+    assert "execute_command(command: string, cwd?: string, timeout?: number, background?: boolean" in error
     assert "write_file(path: string, content: string)" in error
     [call_message] = [m for m in second["messages"] if m["role"] == "assistant"]
     assert call_message["tool_calls"][0]["function"]["name"] == "is_palindrome"
