@@ -26,7 +26,6 @@ from dashfloat.executor._confine import remove_left_behind, sweep
 from dashfloat.executor._errors import error_result
 from dashfloat.executor._exec import Command
 from dashfloat.executor._limits import PATH_CANDIDATES_MAX, PATH_QUERY_MAX_CHARS
-from dashfloat.executor._mcp_link import McpLink, describe_server, preview_lines
 from dashfloat.executor._path_index import PathIndex, build_index, find_paths, stale
 from dashfloat.executor._restore import apply_restore, preview_restore
 from dashfloat.executor._sandbox import Sandbox
@@ -72,6 +71,7 @@ from dashfloat.protocol import (
 
 if TYPE_CHECKING:
     from dashfloat.executor._jobs import Jobs  # imported with the first background job (issue 36)
+    from dashfloat.executor._mcp_link import McpLink  # imported once MCP servers are configured (ADR 0086)
     from dashfloat.hooks import HookVerdict  # imported with the first hook run: most sessions have none
 
 _Reply = ExecutorToAgent
@@ -432,7 +432,9 @@ class _Server:
     # ------------------------------------------------------------ MCP client (ADR 0086)
 
     def configure_mcp(self, servers: list[McpServerConfig]) -> None:
-        """The session's MCP servers: the host is forked now (its startup servers start at once)."""
+        """The session's MCP servers: the host is started now (its startup servers start at once)."""
+        from dashfloat.executor._mcp_link import McpLink
+
         if self.mcp is not None:
             self.mcp.stop()
         self.mcp = McpLink(servers, self.sandbox, self.root.path) if servers else None
@@ -465,6 +467,8 @@ class _Server:
             names = ", ".join(self.mcp.configs)
             return PreviewReady(call_id, [], error=f"no MCP server is named {args.server!r} (servers: {names})")
         info = self.mcp.settle(args.server, self.send)
+        from dashfloat.executor._mcp_link import describe_server, preview_lines
+
         lines, full = preview_lines(args, info, describe_server(config, self.sandbox))
         return PreviewReady(call_id, lines, summary=f"MCP {args.server}", full=full)
 
