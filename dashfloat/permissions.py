@@ -34,6 +34,7 @@ from dashfloat.protocol import (
     ToolArgs,
     WriteFileArgs,
 )
+from dashfloat.sandbox_access import SANDBOX_RULE_TOOL, sandbox_rule_problem
 
 RULE_TOOLS: Final = ("execute_command", "write_file", "edit_file")
 """Tools a rule can name: the ones that ask (read_file and list_directory never do)."""
@@ -96,6 +97,11 @@ def parse_rule(text: str, effect: Literal["allow", "deny"]) -> Rule:
     if match is None:
         raise RuleError("expected TOOL or TOOL(SPEC), e.g. execute_command(npm test) or edit_file")
     tool, spec = match.group("tool"), match.group("spec")
+    if tool == SANDBOX_RULE_TOOL:  # a sandbox grant for a program (issue 35, ADR 0082): matches no call itself
+        granted = command_words(spec or "") or []
+        if why := sandbox_rule_problem(granted, effect):
+            raise RuleError(f"{(spec or '').strip()!r}: {why}")
+        return Rule(tool, prefix=tuple(granted))
     if tool not in RULE_TOOLS:
         if tool in ("read_file", "list_directory"):
             raise RuleError(f"{tool} never asks: it needs no rule")

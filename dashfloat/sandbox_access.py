@@ -282,3 +282,63 @@ def sandbox_status_lines(state: SandboxState) -> list[str]:
     if state.unavailable:
         return [f"sandbox: NOT sandboxed ({state.unavailable})"]
     return [line for line in (f"sandbox: {state.mode}", sandbox_detail(state), network_detail(state)) if line]
+
+
+# ---- "always for this program": a sandbox grant as a permission rule (issue 35, ADR 0082)
+
+SANDBOX_RULE_TOOL: Final = "sandbox"
+"""``sandbox(npm write /home/me/.npm)``, ``sandbox(npm network)``: what every later command of that program gets."""
+_NO_GRANT_PROGRAMS: Final = frozenset(
+    {"sh", "bash", "zsh", "dash", "ksh", "fish", "env", "sudo", "doas", "su", "xargs", "exec", "eval", "command",
+     "nohup", "timeout", "nice", "time", "setsid", "busybox", "cd"}
+)  # fmt: skip
+"""Programs that run other programs: a grant to them would be a grant to anything."""
+
+
+def line_program(command: str) -> str:
+    """The program of a plain command line (its first word's base name): what "always for this program" names;
+    ``""`` for a line with shell syntax (its other commands would get the grant too, as an allow rule never covers
+    such a line), one that starts with an assignment or a wrapper."""
+    import shlex
+
+    if set(command) & set(";&|<>`$(){}\n\r"):
+        return ""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return ""
+    first = words[0] if words else ""
+    program = posixpath.basename(first)
+    if not program or "=" in first or program in _NO_GRANT_PROGRAMS:
+        return ""
+    return program
+
+
+def sandbox_rule_problem(words: Sequence[str], effect: str) -> str:
+    """Why ``sandbox(WORDS)`` is no rule (``""`` when it is): ``PROGRAM network`` or ``PROGRAM write PATH``, allow
+    only."""
+    if effect != "allow":
+        return "a sandbox grant can only allow (to refuse a host, use [sandbox] deny_domains)"
+    shape_ok = len(words) == 2 and words[1] == "network"
+    shape_ok = shape_ok or (len(words) == 3 and words[1] == "write" and words[2].startswith(("/", "~/")))
+    if not shape_ok:
+        return "expected sandbox(PROGRAM network) or sandbox(PROGRAM write /absolute/path)"
+    if line_program(words[0]) != words[0]:
+        return f"{words[0]!r} is not a program a grant can name (a wrapper or a shell runs anything)"
+    return ""
+
+
+def granted(prefixes: Iterable[Sequence[str]], command: str, home: str) -> tuple[list[str], bool]:
+    """What the sandbox rules (their words) grant ``command``: the writable paths and the network of those naming its
+    program."""
+    program = line_program(command)
+    writable: list[str] = []
+    network = False
+    for words in prefixes:
+        if not program or not words or words[0] != program:
+            continue
+        if len(words) == 2 and words[1] == "network":
+            network = True
+        elif len(words) == 3 and words[1] == "write":
+            writable.append(expand_home(words[2], home))
+    return list(dict.fromkeys(writable)), network

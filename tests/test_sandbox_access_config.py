@@ -67,3 +67,30 @@ def test_network_takes_a_mode_and_a_bare_flag_means_on() -> None:
     assert parse_args(["fix", "it", "--network"]).network == "on"
     with pytest.raises(SystemExit):
         parse_args(["--network", "everything"])
+
+
+def test_a_sandbox_grant_is_a_rule_that_names_a_program() -> None:
+    from dashfloat.permissions import RuleError, parse_rule
+    from dashfloat.sandbox_access import granted, line_program
+
+    rule = parse_rule("sandbox(npm write ~/.npm)", "allow")
+    assert rule.text() == "sandbox(npm write '~/.npm')" and parse_rule(rule.text(), "allow") == rule
+    assert parse_rule("sandbox(cargo network)", "allow").prefix == ("cargo", "network")
+    for bad, said in (
+        ("sandbox(npm network)", "can only allow"),
+        ("sandbox(sh network)", "not a program a grant can name"),
+        ("sandbox(npm write relative)", "expected sandbox(PROGRAM network)"),
+        ("sandbox(npm)", "expected"),
+    ):
+        with pytest.raises(RuleError, match=said.replace("(", r"\(").replace(")", r"\)")):
+            parse_rule(bad, "deny" if bad == "sandbox(npm network)" else "allow")
+    assert [line_program(c) for c in ("/usr/bin/npm ci", "A=1 npm ci", "sudo npm ci", "npm ci && x", "'unclosed")] == [
+        "npm",
+        "",
+        "",
+        "",
+        "",
+    ]
+    rules = [("npm", "write", "~/.npm"), ("npm", "network"), ("cargo", "network")]
+    assert granted(rules, "npm ci", "/h") == (["/h/.npm"], True)
+    assert granted(rules, "pip install x", "/h") == ([], False)

@@ -11,6 +11,7 @@ for the next call.
 from __future__ import annotations
 
 import collections
+import os
 from typing import TYPE_CHECKING, Final, Literal, Protocol, assert_never
 
 import msgspec
@@ -31,9 +32,11 @@ from dashfloat.agent._decide import (
     escalated_policy,
     escalates,
     escalation,
+    grant_rules,
+    ruled_policy,
 )
 from dashfloat.catalogue import UNNAMED_CALL
-from dashfloat.permissions import call_scope
+from dashfloat.permissions import SourcedRule, call_scope
 from dashfloat.protocol import (
     AgentReady,
     ApprovalMode,
@@ -316,9 +319,19 @@ class CallsFlow:
         grant, refused = self.escalating
         self.escalating = None
         self.escalated = True
-        if decision in ("approve", "approve_always"):  # no "always" is offered: a stray one approves once
+        if decision in ("approve", "approve_always"):
             args, policy = self.ran_as
-            return "tool", self._run(None, by_keypress=True, args=args, policy=escalated_policy(policy, grant))
+            out: Out = []
+            call = self.current
+            assert isinstance(call.args, ExecuteCommandArgs)
+            rules = grant_rules(call.args.command, grant) if decision == "approve_always" else []
+            for rule in rules:  # "always for this program": session rules, revoked as the others are
+                self.session.rules.session.append(SourcedRule(rule, "allow", "session"))
+            if rules:
+                said = ", ".join(rule.text() for rule in rules)
+                text = f"{said}: for the rest of this session (/permissions to revoke)"
+                out += [("ui", SystemEntry(text=text)), ("ui", self.session.ready_message())]
+            return "tool", out + self._run(None, by_keypress=True, args=args, policy=escalated_policy(policy, grant))
         if decision == "reject_stop":
             self.stop.set(REJECTED, "stopped")
         return self.ran(refused)
@@ -342,6 +355,10 @@ class CallsFlow:
             network=not read_only and (by_keypress or self.session.sandbox.network),
             private_home=read_only,
         )
+        ran = args if args is not None else call.args
+        if not read_only and isinstance(ran, ExecuteCommandArgs):  # sandbox(PROGRAM …) rules (issue 35)
+            home = os.environ.get("HOME") or os.path.expanduser("~")
+            policy = ruled_policy(policy, self.session.rules.all(), ran.command, home)
         self.ran_as = (args, policy)
         run = RunTool(
             call_id=call.id,

@@ -15,7 +15,15 @@ from typing import Final, Literal
 import msgspec
 
 from dashfloat.catalogue import mutates
-from dashfloat.permissions import SourcedRule, call_scope, no_scope_reason, read_only_command, ruled_git_line, verdict
+from dashfloat.permissions import (
+    Rule,
+    SourcedRule,
+    call_scope,
+    no_scope_reason,
+    read_only_command,
+    ruled_git_line,
+    verdict,
+)
 from dashfloat.protocol import (
     ApprovalMode,
     AssembledCall,
@@ -29,6 +37,7 @@ from dashfloat.protocol import (
     ToolArgs,
     WriteFileArgs,
 )
+from dashfloat.sandbox_access import SANDBOX_RULE_TOOL, granted, line_program
 
 Approver = Literal["keypress", "rule", "flag"]
 Approval = tuple[Approver, str]
@@ -172,8 +181,8 @@ def confirmation(ref: int, call: AssembledCall, preview: PreviewReady) -> Confir
 
 # ---- the sandbox's escalation (issue 35, ADR 0082): a command the sandbox refused, re-run once on a keypress
 
-ESCALATION_NO_ALWAYS: Final = "a sandbox grant is for this run only"
-"""The key line's note on an escalation: "always" is not offered."""
+ESCALATION_NO_ALWAYS: Final = "the line starts with no program a grant can name: this run only"
+"""The key line's note on an escalation "always" cannot be offered for (a wrapper, an assignment, shell syntax)."""
 
 
 def escalates(grant: SandboxGrant | None, sandbox: SandboxState, policy: SandboxPolicy, escalated: bool) -> bool:
@@ -188,10 +197,22 @@ def escalated_policy(policy: SandboxPolicy, grant: SandboxGrant) -> SandboxPolic
     return msgspec.structs.replace(policy, network=policy.network or grant.network, writable=writable)
 
 
+def grant_rules(command: str, grant: SandboxGrant) -> list[Rule]:
+    """The rules "always" adds for an escalation: the grant for every later command of the line's program (none
+    when the line names no program a grant can: ``sandbox_access.line_program``)."""
+    program = line_program(command)
+    if not program:
+        return []
+    rules = [Rule(SANDBOX_RULE_TOOL, prefix=(program, "write", path)) for path in grant.writable]
+    return rules + ([Rule(SANDBOX_RULE_TOOL, prefix=(program, "network"))] if grant.network else [])
+
+
 def escalation(ref: int, call: AssembledCall, grant: SandboxGrant) -> ConfirmRequested:
-    """The confirmation that offers the re-run: what was refused, and what the re-run would get."""
+    """The confirmation that offers the re-run: what was refused, what the re-run would get, and the rules "always"
+    would add for the program."""
     assert isinstance(call.args, ExecuteCommandArgs)
     adds = [f"{path} writable" for path in grant.writable] + (["the whole network"] if grant.network else [])
+    scope = ", ".join(rule.text() for rule in grant_rules(call.args.command, grant))
     return ConfirmRequested(
         ref=ref,
         id=call.id,
@@ -199,5 +220,16 @@ def escalation(ref: int, call: AssembledCall, grant: SandboxGrant) -> ConfirmReq
         lines=[f"the sandbox refused: {grant.refused}", f"re-run this exact command once with {' and '.join(adds)}?"],
         summary="sandbox refused",
         full=call.args.command,
-        no_scope=ESCALATION_NO_ALWAYS,
+        scope=scope,
+        no_scope="" if scope else ESCALATION_NO_ALWAYS,
     )
+
+
+def ruled_policy(policy: SandboxPolicy, rules: Sequence[SourcedRule], command: str, home: str) -> SandboxPolicy:
+    """``policy`` with what the allow rules ``sandbox(PROGRAM …)`` grant the line's program (an "always" of an
+    escalation, or a saved one)."""
+    prefixes = [r.rule.prefix for r in rules if r.effect == "allow" and r.rule.tool == SANDBOX_RULE_TOOL]
+    writable, network = granted(prefixes, command, home)
+    if not writable and not network:
+        return policy
+    return escalated_policy(policy, SandboxGrant(refused="", writable=writable, network=network))

@@ -5,7 +5,7 @@ test_registry_proxy.py)."""
 from __future__ import annotations
 
 from dashfloat.agent import AgentCore, AgentOptions, MemoryJournal, provider_message
-from dashfloat.agent._decide import ESCALATION_NO_ALWAYS, escalated_policy
+from dashfloat.agent._decide import ESCALATION_NO_ALWAYS, escalated_policy, escalation
 from dashfloat.protocol import (
     CapturedOutput,
     CommandExited,
@@ -59,7 +59,7 @@ def test_one_key_reruns_exactly_the_refused_command_with_the_grant() -> None:
     [ask] = [m for m in out if isinstance(m, ConfirmRequested)]
     assert not [m for m in out if isinstance(m, RunTool)]  # never re-run without the key
     assert ask.lines[0] == f"the sandbox refused: {GRANT.refused}" and "/h/.npm writable" in ask.lines[1]
-    assert ask.scope == "" and ask.no_scope == ESCALATION_NO_ALWAYS and core.phase == "confirming"
+    assert ask.scope == "sandbox(npm write /h/.npm)" and core.phase == "confirming"
     core.on_ui(DecideConfirmation(ref=ask.ref, decision="approve"))
     [again] = [m for m in take(core) if isinstance(m, RunTool)]
     assert again.args == first.args and again.call_id == first.call_id
@@ -116,3 +116,43 @@ def test_status_shows_the_writable_paths_the_network_mode_and_the_allowlist() ->
     [status] = [m.text for m in take(core) if isinstance(m, SystemEntry)]
     assert "writable: the working directory (not .git's hooks, config, info), a private /tmp, /h/.npm" in status
     assert "(--network registries); allowed hosts: pypi.org" in status
+
+
+def test_always_grants_the_program_for_the_session_and_ask_revokes_it() -> None:
+    from dashfloat.protocol import AssembledCall, ExecuteCommandArgs, SetApproval
+
+    core = core_with(escalation=True)
+    _, out = run_refused(core)
+    [ask] = [m for m in out if isinstance(m, ConfirmRequested)]
+    core.on_ui(DecideConfirmation(ref=ask.ref, decision="approve_always"))
+    out = take(core)
+    [again] = [m for m in out if isinstance(m, RunTool)]
+    assert again.sandbox.writable == ["/h/.npm"]
+    assert [r.rule.text() for r in core.rules.session] == ["sandbox(npm write /h/.npm)"]
+    core.on_executor(ToolFinished(call_id="c", result=PASSED))
+    core.on_llm(StreamDone(request_id=core.request_id, content="ok", tool_calls=[], finish_reason="stop"))
+    take(core)
+
+    def next_run(command: str, call_id: str) -> RunTool:
+        core.on_ui(SubmitPrompt(text="again"))
+        calls = [assemble(call_id, "execute_command", {"command": command})]
+        core.on_llm(StreamDone(request_id=core.request_id, content="", tool_calls=calls, finish_reason="tool_calls"))
+        [run] = [m for m in take(core) if isinstance(m, RunTool)]
+        core.on_executor(ToolFinished(call_id=call_id, result=PASSED))
+        core.on_llm(StreamDone(request_id=core.request_id, content="ok", tool_calls=[], finish_reason="stop"))
+        take(core)
+        return run
+
+    assert next_run("npm install left-pad", "c2").sandbox.writable == ["/h/.npm"]  # npm: granted, unasked
+    assert next_run("cargo build", "c3").sandbox.writable == []  # another program: not
+    core.on_ui(SetApproval(mode="ask"))  # /approve ask revokes the session's grants, this one too
+    take(core)
+    core.on_ui(SetApproval(mode="all"))
+    take(core)
+    assert next_run("npm ci", "c4").sandbox.writable == []
+    # A line that starts with a wrapper or shell syntax names no program: no "always" for it.
+    call = AssembledCall(
+        id="x", name="execute_command", arguments="{}", args=ExecuteCommandArgs(command="env A=1 npm ci")
+    )
+    offer = escalation(1, call, GRANT)
+    assert offer.scope == "" and offer.no_scope == ESCALATION_NO_ALWAYS
