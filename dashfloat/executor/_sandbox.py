@@ -18,14 +18,16 @@ import stat
 import subprocess
 import weakref
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import msgspec
 
-from dashfloat.executor._proxy import ProxySupervisor, ProxyUnavailable
-from dashfloat.executor._refused import REFUSAL_PREFIX, Refusal, grant_for, refused_writes, wanted_network
 from dashfloat.executor._session_net import SessionNet, session_net
 from dashfloat.protocol import SandboxGrant, SandboxMode, SandboxPolicy, SandboxState
+
+if TYPE_CHECKING:  # imported where used: the main process's probe imports this module, and needs neither (issue 35)
+    from dashfloat.executor._proxy import ProxySupervisor
+    from dashfloat.executor._refused import Refusal
 
 with contextlib.suppress(ImportError):  # bwrap_binary says what its absence means
     # The bundled bwrap's package, which the executor imports at start (``Sandbox.for_session``): imported with
@@ -620,6 +622,8 @@ class Sandbox(msgspec.Struct, frozen=True):
             return cls(state)
         proxy = None
         if state.network_mode == "registries" and state.allow_domains:
+            from dashfloat.executor._proxy import ProxySupervisor
+
             proxy = ProxySupervisor(state.allow_domains, state.deny_domains, env, PROXY_PORT)
         try:
             return cls(state, bwrap_binary(env), proxy=proxy)
@@ -715,6 +719,8 @@ class Wrap(msgspec.Struct, frozen=True, weakref=True):
         proxy = self.sandbox.proxy
         if not self.proxied or proxy is None:
             return ""
+        from dashfloat.executor._proxy import ProxyUnavailable
+
         try:
             path = proxy.socket_path()
             if self.session_net is not None:
@@ -759,6 +765,8 @@ class Refusals(msgspec.Struct, frozen=True):
     def refusal(self, output: str, failed: bool) -> Refusal:
         """What the sandbox refused this command, once it is over (nothing when it succeeded, but the proxy's refusals
         and a proxy that could not start: those are said whatever the exit status)."""
+        from dashfloat.executor._refused import Refusal, refused_writes, wanted_network
+
         hosts = self.sandbox.proxy.refusals() if self.proxied and self.sandbox.proxy is not None else []
         unavailable = self.unavailable[0] if self.unavailable else ""
         paths: list[str] = []
@@ -777,11 +785,12 @@ class Refusals(msgspec.Struct, frozen=True):
     def grant(self) -> SandboxGrant | None:
         """What a person may grant the command for one re-run: the refused paths' directories under the home (none
         that can never be writable) and the network; None when nothing was refused, or nothing can be granted."""
-        refusal = self.found[-1] if self.found else Refusal()
-        if not refusal:
+        if not self.found or not self.found[-1]:
             return None
+        from dashfloat.executor._refused import REFUSAL_PREFIX, grant_for
         from dashfloat.sandbox_access import writable_problem
 
+        refusal = self.found[-1]
         home = os.environ.get("HOME") or os.path.expanduser("~")
         path_dirs = os.environ.get("PATH", "").split(os.pathsep)
         grants = dict.fromkeys(grant_for(path, home) for path in refusal.paths)
