@@ -20,8 +20,8 @@ LAZY = (b"markdown_it", b"pygments.lexers")
 NEVER = (b"pygments.styles", b"wcwidth.grapheme", b"prompt_toolkit.shortcuts", b"xml.dom.minidom", b"difflib")
 """pygments' style machinery: the theme writes its code palette out (dashfloat/ui/_theme.py); wcwidth's package:
 prompt_toolkit gets its one function without it; prompt_toolkit's shortcuts: its package ``__init__`` is not run
-(dashfloat/ui/_imports.py, ADR 0046); minidom: only prompt_toolkit's HTML() parses with it; difflib: only a misspelt
-command's suggestion needs it (ADR 0053)."""
+(dashfloat/_startup/prompt_toolkit_import.py, ADR 0046); minidom: only prompt_toolkit's HTML() parses with it;
+difflib: only a misspelt command's suggestion needs it (ADR 0053)."""
 OUT_AT_IDLE = (b"dataclasses", b"pygments")
 """The UI's records are msgspec Structs (ADR 0056); markdown-it-py's tokens, imported with the first answer, are
 dataclasses, so it is held out at idle only; pygments' package comes with the first code block's lexer (its token
