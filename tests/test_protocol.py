@@ -41,8 +41,15 @@ def strategy(t: mi.Type) -> st.SearchStrategy[Any]:
     match t:
         case mi.IntType(ge=ge, le=le):  # the constraints a decoder checks (the tool arguments' bounds)
             return st.integers(-(2**63) if ge is None else ge, 2**63 - 1 if le is None else le)
-        case mi.FloatType(ge=ge, le=le):
-            return st.floats(ge, le, allow_nan=False, allow_infinity=False)
+        case mi.FloatType(ge=ge, le=le, gt=gt, lt=lt):  # gt/lt: an exclusive bound (a job's ready_timeout > 0)
+            return st.floats(
+                ge if gt is None else gt,
+                le if lt is None else lt,
+                exclude_min=gt is not None,
+                exclude_max=lt is not None,
+                allow_nan=False,
+                allow_infinity=False,
+            )
         case mi.StrType(min_length=min_length):
             return st.text(min_size=min_length or 0, max_size=30)
         case mi.BoolType():
