@@ -179,8 +179,11 @@ def test_freed_heap_pages_are_given_back_to_the_kernel(how: str) -> None:
 FORK_HOMES = {"_startup/fork.py", "procutil.py"}
 """Where the forking itself is done: the lean fork context under ``start_sharing``, and the stop guard (a process
 that only waits on a pipe, in a session of its own)."""
-SHORT_LIVED_FORKS = {"executor/_path_index.py"}
-"""Files that may ``os.fork`` without ``start_sharing``: a child that lives for one bounded walk, never idle."""
+SHORT_LIVED_FORKS = {
+    "executor/_path_index.py": "a child that lives for one bounded walk, never idle",
+    "netproxy/_forward.py": "a standalone script (python -I -S) inside one sandbox: no DashFloat heap to share",
+}
+"""Files that may ``os.fork`` without ``start_sharing``, and why."""
 
 
 def _started_directly(path: Path) -> list[str]:
