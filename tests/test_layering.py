@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import dashfloat
 
-PROCESS_PACKAGES = {"ui", "agent", "llm", "executor"}
+PROCESS_PACKAGES = {"ui", "agent", "llm", "executor", "mcp"}  # mcp: the MCP host (ADR 0086)
 MAIN_PROCESS_MODULES = {"runtime", "cli", "launch", "demo"}
 LIBRARY_PACKAGES = {"sessions", "_startup"}
 """Shared by several processes; they import only the contract modules and each other, never a process's code."""
