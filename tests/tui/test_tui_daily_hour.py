@@ -132,12 +132,22 @@ def test_first_screen_status_init_and_quit(tree: Path, isolated_env: dict[str, s
 # ---------------------------------------------------------------- 8. modes on Shift-Tab, coloured, plan's hand-off
 
 
+def _status_row(term: Terminal) -> int:
+    """The status bar's row (the last one that starts with the phase's mark)."""
+    rows = [y for y, line in enumerate(term.screen.display) if line.startswith(("●", *"⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"))]
+    return rows[-1] if rows else -1
+
+
+def _status_says(term: Terminal, word: str) -> bool:
+    """Whether the status bar (not a notice above it) shows ``word``, once a frame has drawn it."""
+    return term.wait_until(lambda: _status_row(term) >= 0 and word in term.screen.display[_status_row(term)])
+
+
 def _status_fg(term: Terminal, word: str) -> str:
     """The colour the status bar draws ``word`` in."""
-    for y, line in enumerate(term.screen.display):
-        if line.startswith(("●", *"⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")) and word in line:
-            return str(term.screen.buffer[y][line.index(word)].fg)
-    raise AssertionError(term.visible())
+    assert _status_says(term, word), term.visible()
+    y = _status_row(term)
+    return str(term.screen.buffer[y][term.screen.display[y].index(word)].fg)
 
 
 def test_shift_tab_cycles_the_modes_colours_them_and_leaving_plan_offers_to_act(
@@ -150,17 +160,15 @@ def test_shift_tab_cycles_the_modes_colours_them_and_leaving_plan_offers_to_act(
     try:
         plain = _status_fg(term, "approve: ask")
         term.send(SHIFT_TAB)
-        assert term.wait_for("approve: edits", visible_only=True), term.text()
         assert _status_fg(term, "approve: edits") != plain  # any mode but ask stands out
         term.send(SHIFT_TAB)
-        assert term.wait_for("approve: plan", visible_only=True), term.text()
         assert _status_fg(term, "approve: plan") != plain
         term.send(SHIFT_TAB)  # config.toml enables all: it joins the cycle
-        assert term.wait_for("approve: all", visible_only=True), term.text()
+        assert _status_says(term, "approve: all"), term.text()
         assert term.wait_for(f"❯ {ACT_ON_PLAN}", visible_only=True), term.text()  # plan's hand-off, not sent
         assert server.requests == []
         term.send(SHIFT_TAB)
-        assert term.wait_for("approve: ask", visible_only=True), term.text()
+        assert _status_says(term, "approve: ask"), term.text()
     finally:
         term.close()
 

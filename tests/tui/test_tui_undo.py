@@ -62,7 +62,7 @@ def test_undo_then_rewind_in_the_real_tui(tmp_path: Path, isolated_env: dict[str
         assert term.wait_for("rewind to just before prompt 2"), term.text()
         assert term.wait_for(KEYS_LINE, visible_only=True), term.text()
         term.send("y")
-        assert term.wait_for("restored 1 file"), term.text()
+        assert term.wait_for("“write the second file”): deleted 1 file DashFloat had created"), term.text()
         assert not (work / "second.txt").exists()
         # the prompt is back in the input: Enter resends it on the truncated conversation
         assert term.wait_for("write the second file", visible_only=True), term.text()
