@@ -135,11 +135,12 @@ class Server:
             start=self.config.start,
         )  # fmt: skip
 
-    def start(self) -> None:
+    def start(self, say: bool = True) -> None:
         self.state, self.error = "starting", ""
         self.up, self.stop = asyncio.Event(), asyncio.Event()
         self.task = asyncio.create_task(self._run())
-        self.host.notify()
+        if say:
+            self.host.notify()
 
     async def ensure(self) -> ClientSession:
         """The session, the server started first if it is not running (a crashed one is started afresh)."""
@@ -243,10 +244,10 @@ class Host:
         for config in configs:
             if config.name not in self.servers:
                 self.servers[config.name] = Server(self, config)
-        self.notify()
         for server in self.servers.values():
             if server.config.start == "startup" and server.task is None and server.state == "stopped":
-                server.start()
+                server.start(say=False)
+        self.notify()  # once, every startup server starting already: never "stopped" before it
 
     def begin(self, message: McpCall | McpSearch) -> None:
         work = self.call(message) if isinstance(message, McpCall) else self.search(message.query)

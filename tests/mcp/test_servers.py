@@ -18,7 +18,7 @@ import pytest
 from dashfloat.catalogue import mcp_catalogue
 from dashfloat.channel import Channel
 from dashfloat.executor import detect_sandbox
-from dashfloat.executor._mcp_link import McpLink
+from dashfloat.executor._mcp_link import McpLink, describe_server, preview_lines, server_argv
 from dashfloat.executor._sandbox import Sandbox
 from dashfloat.jsonvalue import JsonObject
 from dashfloat.mcp import MCP_RESULT_MAX_BYTES
@@ -195,4 +195,82 @@ def test_servers_die_with_a_killed_host(mode: str, repo: Path) -> None:
     assert driver.tool("mcp__fail__echo", text="back").text == "back"
     assert gone(server) and driver.pid("fail") != server
     assert any(listed.servers[0].state == "failed" for listed in driver.forwarded)
+    link.stop()
+
+
+def test_calls_and_messages_that_come_during_a_call_wait_or_are_served(driver: Driver) -> None:
+    """Another RunTool waits its turn, anything else is handled at once, a frame that does not decode is passed on
+    as nothing (the executor says so), and a cancel for another call is not this call's."""
+    queued = RunTool(call_id="later", args=McpCallArgs("mcp__fail__echo", '{"text": "later"}'))
+    driver.agent_side.send(queued)
+    driver.agent_side.send(CancelTool(call_id="another"))
+    driver.agent_side.conn.send_bytes(b"\xc1")  # no msgpack
+    assert driver.tool("mcp__fail__huge", size=10).text == "0123456789"
+    assert any(r == queued for r in driver.handled)
+    assert CancelTool(call_id="another") in driver.handled and None in driver.handled
+
+
+def test_a_confirmation_waits_for_a_starting_server_to_name_its_tool(repo: Path) -> None:
+    link = McpLink([McpServerConfig("fail", sys.executable, [FAIL_SERVER])], sandbox("off"), str(repo))
+    link.start()
+    forwarded: list[McpServersListed] = []
+    info = link.settle("fail", forwarded.append)
+    assert info is not None and info.state == "ready" and "echo" in {t.name for t in info.tools}
+    lines, _ = preview_lines(McpCallArgs("mcp__fail__echo", "not json"), info, describe_server(None, sandbox()))
+    assert lines[:4] == [
+        "MCP server fail · tool echo · not configured",
+        "  Say the text back.",
+        "arguments:",
+        "  not json",
+    ]
+    assert forwarded and link.settle("nobody", forwarded.append) is None
+    link.stop()
+
+
+def test_the_host_dying_during_a_call_is_the_calls_error(repo: Path) -> None:
+    link = McpLink([McpServerConfig("fail", sys.executable, [FAIL_SERVER])], sandbox("off"), str(repo))
+    link.start()
+    driver = Driver(link)
+    server = driver.pid("fail")
+    assert link.process is not None
+    host = link.process.pid
+    driver.agent_side.send(CancelTool(call_id="not-this-one"))  # wakes the call's wait: then the host is killed
+    os.kill(host, signal.SIGSTOP)  # holds the call unanswered until the kill
+
+    def kill_host(message: AgentToExecutor | None) -> None:
+        os.kill(host, signal.SIGKILL)
+
+    dead = link.call(RunTool(call_id="x", args=McpCallArgs("mcp__fail__echo", "{}")), driver.theirs, kill_host,
+                     driver.handled.append, driver.forwarded.append)  # fmt: skip
+    assert isinstance(dead, McpToolResult) and dead.is_error and "died during the call" in dead.text
+    assert gone(server)  # its group killed, though the host could not
+    link.stop()
+    link.stop()  # a second stop finds nothing to stop
+
+
+def test_how_a_server_runs_is_said_and_its_command_line_wrapped(repo: Path) -> None:
+    plain = McpServerConfig("s", "srv", ["--a"])
+    boxed = sandbox()
+    assert describe_server(McpServerConfig("h", url="http://h/mcp"), boxed) == "over HTTP"
+    assert describe_server(plain, sandbox("off")) == describe_server(
+        McpServerConfig("s", "srv", sandbox=False), boxed
+    ) == "NOT sandboxed: it runs with your full permissions"  # fmt: skip
+    assert describe_server(plain, boxed) == "sandboxed (workspace-write, no network)"
+    assert (
+        describe_server(McpServerConfig("s", "srv", network=True), boxed) == "sandboxed (workspace-write, with network)"
+    )
+    assert server_argv(plain, sandbox("off"), str(repo)) == ("srv", ["--a"])
+    command, argv = server_argv(plain, boxed, str(repo))
+    assert command == boxed.bwrap and argv[-3:] == ["--", "srv", "--a"] and "--share-net" not in argv
+    assert ["--bind", str(repo), str(repo)] == argv[argv.index("--bind") : argv.index("--bind") + 3]
+    assert "--die-with-parent" in argv and "--share-net" in server_argv(McpServerConfig("s", "x", network=True), boxed,
+                                                                       str(repo))[1]  # fmt: skip
+    no_bwrap = Sandbox(boxed.state, bwrap_error="bwrap is gone")
+    link = McpLink([plain, McpServerConfig("h", url="http://127.0.0.1:9/mcp", start="lazy")], no_bwrap, str(repo))
+    link.start()
+    assert (
+        link.listed["s"].state == "failed" and "no bwrap to run the server in: bwrap is gone" in link.listed["s"].error
+    )
+    unreachable = Driver(link).tool("mcp__h__anything")
+    assert unreachable.is_error and "MCP server h is not running" in unreachable.text
     link.stop()
