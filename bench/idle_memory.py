@@ -123,7 +123,8 @@ def tui_start(tree: Path, server: ScriptedServer, cwd: Path, env: dict[str, str]
 
 
 def summary(label: str, readings: list[Reading]) -> str:
-    """Medians of the totals and of each process's figures."""
+    """Medians of the totals and of each process's figures, and each process's private memory at every start, in
+    order (a process's figure can be bimodal: a median alone hides it; the agent's and the executor's go in pairs)."""
     lines = []
     totals = [[sum(each[i] for each in reading.values()) for reading in readings] for i in range(3)]
     lines.append(
@@ -133,7 +134,8 @@ def summary(label: str, readings: list[Reading]) -> str:
     for name in readings[0]:
         column = [reading[name] for reading in readings if name in reading]
         pss, uss, own = (statistics.median(values[i] for values in column) for i in range(3))
-        lines.append(f"  {name:16} PSS {pss:6.2f}  USS {uss:6.2f}  own {own:6.2f}")
+        each = " ".join(f"{values[1]:.2f}" for values in column)
+        lines.append(f"  {name:16} PSS {pss:6.2f}  USS {uss:6.2f}  own {own:6.2f}  (USS of each start: {each})")
     return "\n".join(lines)
 
 
