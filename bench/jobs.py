@@ -16,7 +16,8 @@ from bench.common import Figure
 from dashfloat.agent import ForkWorkers
 from dashfloat.channel import Channel
 from dashfloat.executor import _session_net
-from dashfloat.executor._sandbox import Sandbox, detect
+from dashfloat.executor._sandbox import Sandbox
+from dashfloat.executor._sandbox_probe import detect
 from dashfloat.executor._tools import run as run_call
 from dashfloat.executor.path_policy import Root
 from dashfloat.protocol import (

@@ -209,12 +209,12 @@ def test_the_sandbox_probe_starts_before_the_command_line_is_imported_and_runs_o
     script = (
         "import sys\n"
         "import dashfloat._entry as first\n"
-        "from dashfloat.executor import _sandbox\n"
-        "started = _sandbox.Probe.__init__\n"
+        "from dashfloat.executor import _sandbox_probe\n"
+        "started = _sandbox_probe.Probe.__init__\n"
         "def recorded(self, env):\n"
         f"    open({str(seen)!r}, 'a').write(str('dashfloat.cli' in sys.modules))\n"
         "    started(self, env)\n"
-        "_sandbox.Probe.__init__ = recorded\n"
+        "_sandbox_probe.Probe.__init__ = recorded\n"
         "sys.argv = sys.argv[1:]\n"
         "first.entry()\n"
     )

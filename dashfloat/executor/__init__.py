@@ -26,8 +26,8 @@ if TYPE_CHECKING:
         READ_STREAM_THRESHOLD_BYTES,
     )
     from dashfloat.executor._patch import serve_patch
-    from dashfloat.executor._sandbox import Probe as SandboxProbe
-    from dashfloat.executor._sandbox import detect as detect_sandbox
+    from dashfloat.executor._sandbox_probe import Probe as SandboxProbe
+    from dashfloat.executor._sandbox_probe import detect as detect_sandbox
     from dashfloat.executor._serve import serve
     from dashfloat.executor._tools import PREVIEW_MAX_LINE_CHARS, Preview, preview, preview_call, run, run_tool
     from dashfloat.executor.path_policy import BadPath, PathError, PathEscape, resolve
@@ -86,8 +86,8 @@ __getattr__ = lazy_exports(
         "READ_MAX_BYTES": "_limits",
         "READ_MAX_LINES": "_limits",
         "READ_STREAM_THRESHOLD_BYTES": "_limits",
-        "SandboxProbe": "_sandbox:Probe",
-        "detect_sandbox": "_sandbox:detect",
+        "SandboxProbe": "_sandbox_probe:Probe",
+        "detect_sandbox": "_sandbox_probe:detect",
         "serve": "_serve",
         "serve_patch": "_patch",
         "PREVIEW_MAX_LINE_CHARS": "_tools",

@@ -5,17 +5,15 @@ writable (``workspace-write``, but for its git metadata: ``_git_meta``) or not (
 ``/tmp``, the configured credential stores and the user's bus and agent sockets hidden, its own PID namespace (every
 process dies with the shell), a network namespace with only a loopback device unless the call may use the network,
 and no privilege: every capability dropped, so the mounts that confine it are not its to undo, run by root or not
-(ADR 0067).
+(ADR 0067). Beside it: ``_sandbox_probe`` (the start-up probe and the session's state, ``detect``) and
+``_git_writers`` (which command lines would write .git's metadata, for a confirmation's note).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shlex
-import signal
 import stat
-import subprocess
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final
@@ -39,8 +37,6 @@ with contextlib.suppress(ImportError):  # bwrap_binary says what its absence mea
 # The bwrap binary to use instead of the bundled one (a distro's, or a path that does not work: the
 # fallback is then taken for real, which is how the tests exercise it).
 BWRAP_ENV: Final = "DASHFLOAT_BWRAP"
-# The start-up probe runs `true` in a sandbox; a machine that cannot do that in this long cannot sandbox.
-SANDBOX_PROBE_TIMEOUT_S: Final = 10.0
 
 # Root's home, emptied with the user's for a command run unasked (when readable, it is someone's files too).
 ROOT_HOMES: Final = ("/root",)
@@ -183,127 +179,6 @@ DROP_PRIVILEGES: Final = ("--cap-drop", "ALL")
 empty too). Run by root, bwrap otherwise leaves it every one: it could remount ``/`` read-write and unmount what hides
 the credential stores, since the mounts bwrap made are its namespace's own (ADR 0067)."""
 
-PROBE_PRIVILEGED_EXIT: Final = 86
-"""The probe's exit status when the command inside still holds a capability (or it cannot tell)."""
-_PROBE_SCRIPT: Final = (
-    "n=0; while read -r k v; do case $k in CapPrm:|CapEff:|CapBnd:) "
-    f'[ "$v" = 0000000000000000 ] || {{ echo "$k $v" >&2; exit {PROBE_PRIVILEGED_EXIT}; }}; n=$((n+1));; esac; '
-    "done </proc/self/status; "
-    f'[ $n = 3 ] || {{ echo "no capability sets in /proc/self/status" >&2; exit {PROBE_PRIVILEGED_EXIT}; }}'
-)
-"""Inside the probe's sandbox, with sh builtins only (no process more): the permitted, effective and bounding sets are
-empty. ``PROBE_PRIVILEGED_EXIT`` naming the first that is not."""
-
-PROBE_ARGS: Final = (
-    "--ro-bind",
-    "/",
-    "/",
-    "--unshare-all",
-    "--as-pid-1",
-    "--die-with-parent",
-    *DROP_PRIVILEGES,
-    "--",
-    "/bin/sh",
-    "-c",
-    _PROBE_SCRIPT,
-)
-"""What the start-up probe runs under bwrap: enough to show namespaces work here and that a command in them holds no
-privilege, and nothing left behind."""
-
-
-class Probe:
-    """The start-up probe, running: started as early as the main process can (before it imports the command line,
-    issue 19), so that bwrap's few milliseconds overlap that work instead of following it; ``detect`` collects it.
-    Its arguments are fixed: only the bwrap binary (``env``) and whether it is needed at all (``mode``) vary, and a
-    probe the configuration turns out not to need is discarded."""
-
-    def __init__(self, env: Mapping[str, str]) -> None:
-        self._process: subprocess.Popen[bytes] | None = None
-        self._outcome: str | None = None
-        try:
-            # A group of its own: stopping it reaches whatever it started (bwrap's half inside the namespace, a
-            # wrapper's children), which would otherwise hold its stderr open and be left running.
-            self._process = subprocess.Popen(
-                [bwrap_binary(env), *PROBE_ARGS],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                process_group=0,
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            self._outcome = f"cannot run bwrap: {exc}"
-
-    def outcome(self) -> str:
-        """Wait for it (at most SANDBOX_PROBE_TIMEOUT_S from now): empty when bwrap could sandbox, else why not.
-
-        The bound counts from this call, not from the probe's start: what ran in between (reading a slow piped
-        stdin) is not the probe's time, and a probe that finished long ago must not read as one that never did —
-        that would turn the sandbox off on a machine that has one."""
-        if self._outcome is None:
-            assert self._process is not None
-            try:
-                _, stderr = self._process.communicate(timeout=SANDBOX_PROBE_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self._stop()
-                self._outcome = f"cannot run bwrap: it did not finish within {SANDBOX_PROBE_TIMEOUT_S:g} s"
-            else:
-                code = self._process.returncode
-                why = stderr.decode(errors="replace").strip().splitlines()
-                said = why[-1] if why else f"exit status {code}"
-                if code == PROBE_PRIVILEGED_EXIT:
-                    self._outcome = (
-                        f"bwrap cannot drop privileges here: a sandboxed command kept capabilities ({said}), so it "
-                        "could remount / read-write and unmount what hides the credential stores"
-                    )
-                else:
-                    self._outcome = "" if code == 0 else f"bwrap cannot create namespaces here: {said}"
-        return self._outcome
-
-    def discard(self) -> None:
-        """Stop it if it still runs, and reap it (a start that ends before it was collected, or a session without a
-        sandbox)."""
-        self._stop()
-        if self._outcome is None:
-            self._outcome = "cannot run bwrap: the probe was discarded"
-
-    def _stop(self) -> None:
-        """Kill its whole group and reap bwrap, without reading its stderr to the end: a process it left behind
-        (bwrap's inner half killed before it was set up, a wrapper script's child) may hold that pipe for good."""
-        process = self._process
-        if process is None or process.returncode is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)  # its group's id is its pid (process_group=0)
-        if process.stderr is not None:
-            process.stderr.close()
-        process.wait()
-
-
-def detect(
-    mode: SandboxMode,
-    network: bool,
-    deny_read: Sequence[str],
-    env: Mapping[str, str],
-    hide_env: Sequence[str] = (),
-    probe: Probe | None = None,
-) -> SandboxState:
-    """The session's sandbox: ``mode`` if this machine can run it, else ``off`` with the reason. ``probe``: one
-    started earlier (``Probe(env)``), else the probe runs now."""
-    home = env.get("HOME") or os.path.expanduser("~")
-    denies = expand_denies([*DEFAULT_DENY_READ, *session_sockets(env), *deny_read], home)
-    hidden = sorted({name for name in hide_env if name})
-    if mode == "off":
-        if probe is not None:
-            probe.discard()
-        return SandboxState(mode="off", network=network, deny_read=denies, hide_env=hidden)
-    homes, keep = home_dirs(home, env)
-    # --as-pid-1 (PROBE_ARGS): no reaper inside the namespace. bwrap's reaper outlives bwrap by a few ms, and orphaned
-    # it became init's zombie for good where init does not reap (a container's PID 1): one per start.
-    unavailable = (probe if probe is not None else Probe(env)).outcome()
-    if unavailable:
-        return SandboxState(mode="off", network=network, unavailable=unavailable, deny_read=denies, hide_env=hidden)
-    return SandboxState(mode=mode, network=network, deny_read=denies, hide_env=hidden, home=homes, home_keep=keep)
-
 
 def effective(state: SandboxState, policy: SandboxPolicy) -> SandboxMode:
     """What one call runs in: the session's mode, narrowed (never widened) by the call's policy."""
@@ -441,169 +316,6 @@ def describe(state: SandboxState, policy: SandboxPolicy | None = None) -> str:
     else:
         net = "network: denied"
     return f"sandbox {mode} ({writes}; {net})"
-
-
-GIT_METADATA_NOTE: Final = (
-    "{what} changes .git/config, .git/hooks or .git/info, which are read-only in this sandbox (programs named there "
-    "would run at your next git command, outside it): that part will fail. If it should happen, run it yourself "
-    "outside DashFloat, or start DashFloat with --sandbox off."
-)
-"""What a confirmation adds for a command ``git_metadata_writer`` names, in ``workspace-write``."""
-
-_GIT_OPTIONS_WITH_VALUE: Final = frozenset(
-    ("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--exec-path", "--super-prefix")
-)
-_GIT_CONFIG_ELSEWHERE: Final = frozenset(("--global", "--system", "--file", "-f", "--blob"))
-_GIT_CONFIG_WRITES: Final = frozenset(
-    ("--add", "--unset", "--unset-all", "--replace-all", "--rename-section", "--remove-section", "-e", "--edit")
-)
-_GIT_CONFIG_READS: Final = frozenset(
-    ("--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--get-colorbool", "-l", "--list")
-)
-_GIT_CONFIG_VALUED: Final = frozenset(("--type", "--default", "--comment", "--file", "-f", "--blob", "--value"))
-_GIT_ACTIONS: Final = {
-    "remote": frozenset(("add", "set-url", "rename", "remove", "rm", "set-branches")),
-    "submodule": frozenset(("add", "init", "update", "sync", "deinit", "set-branch", "set-url", "absorbgitdirs")),
-    "lfs": frozenset(("install", "uninstall", "update")),
-    "flow": frozenset(("init",)),
-    "sparse-checkout": frozenset(("init", "set", "add", "reapply", "disable")),
-    "maintenance": frozenset(("register", "unregister", "start", "stop")),
-}
-"""git subcommands whose first word after them names an action that writes the repository's config or hooks."""
-_GIT_FLAGS: Final = {
-    "branch": frozenset(("-u", "--set-upstream-to", "--unset-upstream", "-t", "--track", "-m", "-M", "--move"))
-    | frozenset(("-c", "-C", "--copy", "--edit-description")),
-    "checkout": frozenset(("-t", "--track")),
-    "switch": frozenset(("-t", "--track")),
-    "push": frozenset(("-u", "--set-upstream")),
-    "secrets": frozenset(("--install",)),
-}
-"""git subcommands with a flag that writes the config (upstream tracking, a renamed branch's section) or hooks."""
-_HOOK_INSTALLERS: Final = {
-    "pre-commit": frozenset(("install", "uninstall")),
-    "lefthook": frozenset(("install", "uninstall", "add")),
-    "overcommit": frozenset(("--install", "--uninstall")),
-    "dvc": frozenset(("install",)),
-    "git-lfs": frozenset(("install", "uninstall", "update")),
-    "husky": frozenset(("", "install", "init")),
-}
-"""Other programs that install git hooks (or set ``core.hooksPath``): the action that does it (``""``: none given)."""
-_RUNNERS: Final = frozenset(("sudo", "env", "command", "exec", "time", "nohup", "nice", "npx", "bunx", "pnpx"))
-_PACKAGE_RUNS: Final = frozenset(("exec", "dlx", "x", "run"))
-_SEPARATORS: Final = frozenset((";", "&&", "||", "|", "&", "(", ")", "|&", ";;"))
-
-
-def _simple_commands(command: str) -> list[list[str]]:
-    """The words of each simple command in a shell line (split at ``;``, ``&&``, ``|``, newlines, …)."""
-    try:
-        lexer = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars=";&|()")
-        lexer.whitespace_split = True
-        words = list(lexer)
-    except ValueError:  # an unclosed quote: the words as they come
-        words = command.replace("\n", " ; ").split()
-    commands: list[list[str]] = [[]]
-    for word in words:
-        if word in _SEPARATORS:
-            commands.append([])
-        else:
-            commands[-1].append(word)
-    return [words for words in commands if words]
-
-
-def _program(words: list[str]) -> list[str]:
-    """The words from the program on: assignments (``A=b``), runners (``sudo``, ``env``, ``npx``) and their options
-    dropped, and ``npm exec``/``pnpm dlx``/``yarn`` before a hook installer."""
-    while words:
-        first = os.path.basename(words[0])
-        if "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
-            words = words[1:]
-        elif first in _RUNNERS:
-            words = words[1:]
-            while words and words[0].startswith("-"):
-                words = words[1:]
-        elif first in ("npm", "pnpm", "yarn", "bun") and len(words) > 1 and words[1] in _PACKAGE_RUNS:
-            words = words[2:]
-        elif first in ("yarn", "pnpm") and len(words) > 1 and words[1] in _HOOK_INSTALLERS:
-            words = words[1:]
-        else:
-            return [first, *words[1:]]
-    return []
-
-
-def _git_config_writes(args: list[str]) -> bool:
-    """Whether ``git config ARGS`` writes the repository's own config (not ``--global`` or another file's)."""
-    if _GIT_CONFIG_ELSEWHERE & set(args):
-        return False
-    if _GIT_CONFIG_WRITES & {a.split("=", 1)[0] for a in args}:
-        return True
-    if _GIT_CONFIG_READS & set(args):
-        return False
-    positional: list[str] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg in _GIT_CONFIG_VALUED:
-            skip = True
-        elif not arg.startswith("-"):
-            positional.append(arg)
-    if positional and positional[0] in ("set", "unset", "rename-section", "remove-section", "edit"):
-        return True
-    if positional and positional[0] in ("get", "list"):
-        return False
-    return len(positional) >= 2  # ``git config key value``; one word only reads it
-
-
-def _git_writer(args: list[str], in_repository: bool) -> str:
-    """What of ``git ARGS`` writes .git's config, hooks or info (``"git remote add"``), or ``""``."""
-    while args and args[0].startswith("-"):
-        args = args[2:] if args[0] in _GIT_OPTIONS_WITH_VALUE else args[1:]
-    if not args:
-        return ""
-    sub, rest = args[0], args[1:]
-    action = next((word for word in rest if not word.startswith("-")), "")
-    flags = {word.split("=", 1)[0] for word in rest if word.startswith("-")}
-    if sub == "config":
-        return "git config" if _git_config_writes(rest) else ""
-    if sub == "init":
-        return "git init in an existing repository" if in_repository else ""
-    if action in _GIT_ACTIONS.get(sub, ()):
-        return f"git {sub} {action}"
-    said = sorted(_GIT_FLAGS.get(sub, frozenset()) & flags)
-    return f"git {sub} {said[0]}" if said else ""
-
-
-def git_metadata_writer(command: str, in_repository: bool = True) -> str:
-    """The first part of a command line that would write .git's config, hooks or info (``git remote add``,
-    ``git config``, ``pre-commit install``, ``husky``), read-only in the ``workspace-write`` sandbox; ``""`` when none
-    would. ``in_repository``: whether the command runs inside a repository (``git init`` there rewrites its config)."""
-    for words in _simple_commands(command):
-        program = _program(words)
-        if not program:
-            continue
-        name, args = program[0], program[1:]
-        if name == "git":
-            found = _git_writer(args, in_repository)
-        else:
-            action = next((word for word in args if word in _HOOK_INSTALLERS.get(name, ())), "")
-            bare = "" in _HOOK_INSTALLERS.get(name, ()) and not any(not a.startswith("-") for a in args)
-            found = f"{name} {action}".strip() if action or bare else ""
-        if found:
-            return found
-    return ""
-
-
-def git_metadata_note(command: str, state: SandboxState, root: str, cwd: str) -> str:
-    """What a confirmation says of a command that would write .git's config, hooks or info in a ``workspace-write``
-    session (``GIT_METADATA_NOTE``), else ``""``. ``cwd`` (inside ``root``): where it runs, to tell a ``git init``
-    that makes a repository from one that rewrites one."""
-    if state.mode != "workspace-write":
-        return ""
-    rel = os.path.relpath(cwd, root)
-    parts = [] if rel == "." or rel.startswith("..") else rel.split("/")
-    in_repository = any(os.path.lexists(os.path.join(root, *parts[:depth], ".git")) for depth in range(len(parts) + 1))
-    what = git_metadata_writer(command, in_repository)
-    return GIT_METADATA_NOTE.format(what=f"`{what}`") if what else ""
 
 
 class Sandbox(msgspec.Struct, frozen=True):

@@ -30,7 +30,8 @@ from dashfloat.config import (
 from dashfloat.executor._confine import remove_left_behind, sweep
 from dashfloat.executor._errors import error_result
 from dashfloat.executor._limits import EXEC_TIMEOUT_S, STANDALONE_LINE_MAX_BYTES
-from dashfloat.executor._sandbox import Sandbox, describe, detect
+from dashfloat.executor._sandbox import Sandbox, describe
+from dashfloat.executor._sandbox_probe import detect
 from dashfloat.executor._tools import run_tool
 from dashfloat.executor.path_policy import Root
 from dashfloat.protocol import (

@@ -17,8 +17,9 @@ from dashfloat.executor import _files
 from dashfloat.executor._confine import bounds_for
 from dashfloat.executor._errors import ToolError, error_result, os_message
 from dashfloat.executor._exec import Command
+from dashfloat.executor._git_writers import git_metadata_note
 from dashfloat.executor._limits import EDIT_MAX_FILE_BYTES, EXEC_TIMEOUT_S, PREVIEW_FULL_MAX_BYTES, PREVIEW_MAX_LINES
-from dashfloat.executor._sandbox import Sandbox, describe, git_metadata_note
+from dashfloat.executor._sandbox import Sandbox, describe
 from dashfloat.executor.path_policy import PathError, Root, protected_reason
 from dashfloat.protocol import (
     EditFileArgs,

@@ -27,7 +27,8 @@ from dashfloat.executor._limits import (
     COMMAND_MAX_MEMORY_BYTES,
     COMMAND_MAX_PROCESSES,
 )
-from dashfloat.executor._sandbox import Sandbox, detect
+from dashfloat.executor._sandbox import Sandbox
+from dashfloat.executor._sandbox_probe import detect
 from dashfloat.executor.path_policy import Root
 from dashfloat.protocol import CommandExited, CommandLimits, CommandTimedOut, SandboxMode, SandboxPolicy, SubmitPrompt
 from dashfloat.testing.sse_server import ScriptedServer, text_reply, tool_calls_reply

@@ -19,7 +19,7 @@ from dashfloat.agent._workers import ForkedWorker
 from dashfloat.catalogue import JOBS_MAX_RUNNING
 from dashfloat.channel import Channel
 from dashfloat.executor._jobs import JOB_FINISHED_KEPT, JOB_HEAD_BYTES, JOB_RING_BYTES, Ring, listening_ports
-from dashfloat.executor._sandbox import detect
+from dashfloat.executor._sandbox_probe import detect
 from dashfloat.protocol import (
     CancelTool,
     CommandExited,

@@ -23,7 +23,7 @@ from dashfloat._startup.fork import FORK
 from dashfloat.agent import ForkWorkers
 from dashfloat.channel import Channel
 from dashfloat.executor import SandboxProbe, detect_sandbox, preview
-from dashfloat.executor import _sandbox as sandbox_module
+from dashfloat.executor import _sandbox_probe as probe_module
 from dashfloat.executor._sandbox import (
     BWRAP_ENV,
     DEFAULT_DENY_READ,
@@ -598,7 +598,7 @@ def _children() -> set[int]:
 
 
 def test_a_probe_past_its_bound_is_killed_reaped_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox_module, "SANDBOX_PROBE_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(probe_module, "SANDBOX_PROBE_TIMEOUT_S", 0.5)
     environ = {**os.environ, BWRAP_ENV: _bwrap_script(tmp_path, "exec sleep 60")}
     before = _children()
     state = detect_sandbox("workspace-write", False, [], environ, probe=SandboxProbe(environ))
@@ -608,7 +608,7 @@ def test_a_probe_past_its_bound_is_killed_reaped_and_says_so(tmp_path: Path, mon
 
 
 def test_a_probe_within_its_bound_is_waited_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox_module, "SANDBOX_PROBE_TIMEOUT_S", 30.0)
+    monkeypatch.setattr(probe_module, "SANDBOX_PROBE_TIMEOUT_S", 30.0)
     environ = {**os.environ, BWRAP_ENV: _bwrap_script(tmp_path, "sleep 0.3; exit 0")}
     state = detect_sandbox("workspace-write", False, [], environ, probe=SandboxProbe(environ))
     assert (state.mode, state.unavailable) == ("workspace-write", "")
@@ -637,7 +637,7 @@ def test_a_probe_that_finished_while_the_command_line_ran_long_is_collected_not_
     process = psutil.Process(probe._process.pid)  # type: ignore[union-attr]
     assert within(lambda: process.status() == psutil.STATUS_ZOMBIE, TIMEOUT_S)  # it is done, not yet collected
     real = time.monotonic
-    monkeypatch.setattr(time, "monotonic", lambda: real() + sandbox_module.SANDBOX_PROBE_TIMEOUT_S + 1)
+    monkeypatch.setattr(time, "monotonic", lambda: real() + probe_module.SANDBOX_PROBE_TIMEOUT_S + 1)
     state = detect_sandbox("workspace-write", False, [], environ, probe=probe)
     assert (state.mode, state.unavailable) == ("workspace-write", "")
 
@@ -661,7 +661,7 @@ def test_a_real_probe_discarded_at_once_leaves_nothing_and_does_not_wait_on_its_
 def test_a_probe_past_its_bound_is_stopped_with_its_children(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A wrapper that does not exec: its child held the pipe, and the probe's stop waited for it (25 s of a
     # `sleep 25`; for good with `sleep infinity`).
-    monkeypatch.setattr(sandbox_module, "SANDBOX_PROBE_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(probe_module, "SANDBOX_PROBE_TIMEOUT_S", 0.5)
     environ = {**os.environ, BWRAP_ENV: _bwrap_script(tmp_path, "sleep 300; exit 0")}
     probe = SandboxProbe(environ)
     pgid = probe._process.pid  # type: ignore[union-attr]

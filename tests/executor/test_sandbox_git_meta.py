@@ -18,13 +18,8 @@ import pytest
 
 from dashfloat.executor import _git_meta, detect_sandbox, preview
 from dashfloat.executor._git_meta import GIT_CONFIG_SCAN_MAX_BYTES, GITFILE_MAX_BYTES, GitBinds
-from dashfloat.executor._sandbox import (
-    GIT_METADATA_NOTE,
-    Sandbox,
-    describe,
-    git_metadata_note,
-    git_metadata_writer,
-)
+from dashfloat.executor._git_writers import GIT_METADATA_NOTE, git_metadata_note, git_metadata_writer
+from dashfloat.executor._sandbox import Sandbox, describe
 from dashfloat.executor.path_policy import Root
 from dashfloat.protocol import SandboxPolicy
 from tests.executor.conftest import run_json

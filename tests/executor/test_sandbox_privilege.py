@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from dashfloat.executor import SandboxProbe, detect_sandbox, preview
-from dashfloat.executor._sandbox import BWRAP_ENV, PROBE_ARGS, Sandbox, bwrap_binary
+from dashfloat.executor._sandbox import BWRAP_ENV, Sandbox, bwrap_binary
+from dashfloat.executor._sandbox_probe import PROBE_ARGS
 from dashfloat.executor.path_policy import Root
 from dashfloat.protocol import SandboxPolicy
 from tests.executor.conftest import run_json

@@ -12,7 +12,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dashfloat.executor._sandbox import Sandbox, bwrap_binary, detect
+from dashfloat.executor._sandbox import Sandbox, bwrap_binary
+from dashfloat.executor._sandbox_probe import detect
 from dashfloat.executor._session_net import SessionNet, SessionNetError, close_session_net, session_net, why_not
 from dashfloat.executor._tools import run
 from dashfloat.executor.path_policy import Root

@@ -21,7 +21,7 @@ from dashfloat.agent import EXECUTOR_PROCESS_NAME, LLM_PROCESS_NAME
 from dashfloat.executor import _serve
 from dashfloat.executor._confine import _own_cgroup
 from dashfloat.executor._exec import Command
-from dashfloat.executor._sandbox import detect as detect_sandbox
+from dashfloat.executor._sandbox_probe import detect as detect_sandbox
 from dashfloat.protocol import (
     AgentReady,
     Cancel,
