@@ -135,12 +135,13 @@ def test_typing_ahead_across_a_confirmation_decides_nothing_and_loses_no_charact
     # the input is empty now; the keys wait out their guard once more, then answer on purpose
     assert term.wait_for("a always allow write_file", visible_only=True, timeout_s=30), term.text()
     term.send("y")
-    assert term.wait_for("✓ approved write_file out.txt", 30), term.text()
-    assert {"type": "decide_confirmation", "ref": 1, "decision": "approve"} in received(log)
-    assert (tmp_path / "out.txt").exists()
+    assert term.wait_for("✓ approved write_file out.txt", 30), term.text()  # drawn at the key, before the reply
+    approved = {"type": "decide_confirmation", "ref": 1, "decision": "approve"}
+    assert term.wait_until(lambda: approved in received(log)), received(log)
     # once the turn is over the queued prompt goes, every character of it
     assert term.wait_for("You said: " + draft), term.text()
     assert [m["text"] for m in received(log) if m["type"] == "submit_prompt"][-1] == draft
+    assert (tmp_path / "out.txt").exists()
 
 
 PGDN, END, HOME = "\x1b[6~", "\x1b[F", "\x1b[H"
