@@ -15,7 +15,19 @@ from dashfloat.catalogue import (
     tokens_of,
 )
 from dashfloat.mcp_project import ProjectMcp, approve, merged, proposal
-from dashfloat.protocol import ConfigureMcp, McpServerConfig, McpServerInfo, McpServersListed, SystemEntry
+from dashfloat.protocol import (
+    ConfigureMcp,
+    McpServerConfig,
+    McpServerInfo,
+    McpServersListed,
+    McpServerState,
+    SystemEntry,
+)
+
+
+def _first_state(config: McpServerConfig) -> McpServerState:
+    """What a server is before the executor lists it: a startup one is starting with the session."""
+    return "starting" if config.start == "startup" else "stopped"
 
 
 class McpSession:
@@ -23,7 +35,7 @@ class McpSession:
 
     def __init__(self, configs: list[McpServerConfig], project: ProjectMcp | None = None, state_dir: str = "") -> None:
         self.configs = configs
-        self.servers = [McpServerInfo(c.name, start=c.start) for c in configs]
+        self.servers = [McpServerInfo(c.name, _first_state(c), start=c.start) for c in configs]
         self.project = project
         """The project's MCP file while it waits for ``/mcp approve``."""
         self.state_dir = state_dir
@@ -45,7 +57,9 @@ class McpSession:
         self.project = None
         self.configs = merged(self.configs, project)
         known = {s.name for s in self.servers}
-        self.servers += [McpServerInfo(c.name, start=c.start) for c in self.configs if c.name not in known]
+        self.servers += [
+            McpServerInfo(c.name, _first_state(c), start=c.start) for c in self.configs if c.name not in known
+        ]
         self._built = None
         names = ", ".join(s.name for s in project.servers)
         return SystemEntry(text=f"approved the MCP servers of {project.path} ({names}): they start now")

@@ -1,7 +1,8 @@
 """The MCP host process: the official SDK's client for the configured MCP servers (ADR 0086).
 
-The executor forks it only when servers are configured; nothing of it (asyncio, the SDK, pydantic, httpx) is imported
-on any process's idle path otherwise. Exports load on first use (``dashfloat/_startup/lazy.py``).
+The executor starts it (``python -m dashfloat.mcp``) only when servers are configured; nothing of it (asyncio, the
+SDK, pydantic, httpx) is imported on any process's idle path otherwise. Exports load on first use
+(``dashfloat/_startup/lazy.py``).
 """
 
 from typing import TYPE_CHECKING

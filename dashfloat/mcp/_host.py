@@ -1,9 +1,10 @@
 """The MCP host process: the SDK's asyncio client for every configured server, served over one pipe (ADR 0086).
 
-The executor forks it when servers are configured and speaks ``ExecutorToMcp`` / ``McpToExecutor`` to it. Each
-server runs in a task of its own that holds the SDK's transport and session open until it is stopped; a call is a task
-too, so a cancel, a timeout or a server's crash ends that call with a result, never a hang. The executor has already
-wrapped a sandboxed stdio server's command line in bwrap: this process only starts what it is given.
+The executor starts it (``python -m dashfloat.mcp FD``) when servers are configured and speaks ``ExecutorToMcp`` /
+``McpToExecutor`` to it. Each server runs in a task of its own that holds the SDK's transport and session open until it
+is stopped; a call is a task too, so a cancel, a timeout or a server's crash ends that call with a result, never a
+hang. The executor has already wrapped a sandboxed stdio server's command line in bwrap: this process only starts what
+it is given.
 """
 
 from __future__ import annotations
