@@ -10,6 +10,7 @@ from pathlib import Path
 import msgspec
 
 from dashfloat.agent import AgentCore, AgentOptions, MemoryJournal
+from dashfloat.executor._mcp_link import NO_PREVIEW
 from dashfloat.mcp._host import MCP_STDERR_TAIL_BYTES, StderrTail
 from dashfloat.mcp_project import load_project_mcp
 from dashfloat.permissions import SourcedRule, parse_rule
@@ -36,6 +37,8 @@ from dashfloat.protocol import (
 )
 from dashfloat.tool_args import assemble
 from dashfloat.ui._commands import Invalid, Send, parse
+from dashfloat.ui.render import plain, render_live
+from dashfloat.ui.state import CONFIRM_GUARD_S, Tick, initial, reduce
 
 PROVIDER = ProviderConfig(name="test", base_url="http://127.0.0.1:9/v1", model="m", context_window=100_000)
 TIME = McpServerConfig("time", command="mcp-server-time")
@@ -128,3 +131,15 @@ def test_a_servers_stderr_keeps_only_its_end() -> None:
     while not tail.text().endswith("the end") and time.monotonic() < deadline:
         time.sleep(0.01)
     assert tail.text().endswith("the end") and len(tail.text()) <= 500
+
+
+def test_the_tui_shows_an_mcp_confirmation_and_what_always_would_allow() -> None:
+    lines = ["MCP server git · tool git_commit · sandboxed (workspace-write, no network)", "arguments:", NO_PREVIEW]
+    subject = McpCallArgs("mcp__git__git_commit", '{"message":"m"}')
+    confirm = ConfirmRequested(ref=1, id="c", subject=subject, lines=lines, summary="MCP git", scope=subject.name)
+    state = reduce(initial(0.0), confirm)
+    state = reduce(reduce(state, Tick(1.0, 100, 30)), Tick(1.0 + CONFIRM_GUARD_S, 100, 30))
+    shown = plain(render_live(state, (), 100))
+    assert shown[0] == '⚙ mcp__git__git_commit {"message":"m"} · MCP git · v view all'
+    assert [line.strip() for line in shown[1:4]] == lines
+    assert shown[-1] == "y/Enter approve · n reject · Esc reject & stop · a always allow mcp__git__git_commit"
