@@ -489,8 +489,8 @@ class TuiShell:
         return Layout(HSplit([live, hint, prompt, queued, menu, status]), focused_element=prompt)
 
     def _queue_text(self) -> StyleAndTextTuples:
-        lines = queue.queue_lines(self.state)
         width = self.app.output.get_size().columns
+        lines = queue.queue_lines(self.state, width)
         out: StyleAndTextTuples = []
         for n, line in enumerate(lines):
             style = "class:hint" if n == len(lines) - 1 else "class:queued"

@@ -19,6 +19,8 @@ QUEUE_SHOWN_MAX: Final = 3
 """Queued prompts listed under the input (the oldest first); more are counted."""
 QUEUE_FULL_HINT: Final = f"the queue holds {QUEUE_MAX_PROMPTS} prompts: your text stays in the input"
 QUEUE_KEYS: Final = "↑ edits the last · Ctrl-S sends now (stops the turn) · Esc stops and gives them back"
+QUEUE_KEYS_SHORT: Final = "↑ edit · Ctrl-S now · Esc back"
+"""The same keys on a narrow screen (from 40 columns on they fit)."""
 
 
 def enqueue(state: UiState, text: str) -> UiState | None:
@@ -65,11 +67,12 @@ def given_back(state: UiState, draft: str) -> tuple[UiState, str | None]:
     return replace(state, queued=(), queue_back=False), text
 
 
-def queue_lines(state: UiState) -> list[str]:
-    """What is drawn under the input: one line per queued prompt (its first line), then the keys."""
+def queue_lines(state: UiState, width: int) -> list[str]:
+    """What is drawn under the input: one line per queued prompt (its first line), then the keys (short when the
+    screen is narrower than them)."""
     if not state.queued:
         return []
     lines = [f"↳ queued: {' '.join(text.split())}" for text in state.queued[:QUEUE_SHOWN_MAX]]
     if len(state.queued) > QUEUE_SHOWN_MAX:
         lines.append(f"↳ … {len(state.queued) - QUEUE_SHOWN_MAX} more queued")
-    return [*lines, QUEUE_KEYS]
+    return [*lines, QUEUE_KEYS if len(QUEUE_KEYS) <= width else QUEUE_KEYS_SHORT]

@@ -130,8 +130,9 @@ def test_the_queue_holds_at_most_its_bound_and_goes_in_order_once_idle() -> None
     assert queue.next_prompt(busy) == (busy, None)  # never while a turn runs
     back, text = queue.given_back(reduce(queue.stopped_by_user(busy), PhaseChanged(phase="idle")), "draft")
     assert back.queued == () and text is not None and text.startswith("p1\n\np2") and text.endswith("\n\ndraft")
-    lines = queue.queue_lines(state)
+    lines = queue.queue_lines(state, len(queue.QUEUE_KEYS))
     assert len(lines) == queue.QUEUE_SHOWN_MAX + 2 and lines[-1] == queue.QUEUE_KEYS
+    assert queue.queue_lines(state, len(queue.QUEUE_KEYS) - 1)[-1] == queue.QUEUE_KEYS_SHORT  # the bound crossed
 
 
 # ---------------------------------------------------------------- 6. one record row per approved change
