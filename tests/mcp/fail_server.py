@@ -8,7 +8,7 @@ import os
 import socket
 import time
 
-from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.utilities.types import Image
 
 server = FastMCP("fail")
@@ -64,6 +64,13 @@ def whoami() -> str:
     return f"pid={os.getpid()} interfaces={interfaces} secret={os.environ.get('SECRET_FOR_TEST', '-')}"
 
 
+@server.tool()
+def header(key: str, ctx: Context) -> str:  # type: ignore[type-arg]
+    """The HTTP request's header of that name (served over HTTP only)."""
+    request = ctx.request_context.request
+    return str(request.headers.get(key, "-")) if request is not None else "-"
+
+
 for i in range(int(os.environ.get("FLOOD_TOOLS", "0"))):
 
     def flood(value: str, i: int = i) -> str:
@@ -73,4 +80,9 @@ for i in range(int(os.environ.get("FLOOD_TOOLS", "0"))):
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if os.environ.get("HTTP_PORT"):
+        server.settings.port = int(os.environ["HTTP_PORT"])
+        server.settings.log_level = "ERROR"
+        server.run("streamable-http")
+    else:
+        server.run("stdio")

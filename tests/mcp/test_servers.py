@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -274,3 +275,27 @@ def test_how_a_server_runs_is_said_and_its_command_line_wrapped(repo: Path) -> N
     unreachable = Driver(link).tool("mcp__h__anything")
     assert unreachable.is_error and "MCP server h is not running" in unreachable.text
     link.stop()
+
+
+def test_an_http_server_gets_its_headers_from_the_variables_named(repo: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    served = subprocess.Popen(
+        [sys.executable, FAIL_SERVER], env={**os.environ, "HTTP_PORT": str(port)}, stderr=subprocess.DEVNULL
+    )
+    os.environ["MCP_TEST_TOKEN"] = "Bearer secret-from-env"
+    try:
+        config = McpServerConfig(
+            "web", url=f"http://127.0.0.1:{port}/mcp", headers_env={"Authorization": "MCP_TEST_TOKEN"}, start="lazy"
+        )
+        link = McpLink([config], sandbox(), str(repo))
+        link.start()
+        driver = Driver(link)
+        assert within(lambda: not driver.tool("mcp__web__echo", text="up").is_error, EXIT_WAIT_S)  # it listens
+        assert driver.tool("mcp__web__header", key="authorization").text == "Bearer secret-from-env"
+        link.stop()
+    finally:
+        del os.environ["MCP_TEST_TOKEN"]
+        served.kill()
+        served.wait()
