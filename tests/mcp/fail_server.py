@@ -4,6 +4,7 @@ an image, a tool error, and a flood of tools (``FLOOD_TOOLS=N`` in its environme
 from __future__ import annotations
 
 import base64
+import mmap
 import os
 import socket
 import time
@@ -49,6 +50,16 @@ def picture() -> Image:
         ),
         format="png",
     )
+
+
+@server.tool()
+def hog(mib: int) -> str:
+    """Map that many MiB of private writable memory (nothing is touched): 'mapped', or why it was refused."""
+    try:
+        mmap.mmap(-1, mib * 2**20, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS).close()
+    except OSError as exc:
+        return f"refused: {exc.strerror}"
+    return "mapped"
 
 
 @server.tool()

@@ -23,6 +23,7 @@ from dashfloat.executor._mcp_link import McpLink, describe_server, preview_lines
 from dashfloat.executor._sandbox import Sandbox
 from dashfloat.jsonvalue import JsonObject
 from dashfloat.mcp import MCP_RESULT_MAX_BYTES
+from dashfloat.mcp._host import MCP_SERVER_MAX_DATA_BYTES
 from dashfloat.protocol import (
     AgentToExecutor,
     CancelTool,
@@ -124,6 +125,12 @@ def test_the_real_time_server_answers(driver: Driver) -> None:
 def test_a_sandboxed_server_has_no_network_and_none_of_our_secrets(driver: Driver) -> None:
     said = driver.tool("mcp__fail__whoami").text
     assert "interfaces=lo " in said and "secret=-" in said, said
+
+
+def test_a_server_maps_memory_up_to_its_bound_and_not_past_it(driver: Driver) -> None:
+    below = MCP_SERVER_MAX_DATA_BYTES // 2**20 - 512  # the interpreter itself has some already
+    assert driver.tool("mcp__fail__hog", mib=below).text == "mapped"
+    assert driver.tool("mcp__fail__hog", mib=MCP_SERVER_MAX_DATA_BYTES // 2**20 + 1).text.startswith("refused")
 
 
 def test_a_huge_result_is_capped_head_and_tail(driver: Driver) -> None:
