@@ -23,7 +23,7 @@ from dashfloat.executor._mcp_link import McpLink, describe_server, preview_lines
 from dashfloat.executor._sandbox import Sandbox
 from dashfloat.jsonvalue import JsonObject
 from dashfloat.mcp import MCP_RESULT_MAX_BYTES
-from dashfloat.mcp._host import MCP_SERVER_MAX_DATA_BYTES
+from dashfloat.mcp._host import MCP_SERVER_MAX_DATA_BYTES, MCP_TOOLS_MAX
 from dashfloat.protocol import (
     AgentToExecutor,
     CancelTool,
@@ -96,6 +96,7 @@ def driver(repo: Path) -> Iterator[Driver]:
         McpServerConfig("fail", sys.executable, [FAIL_SERVER], timeout_s=1.0),
         McpServerConfig("flood", sys.executable, [FAIL_SERVER], env={"FLOOD_TOOLS": str(FLOOD)}, start="lazy"),
         McpServerConfig("slow", sys.executable, [FAIL_SERVER], start="lazy"),  # hangs until cancelled
+        McpServerConfig("many", sys.executable, [FAIL_SERVER], env={"FLOOD_TOOLS": str(MCP_TOOLS_MAX)}, start="lazy"),
     ]
     link = McpLink(servers, sandbox(), str(repo))
     link.start()
@@ -182,6 +183,12 @@ def test_two_hundred_tools_bring_the_search_and_the_search_finds_and_starts_a_la
     catalogue, searched = mcp_catalogue(list(driver.link.listed.values()), 32_768)
     assert searched and [msgspec.convert(t, dict)["function"]["name"] for t in catalogue] == ["mcp_search"]
     assert driver.tool("mcp__flood__flood_123", value="v").text == "flood 123: v"
+
+
+def test_a_server_listing_more_than_its_bound_is_listed_to_the_bound(driver: Driver) -> None:
+    driver.call(McpSearchArgs("anything"))  # starts every lazy server
+    many = driver.link.listed["many"]
+    assert many.state == "ready" and len(many.tools) == MCP_TOOLS_MAX  # it lists its own tools and MCP_TOOLS_MAX more
 
 
 @pytest.mark.parametrize("mode", ["workspace-write", "off"])
