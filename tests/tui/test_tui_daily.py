@@ -419,8 +419,11 @@ def test_a_refused_command_is_cleared_and_the_next_one_is_its_own(
         assert term.wait_for("usage: /resume ID", visible_only=True), term.text()
         term.send("/approve bogus\r")  # typed on: its own command, not "/resume/approve bogus"
         assert term.wait_for("usage: /approve ask|edits|all|plan", visible_only=True), term.text()
-        assert term.wait_for_change("❯ /approve bogus"), term.visible()  # the input is empty
-        assert [line for line in term.visible().splitlines() if line.startswith("❯")][-1] == "❯", term.visible()
+
+        def input_row() -> str:
+            return next((line for line in reversed(term.visible().splitlines()) if line.startswith("❯")), "")
+
+        assert term.wait_until(lambda: input_row() == "❯"), term.visible()  # the input is empty
         term.send("\x1b[A")  # Up: the refused text comes back, to fix it
         assert term.wait_for("❯ /approve bogus", visible_only=True), term.text()
         assert server.requests == []

@@ -190,14 +190,14 @@ def test_a_prompt_entered_while_busy_is_queued_editable_and_sent_now_by_interrup
         assert term.wait_for("Ctrl-S sends now", visible_only=True), term.text()
         term.send(UP)  # on the empty input: the queued prompt comes back to edit
         assert term.wait_for("❯ second prompt", visible_only=True), term.text()
-        assert "↳ queued:" not in term.visible()
+        assert term.wait_until(lambda: "↳ queued:" not in term.visible()), term.visible()
         term.send(" edited\r")
         assert term.wait_for("↳ queued: second prompt edited", visible_only=True), term.text()
         term.send(CTRL_S)  # sent now: the turn is cancelled cleanly, then the queue goes
         assert term.wait_for("second answer"), term.text()
         assert server.requests[-1]["messages"][-1]["content"] == "second prompt edited"
         assert term.wait_for("Idle", visible_only=True)
-        assert "↳ queued:" not in term.visible()
+        assert term.wait_until(lambda: "↳ queued:" not in term.visible()), term.visible()
     finally:
         gate.set()
         term.close()
@@ -264,9 +264,9 @@ def test_continue_shows_compacted_turns_as_one_row(
     term = launch(server, tree, isolated_env, "--continue")
     try:
         assert term.wait_for("compacted into a summary (the model reads the summary)"), term.text()
+        assert term.wait_for(f"answer number {turns - 1}"), term.text()  # the kept turns, replayed as they were
         text = term.text()
         assert re.search(r"· \d+ earlier turns? compacted into a summary", text), text
         assert "question number 0" not in text and "answer number 0" not in text, text  # one row, not in full
-        assert f"answer number {turns - 1}" in text, text  # the turns kept are replayed as they were
     finally:
         term.close()
