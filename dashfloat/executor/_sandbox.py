@@ -226,7 +226,9 @@ def bwrap_argv(
         argv += ["--bind", path, path]
     argv += ["--bind-fd" if mode == "workspace-write" else "--ro-bind-fd", str(root_fd), root, *git_binds]
     argv += ["--unshare-all", *(["--share-net"] if network or share_net else []), "--die-with-parent", *DROP_PRIVILEGES]
-    argv += ["--json-status-fd", str(status_fd), "--setenv", "TMPDIR", "/tmp", "--chdir", cwd]
+    # MCP servers (ADR 0086): a negative status_fd asks for no status stream (nobody reads one for a server).
+    argv += [*(["--json-status-fd", str(status_fd)] if status_fd >= 0 else []), "--setenv", "TMPDIR", "/tmp"]
+    argv += ["--chdir", cwd]
     if proxy_socket and not network and share_net:
         return [*argv, *proxy_env(), "--", "/bin/sh", "-c", command]  # the session's forwarder listens already
     if proxy_socket and not network:
@@ -347,8 +349,9 @@ class Sandbox(msgspec.Struct, frozen=True):
         if self.proxy is not None:
             self.proxy.stop()
 
-    def wrap(self, policy: SandboxPolicy, root_fd: int, root: str) -> Wrap | None:
-        """How one call is confined; None when it runs unconfined (``off``, or this machine cannot sandbox)."""
+    def wrap(self, policy: SandboxPolicy, root_fd: int, root: str, *, session: bool = True) -> Wrap | None:
+        """How one call is confined; None when it runs unconfined (``off``, or this machine cannot sandbox).
+        ``session=False``: never in the session's network namespace (an MCP server, started by another process)."""
         mode = effective(self.state, policy)
         if mode == "off":
             return None
@@ -362,7 +365,7 @@ class Sandbox(msgspec.Struct, frozen=True):
             granted, _ = writable_paths((), policy.writable, home, os.environ.get("PATH", "").split(os.pathsep))
             writable = list(dict.fromkeys([*self.state.writable, *granted]))
         # The session's loopback (issue 36, ADR 0080): a command without the network joins the session's namespace.
-        net = session_net(self.bwrap) if self.bwrap and not policy.network else None
+        net = session_net(self.bwrap) if session and self.bwrap and not policy.network else None
         return Wrap(
             self, mode, policy.network, root_fd, root, policy.private_home, proxied=proxied, writable=writable,
             session_net=net,
