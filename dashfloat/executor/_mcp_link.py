@@ -1,10 +1,12 @@
 """The executor's side of the MCP host (ADR 0086): forked when servers are configured, each stdio server's command
-line wrapped in the command sandbox here, calls relayed, and the host and its servers stopped on every exit path."""
+line wrapped in the command sandbox here (by the commands' own builder: ``Sandbox.wrap``), calls relayed, and the host
+and its servers stopped on every exit path."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -16,7 +18,10 @@ import msgspec
 
 from dashfloat import procutil
 from dashfloat.channel import Channel, PeerDied, ProtocolError
-from dashfloat.executor._sandbox import DROP_PRIVILEGES, Sandbox, covered
+from dashfloat.executor._confine import bounds_for
+from dashfloat.executor._sandbox import Sandbox, Wrap
+from dashfloat.executor.path_policy import Root, RootGone
+from dashfloat.mcp_launch import launcher_argv
 from dashfloat.protocol import (
     AgentToExecutor,
     CancelTool,
@@ -33,6 +38,7 @@ from dashfloat.protocol import (
     McpToExecutor,
     McpToolResult,
     RunTool,
+    SandboxPolicy,
     Shutdown,
     ToolCancelled,
 )
@@ -44,31 +50,36 @@ PREVIEW_ARGUMENT_LINES: Final = 40
 """The arguments' lines a confirmation shows (the whole JSON is in its full view)."""
 
 
-def server_argv(config: McpServerConfig, sandbox: Sandbox, root: str) -> tuple[str, list[str]]:
-    """The command line a stdio server starts with: inside bwrap, as a command is (the session's mode; network when
-    the server or the session has it), unless the server is configured ``sandbox = false`` or the session is off.
-    The working directory is bound by path: the host's SDK starts the server, and passes no descriptor to it."""
+def server_argv(config: McpServerConfig, sandbox: Sandbox, root: Root) -> tuple[str, list[str], Wrap | None]:
+    """The command line a stdio server starts with, and the Wrap whose descriptors it names (None: unconfined).
+
+    Sandboxed (unless ``sandbox = false`` or the session is off) exactly as a command run with that network is: the
+    line is ``Sandbox.wrap``'s, so the workspace is bound from the held root descriptor, the git metadata read-only
+    from descriptors opened beneath it (``GitBinds``), every capability dropped, the deny list covered, the registries
+    through the proxy under ``--network registries``. Only the session's network namespace is left out (the host
+    starts the server, not the executor). It runs behind ``mcp_launch``'s launcher, which gets those descriptors from
+    the host and sets the file-size bound. RootGone when the working directory was swapped; OSError without bwrap."""
     state = sandbox.state
     if not config.sandbox or state.mode == "off":
-        return config.command, list(config.args)
-    if not sandbox.bwrap:
-        raise OSError(f"no bwrap to run the server in: {sandbox.bwrap_error}")
-    argv = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for path, is_dir in covered(state.deny_read, os.environ):
-        argv += ["--tmpfs", path, "--remount-ro", path] if is_dir else ["--ro-bind", "/dev/null", path]
-    argv += ["--bind" if state.mode == "workspace-write" else "--ro-bind", root, root]
-    argv += ["--unshare-all", *(["--share-net"] if config.network or state.network else []), "--die-with-parent"]
-    argv += [*DROP_PRIVILEGES, "--setenv", "TMPDIR", "/tmp", "--chdir", root, "--", config.command, *config.args]
-    return sandbox.bwrap, argv
+        return config.command, list(config.args), None
+    root.check()
+    wrap = sandbox.wrap(SandboxPolicy(network=config.network or state.network), root.fd, root.path, session=False)
+    assert wrap is not None  # the session's mode is not off, and a call's policy never widens it to off
+    line = wrap.argv("exec " + shlex.join([config.command, *config.args]), root.path, -1)
+    command, args = launcher_argv(line, [wrap.root_fd, *wrap.fds], bounds_for(state.limits).max_file_bytes)
+    return command, args, wrap
 
 
 def describe_server(config: McpServerConfig | None, sandbox: Sandbox) -> str:
     """How a server runs, for its confirmation."""
     if config is None or config.url:
         return "over HTTP" if config is not None else "not configured"
-    if not config.sandbox or sandbox.state.mode == "off":
+    state = sandbox.state
+    if not config.sandbox or state.mode == "off":
         return "NOT sandboxed: it runs with your full permissions"
-    network = "with network" if config.network or sandbox.state.network else "no network"
+    network = "with network" if config.network or state.network else "no network"
+    if network == "no network" and state.network_mode == "registries" and sandbox.proxy is not None:
+        network = "registries only (proxy)"
     return f"sandboxed ({sandbox.state.mode}, {network})"
 
 
@@ -97,7 +108,7 @@ def preview_lines(args: McpCallArgs, info: McpServerInfo | None, how: str) -> tu
 class McpLink:
     """The MCP host process and what it last said of its servers."""
 
-    def __init__(self, servers: list[McpServerConfig], sandbox: Sandbox, root: str) -> None:
+    def __init__(self, servers: list[McpServerConfig], sandbox: Sandbox, root: Root) -> None:
         self.configs = {s.name: s for s in servers}
         self.sandbox = sandbox
         self.root = root
@@ -111,29 +122,34 @@ class McpLink:
         self.channel: Channel[McpToExecutor] | None = None
 
     def start(self) -> None:
-        """Start the host (a fresh interpreter: it inherits none of the executor's descriptors or handlers) and give
-        it the servers, each stdio one's command line wrapped in the sandbox."""
-        ours, theirs = socket.socketpair()
-        with theirs:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "dashfloat.mcp", str(theirs.fileno())],
-                pass_fds=[theirs.fileno()],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,  # stderr: the executor's, the session's log
-            )
-        self.pidfd = os.pidfd_open(self.process.pid)
-        self.channel = Channel(Connection(ours.detach()), McpToExecutor, "mcp->executor")
+        """Start the host (a fresh interpreter: it inherits none of the executor's descriptors or handlers but its
+        socket and those the servers' bwrap lines name) and give it the servers, each stdio one's line wrapped."""
         wrapped = []
+        wraps: list[Wrap] = []  # held until the host has its copies: a Wrap's descriptors close when it goes
         for config in self.configs.values():
             if config.url:
                 wrapped.append(config)
                 continue
             try:
-                command, args = server_argv(config, self.sandbox, self.root)
-            except OSError as exc:
-                self.listed[config.name] = McpServerInfo(config.name, "failed", error=str(exc), start=config.start)
+                command, args, wrap = server_argv(config, self.sandbox, self.root)
+            except (OSError, RootGone) as exc:
+                error = str(exc) if isinstance(exc, RootGone) else f"its sandbox cannot be built: {exc}"
+                self.listed[config.name] = McpServerInfo(config.name, "failed", error=error, start=config.start)
                 continue
+            wraps += [wrap] if wrap is not None else []
             wrapped.append(msgspec.structs.replace(config, command=command, args=args))
+        held = sorted({fd for wrap in wraps for fd in (wrap.root_fd, *wrap.fds)})
+        ours, theirs = socket.socketpair()
+        with theirs:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "dashfloat.mcp", str(theirs.fileno()), ",".join(map(str, held))],
+                pass_fds=[theirs.fileno(), *held],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,  # stderr: the executor's, the session's log
+            )
+        del wraps
+        self.pidfd = os.pidfd_open(self.process.pid)
+        self.channel = Channel(Connection(ours.detach()), McpToExecutor, "mcp->executor")
         self.send(ConfigureMcp(wrapped))
 
     def alive(self) -> bool:
@@ -248,6 +264,10 @@ class McpLink:
         cancels it, another RunTool waits its turn, anything else is ``handle``d as usual (a Shutdown ends us)."""
         args = run.args
         assert isinstance(args, McpCallArgs | McpSearchArgs)
+        try:
+            self.root.check()  # a swapped working directory: refused, as every tool is
+        except RootGone as exc:
+            return McpToolResult(text=str(exc), is_error=True, total_bytes=len(str(exc).encode()))
         request = (
             McpCall(run.call_id, args.server, args.tool, args.arguments)
             if isinstance(args, McpCallArgs)

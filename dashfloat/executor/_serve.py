@@ -437,7 +437,7 @@ class _Server:
 
         if self.mcp is not None:
             self.mcp.stop()
-        self.mcp = McpLink(servers, self.sandbox, self.root.path) if servers else None
+        self.mcp = McpLink(servers, self.sandbox, self.root) if servers else None
         if self.mcp is not None:
             self.mcp.start()
             self.send(self.mcp.listing())

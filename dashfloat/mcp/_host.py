@@ -3,8 +3,8 @@
 The executor starts it (``python -m dashfloat.mcp FD``) when servers are configured and speaks ``ExecutorToMcp`` /
 ``McpToExecutor`` to it. Each server runs in a task of its own that holds the SDK's transport and session open until it
 is stopped; a call is a task too, so a cancel, a timeout or a server's crash ends that call with a result, never a
-hang. The executor has already wrapped a sandboxed stdio server's command line in bwrap: this process only starts what
-it is given.
+hang. The executor has already wrapped a sandboxed stdio server's command line in bwrap, as a command's: this process
+only starts what it is given, and hands the server's launcher the descriptors its line binds (``mcp_launch``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from dashfloat import procutil
 from dashfloat.catalogue import mcp_name
 from dashfloat.channel import Channel, PeerDied, ProtocolError
 from dashfloat.mcp._results import failed, result_of, search_result
+from dashfloat.mcp_launch import launch_fds
 from dashfloat.protocol import (
     ConfigureMcp,
     ExecutorToMcp,
@@ -61,10 +62,18 @@ class ServerDown(Exception):
 
 
 class StderrTail:
-    """A server's stderr: a pipe read on a thread into its last MCP_STDERR_TAIL_BYTES (the rest is dropped)."""
+    """A server's stderr: a pipe read on a thread into its last MCP_STDERR_TAIL_BYTES (the rest is dropped). With
+    ``fds``, a socket instead, over which they go first: the sandboxed server's launcher takes them (``mcp_launch``)."""
 
-    def __init__(self) -> None:
-        read, write = os.pipe()
+    def __init__(self, fds: list[int] | None = None) -> None:
+        if fds:
+            import socket
+
+            ours, theirs = socket.socketpair()
+            socket.send_fds(ours, [b"\0"], fds)  # queued before the server starts: its launcher's first read
+            read, write = ours.detach(), theirs.detach()
+        else:
+            read, write = os.pipe()
         self.file = os.fdopen(write, "w")
         self._tail: deque[bytes] = deque()
         self._size = 0
@@ -186,7 +195,7 @@ class Server:
                     headers = {name: os.environ.get(var, "") for name, var in config.headers_env.items()}
                     read, write, _ = await stack.enter_async_context(streamablehttp_client(config.url, headers))
                 else:
-                    self.stderr = StderrTail()
+                    self.stderr = StderrTail(launch_fds(config.args, self.host.held))
                     params = StdioServerParameters(command=config.command, args=config.args, env=config.env or None)
                     async with self.host.spawning:  # one start at a time: its process is the child that is new
                         before = _children(os.getpid())
@@ -227,8 +236,10 @@ class Server:
 class Host:
     """Every configured server, the calls running, and the pipe to the executor."""
 
-    def __init__(self, channel: Channel[ExecutorToMcp]) -> None:
+    def __init__(self, channel: Channel[ExecutorToMcp], held: frozenset[int] = frozenset()) -> None:
         self.channel = channel
+        self.held = held
+        """The executor's descriptors passed to us for the sandboxed servers' bwrap lines (``mcp_launch``)."""
         self.servers: dict[str, Server] = {}
         self.calls: dict[str, asyncio.Future[McpToolResult]] = {}
         self.answering: set[asyncio.Future[None]] = set()
@@ -337,8 +348,8 @@ def _read_pipe(channel: Channel[ExecutorToMcp], loop: asyncio.AbstractEventLoop,
             return
 
 
-async def _main(channel: Channel[ExecutorToMcp]) -> None:
-    host = Host(channel)
+async def _main(channel: Channel[ExecutorToMcp], held: frozenset[int]) -> None:
+    host = Host(channel, held)
     inbox: asyncio.Queue[ExecutorToMcp | None] = asyncio.Queue()
     threading.Thread(target=_read_pipe, args=(channel, asyncio.get_running_loop(), inbox), daemon=True).start()
     try:
@@ -359,8 +370,9 @@ async def _main(channel: Channel[ExecutorToMcp]) -> None:
         host.kill_all()
 
 
-def serve(conn: Connection) -> None:
-    """The MCP host's main: serve the executor until it says Shutdown or its pipe closes; every server dies with it."""
+def serve(conn: Connection, held: frozenset[int] = frozenset()) -> None:
+    """The MCP host's main: serve the executor until it says Shutdown or its pipe closes; every server dies with it.
+    ``held``: the descriptors the executor passed for the sandboxed servers' lines (handed to them at each start)."""
     procutil.die_with_parent()  # the executor gone (SIGKILL too): we go, and bwrap's --die-with-parent takes servers
     procutil.set_name(MCP_PROCESS_NAME)
     for sig in (signal.SIGTERM, signal.SIGTSTP):
@@ -373,6 +385,6 @@ def serve(conn: Connection) -> None:
     logging.getLogger("asyncio").setLevel(logging.ERROR)  # a server killed by its group is "unknown" to its watcher
     channel: Channel[ExecutorToMcp] = Channel(conn, ExecutorToMcp, "executor->mcp")
     try:
-        asyncio.run(_main(channel))
+        asyncio.run(_main(channel, held))
     finally:
         os._exit(0)  # the SDK's tasks may still wait on killed servers: nothing is left to tidy

@@ -1,5 +1,5 @@
 """An MCP server written with the SDK for the failure cases (ADR 0086): a crash mid-call, a huge result, a hang,
-an image, a tool error, and a flood of tools (``FLOOD_TOOLS=N`` in its environment)."""
+an image, a tool error, an attempt to plant git hooks, and a flood of tools (``FLOOD_TOOLS=N`` in its environment)."""
 
 from __future__ import annotations
 
@@ -73,6 +73,32 @@ def whoami() -> str:
     """The process id and whether the network is reachable (a sandboxed server has none)."""
     interfaces = ",".join(sorted(name for _, name in socket.if_nameindex()))
     return f"pid={os.getpid()} interfaces={interfaces} secret={os.environ.get('SECRET_FOR_TEST', '-')}"
+
+
+@server.tool()
+def plant(where: str = ".") -> str:
+    """Try to plant a git hook and config in ``where`` (and write a file beside them): what happened."""
+    said = [f"cwd={os.getcwd()}"]
+    os.chdir(where)
+    for path in (".git/hooks/pre-commit", ".git/config", ".git/info/attributes", "planted.txt"):
+        try:
+            with open(path, "a") as file:
+                file.write("#!/bin/sh\necho planted\n")
+            said.append(f"{path}: written")
+        except OSError as exc:
+            said.append(f"{path}: {exc.strerror}")
+    try:
+        os.rename(".git/hooks", ".git/hooks-moved")  # a mount point: it cannot be moved away and replaced
+        said.append(".git/hooks: moved")
+    except OSError as exc:
+        said.append(f".git/hooks: {exc.strerror}")
+    proxy = os.environ.get("HTTPS_PROXY", "-")
+    try:
+        socket.create_connection(("127.0.0.1", 3128), timeout=5).close()
+        said.append(f"proxy={proxy} listening")
+    except OSError:
+        said.append(f"proxy={proxy} closed")
+    return "; ".join(said)
 
 
 @server.tool()

@@ -21,6 +21,7 @@ from dashfloat.channel import Channel
 from dashfloat.executor import detect_sandbox
 from dashfloat.executor._mcp_link import McpLink, describe_server, preview_lines, server_argv
 from dashfloat.executor._sandbox import Sandbox
+from dashfloat.executor.path_policy import Root
 from dashfloat.jsonvalue import JsonObject
 from dashfloat.mcp import MCP_RESULT_MAX_BYTES
 from dashfloat.mcp._host import MCP_SERVER_MAX_DATA_BYTES, MCP_TOOLS_MAX
@@ -98,7 +99,7 @@ def driver(repo: Path) -> Iterator[Driver]:
         McpServerConfig("slow", sys.executable, [FAIL_SERVER], start="lazy"),  # hangs until cancelled
         McpServerConfig("many", sys.executable, [FAIL_SERVER], env={"FLOOD_TOOLS": str(MCP_TOOLS_MAX)}, start="lazy"),
     ]
-    link = McpLink(servers, sandbox(), str(repo))
+    link = McpLink(servers, sandbox(), Root(str(repo)))
     link.start()
     try:
         yield Driver(link)
@@ -195,7 +196,7 @@ def test_a_server_listing_more_than_its_bound_is_listed_to_the_bound(driver: Dri
 def test_servers_die_with_a_killed_host(mode: str, repo: Path) -> None:
     """SIGKILLed, the host cannot stop its servers: sandboxed, bwrap's --die-with-parent ends them; unsandboxed, the
     executor kills their groups once it sees the host gone."""
-    link = McpLink([McpServerConfig("fail", sys.executable, [FAIL_SERVER])], sandbox(mode), str(repo))
+    link = McpLink([McpServerConfig("fail", sys.executable, [FAIL_SERVER])], sandbox(mode), Root(str(repo)))
     link.start()
     driver = Driver(link)
     assert driver.tool("mcp__fail__echo", text="up").text == "up"
@@ -226,7 +227,7 @@ def test_calls_and_messages_that_come_during_a_call_wait_or_are_served(driver: D
 
 
 def test_a_confirmation_waits_for_a_starting_server_to_name_its_tool(repo: Path) -> None:
-    link = McpLink([McpServerConfig("fail", sys.executable, [FAIL_SERVER])], sandbox("off"), str(repo))
+    link = McpLink([McpServerConfig("fail", sys.executable, [FAIL_SERVER])], sandbox("off"), Root(str(repo)))
     link.start()
     forwarded: list[McpServersListed] = []
     info = link.settle("fail", forwarded.append)
@@ -243,7 +244,7 @@ def test_a_confirmation_waits_for_a_starting_server_to_name_its_tool(repo: Path)
 
 
 def test_the_host_dying_during_a_call_is_the_calls_error(repo: Path) -> None:
-    link = McpLink([McpServerConfig("fail", sys.executable, [FAIL_SERVER])], sandbox("off"), str(repo))
+    link = McpLink([McpServerConfig("fail", sys.executable, [FAIL_SERVER])], sandbox("off"), Root(str(repo)))
     link.start()
     driver = Driver(link)
     server = driver.pid("fail")
@@ -274,18 +275,21 @@ def test_how_a_server_runs_is_said_and_its_command_line_wrapped(repo: Path) -> N
     assert (
         describe_server(McpServerConfig("s", "srv", network=True), boxed) == "sandboxed (workspace-write, with network)"
     )
-    assert server_argv(plain, sandbox("off"), str(repo)) == ("srv", ["--a"])
-    command, argv = server_argv(plain, boxed, str(repo))
-    assert command == boxed.bwrap and argv[-3:] == ["--", "srv", "--a"] and "--share-net" not in argv
-    assert ["--bind", str(repo), str(repo)] == argv[argv.index("--bind") : argv.index("--bind") + 3]
-    assert "--die-with-parent" in argv and "--share-net" in server_argv(McpServerConfig("s", "x", network=True), boxed,
-                                                                       str(repo))[1]  # fmt: skip
+    root = Root(str(repo))
+    assert server_argv(plain, sandbox("off"), root) == ("srv", ["--a"], None)
+    command, argv, wrap = server_argv(plain, boxed, root)
+    assert wrap is not None and command == os.path.realpath(sys.executable)  # the launcher, then the commands' line
+    line = argv[argv.index("--") + 1 :]
+    assert line[0] == boxed.bwrap and line[-3:] == ["/bin/sh", "-c", "exec srv --a"] and "--share-net" not in line
+    assert ["--bind-fd", str(root.fd), str(repo)] == line[line.index("--bind-fd") : line.index("--bind-fd") + 3]
+    assert line[line.index("--cap-drop") : line.index("--cap-drop") + 2] == ["--cap-drop", "ALL"]
+    assert "--die-with-parent" in line and "--share-net" in server_argv(McpServerConfig("s", "x", network=True), boxed,
+                                                                        root)[1]  # fmt: skip
     no_bwrap = Sandbox(boxed.state, bwrap_error="bwrap is gone")
-    link = McpLink([plain, McpServerConfig("h", url="http://127.0.0.1:9/mcp", start="lazy")], no_bwrap, str(repo))
+    link = McpLink([plain, McpServerConfig("h", url="http://127.0.0.1:9/mcp", start="lazy")], no_bwrap, Root(str(repo)))
     link.start()
-    assert (
-        link.listed["s"].state == "failed" and "no bwrap to run the server in: bwrap is gone" in link.listed["s"].error
-    )
+    assert link.listed["s"].state == "failed"
+    assert "its sandbox cannot be built: no bwrap to run: bwrap is gone" in link.listed["s"].error
     unreachable = Driver(link).tool("mcp__h__anything")
     assert unreachable.is_error and "MCP server h is not running" in unreachable.text
     link.stop()
@@ -303,7 +307,7 @@ def test_an_http_server_gets_its_headers_from_the_variables_named(repo: Path) ->
         config = McpServerConfig(
             "web", url=f"http://127.0.0.1:{port}/mcp", headers_env={"Authorization": "MCP_TEST_TOKEN"}, start="lazy"
         )
-        link = McpLink([config], sandbox(), str(repo))
+        link = McpLink([config], sandbox(), Root(str(repo)))
         link.start()
         driver = Driver(link)
         assert within(lambda: not driver.tool("mcp__web__echo", text="up").is_error, EXIT_WAIT_S)  # it listens
