@@ -112,6 +112,8 @@ class McpLink:
         self.configs = {s.name: s for s in servers}
         self.sandbox = sandbox
         self.root = root
+        self.git_dirs: list[str] = []
+        """The main git directories the servers' binds protect (``GitBinds.main_dirs``): swept after every call."""
         self.listed: dict[str, McpServerInfo] = {
             s.name: McpServerInfo(s.name, "starting" if s.start == "startup" else "stopped", start=s.start)
             for s in servers
@@ -137,6 +139,7 @@ class McpLink:
                 self.listed[config.name] = McpServerInfo(config.name, "failed", error=error, start=config.start)
                 continue
             wraps += [wrap] if wrap is not None else []
+            self.git_dirs = sorted({*self.git_dirs, *(wrap.main_git_dirs if wrap is not None else [])})
             wrapped.append(msgspec.structs.replace(config, command=command, args=args))
         held = sorted({fd for wrap in wraps for fd in (wrap.root_fd, *wrap.fds)})
         ours, theirs = socket.socketpair()
@@ -232,6 +235,16 @@ class McpLink:
                 self.channel.send(Shutdown())
         self._reap(MCP_HOST_STOP_GRACE_S)
         self._kill_servers()
+        self.sweep()
+
+    def sweep(self) -> str:
+        """Remove a ``commondir`` a server planted, as after a command (ADR 0067): git would take hooks and config from
+        where it points. The note for the call's result; a server may plant one between calls: the stop sweeps too."""
+        if not self.git_dirs or self.root.fd < 0:
+            return ""
+        from dashfloat.executor._git_meta import sweep_commondirs
+
+        return sweep_commondirs(self.root.fd, self.git_dirs).replace("the command wrote it", "an MCP server wrote it")
 
     def _reap(self, grace_s: float) -> str:
         """The host gone for sure (killed after ``grace_s``), its pipe and pidfd closed: how it ended."""
@@ -290,7 +303,7 @@ class McpLink:
             for message in self.read() if any(s in ready for s in sources) else []:
                 if isinstance(message, McpCallDone):
                     if message.call_id == run.call_id:
-                        return ToolCancelled() if message.cancelled else message.result
+                        return ToolCancelled() if message.cancelled else _noted(message.result, self.sweep())
                 else:
                     forward(message)
             if agent.conn in ready:
@@ -305,6 +318,12 @@ class McpLink:
                         queue(incoming)
                     case _:
                         handle(incoming)
+
+
+def _noted(result: McpToolResult, note: str) -> McpToolResult:
+    if not note:
+        return result
+    return msgspec.structs.replace(result, text=result.text + note, total_bytes=result.total_bytes + len(note.encode()))
 
 
 def _host_gone(listed: dict[str, McpServerInfo]) -> McpToolResult:

@@ -80,7 +80,7 @@ def plant(where: str = ".") -> str:
     """Try to plant a git hook and config in ``where`` (and write a file beside them): what happened."""
     said = [f"cwd={os.getcwd()}"]
     os.chdir(where)
-    for path in (".git/hooks/pre-commit", ".git/config", ".git/info/attributes", "planted.txt"):
+    for path in (".git/hooks/pre-commit", ".git/config", ".git/info/attributes", ".git/commondir", "planted.txt"):
         try:
             with open(path, "a") as file:
                 file.write("#!/bin/sh\necho planted\n")

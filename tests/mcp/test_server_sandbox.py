@@ -36,10 +36,12 @@ def repo(tmp_path: Path) -> Path:
 
 
 def plant(link: McpLink, where: str = ".") -> dict[str, str]:
-    """The fail server's ``plant`` tool, its report as a dict (path → what happened)."""
+    """The fail server's ``plant`` tool, its report as a dict (path → what happened; "note": what DashFloat added)."""
     result = Driver(link).tool("mcp__fail__plant", where=where)
     assert not result.is_error, result.text
-    return dict(part.split(": ", 1) if ": " in part else part.split("=", 1) for part in result.text.split("; "))
+    report, _, note = result.text.partition("\n")
+    said = dict(part.split(": ", 1) if ": " in part else part.split("=", 1) for part in report.split("; "))
+    return {**said, "note": note}
 
 
 def test_a_sandboxed_server_cannot_plant_git_hooks_or_config_and_writes_the_workspace(repo: Path) -> None:
@@ -54,7 +56,12 @@ def test_a_sandboxed_server_cannot_plant_git_hooks_or_config_and_writes_the_work
     assert said["cwd"] == str(repo)
     assert said[HOOK] == said[".git/config"] == said[".git/info/attributes"] == "Read-only file system", said
     assert said[".git/hooks"] == "Device or resource busy", said  # a mount point: not moved away and replaced
-    assert said["planted.txt"] == "written"
+    assert said["planted.txt"] == said[".git/commondir"] == "written"  # nothing can stop a commondir's creation …
+    assert said["note"] == (  # … so it is removed once the call is over, as after a command
+        "[DashFloat removed .git/commondir: an MCP server wrote it, and git would have taken the repository's hooks "
+        "and config from where it points at your next git command]"
+    )
+    assert not (repo / ".git" / "commondir").exists()
     assert not (repo / HOOK).exists() and (repo / ".git" / "config").read_bytes() == config_before
     assert (repo / "planted.txt").exists() and (repo / ".git" / "hooks").is_dir()
 
