@@ -102,6 +102,17 @@ def plant(where: str = ".") -> str:
 
 
 @server.tool()
+def fill(size: int) -> str:
+    """Write a file of ``size`` bytes in the working directory: 'written', or why not."""
+    try:
+        with open("filled.bin", "wb") as file:
+            file.write(b"x" * size)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return "written"
+
+
+@server.tool()
 def header(key: str, ctx: Context) -> str:  # type: ignore[type-arg]
     """The HTTP request's header of that name (served over HTTP only)."""
     request = ctx.request_context.request

@@ -20,7 +20,7 @@ from dashfloat.executor._sandbox import Sandbox
 from dashfloat.executor.path_policy import Root
 from dashfloat.mcp._host import StderrTail
 from dashfloat.mcp_launch import LAUNCH_FAILED_EXIT, launch_fds
-from dashfloat.protocol import McpServerConfig
+from dashfloat.protocol import CommandLimits, McpServerConfig
 from dashfloat.sandbox_access import with_access
 from tests.mcp.test_servers import FAIL_SERVER, Driver, sandbox
 
@@ -179,3 +179,17 @@ def test_network_on_gives_a_server_the_network_and_no_proxy(repo: Path) -> None:
         link.stop()
     assert said["proxy"].startswith("- ")
     assert interfaces == ",".join(sorted(name for _, name in socket.if_nameindex()))  # the host's
+
+
+def test_a_server_writes_a_file_up_to_the_commands_file_bound_and_not_past_it(repo: Path) -> None:
+    boxed = sandbox()
+    state = msgspec.structs.replace(boxed.state, limits=CommandLimits(max_file_mib=1))  # [limits] max_file_mib
+    config = McpServerConfig("fail", sys.executable, [FAIL_SERVER])
+    link = McpLink([config], Sandbox(state, boxed.bwrap), Root(str(repo)))
+    link.start()
+    try:
+        at_bound = Driver(link).tool("mcp__fail__fill", size=2**20).text
+        past_bound = Driver(link).tool("mcp__fail__fill", size=2**20 + 1).text
+    finally:
+        link.stop()
+    assert (at_bound, past_bound) == ("written", "File too large")
