@@ -129,22 +129,21 @@ TOOLS: Final[list[JsonObject]] = [
             # background jobs (issue 36, ADR 0080)
             "background": {
                 "type": "boolean",
-                "description": "Start it as a background job (a server, a watcher) and return at once with its id.",
+                "description": "Start it as a job; returns its id at once.",
                 "default": False,
             },
-            "ready_pattern": _string("Background only: wait until an output line matches this regular expression."),
+            "ready_pattern": _string("With background: wait for an output line matching this regex."),
             "ready_port": {
                 "type": "integer",
                 "minimum": 1,
                 "maximum": 65535,
-                "description": "Background only: wait until this TCP port accepts connections on localhost.",
+                "description": "With background: wait until this localhost port accepts.",
             },
             "ready_timeout": {
                 "type": "number",
                 "minimum": 0.1,
                 "maximum": JOB_READY_TIMEOUT_MAX_S,
-                "description": f"Seconds the readiness wait lasts (default {JOB_READY_TIMEOUT_DEFAULT_S:g}); the job "
-                "keeps running after it.",
+                "description": f"Seconds to wait (default {JOB_READY_TIMEOUT_DEFAULT_S:g}); the job runs on after.",
             },
         },
         ["command"],
@@ -157,18 +156,18 @@ TOOLS: Final[list[JsonObject]] = [
     ),
     _tool(
         JOB_OUTPUT,
-        "A background job's state (running, exited, killed), exit code and output since `cursor` (the `cursor` of "
-        f"its last result; none: all that is kept). Output is kept head and tail ({_kib(EXEC_OUTPUT_MAX_BYTES)}).",
+        f"A job's state, exit code and output after `cursor` (from its last result; head and tail, "
+        f"{_kib(EXEC_OUTPUT_MAX_BYTES)}).",
         {
-            "id": {"type": "integer", "minimum": 1, "description": "The job's id."},
-            "cursor": {"type": "integer", "minimum": 0, "description": "Read only the output after this byte."},
+            "id": {"type": "integer", "minimum": 1},
+            "cursor": {"type": "integer", "minimum": 0},
         },
         ["id"],
     ),
     _tool(
         JOB_KILL,
-        "Stop a background job and every process it started.",
-        {"id": {"type": "integer", "minimum": 1, "description": "The job's id."}},
+        "Stop a job and every process it started.",
+        {"id": {"type": "integer", "minimum": 1}},
         ["id"],
     ),
 ]
@@ -184,9 +183,8 @@ def tools_catalogue(exec_timeout_s: float = EXEC_TIMEOUT_DEFAULT_S) -> list[Json
                 f"Run a shell command line with sh -c semantics. It is killed after {exec_timeout_s:g} s unless "
                 f"`timeout` asks for longer (at most {EXEC_TIMEOUT_MAX_S:g} s): pass it for builds and test "
                 f"suites. Output: the first {_kib(EXEC_OUTPUT_HEAD_BYTES)} and the last {_kib(EXEC_OUTPUT_TAIL_BYTES)} "
-                "of stdout+stderr are kept. With `background`: started as a job (a dev server, a watcher: at most "
-                f"{JOBS_MAX_RUNNING} at once, all stopped when the session ends) that later commands reach on "
-                "localhost; read it with job_output, stop it with job_kill."
+                f"of stdout+stderr are kept. `background`: a job (server, watcher; at most {JOBS_MAX_RUNNING}) that "
+                "later commands reach on localhost."
             )
             timeout = _object(_object(_object(function["parameters"])["properties"])["timeout"])
             timeout["description"] = (

@@ -14,9 +14,8 @@ _GUIDANCE = (
     "if one is, adapt instead of retrying the same call. Prefer edit_file with a search_block that "
     "matches exactly once. Answer in Markdown."
     # background jobs (issue 36, ADR 0080): said here too, so a small model reaches for them
-    " For a dev server or a watcher, call execute_command with background: true (ready_port or ready_pattern "
-    "waits until it is up), then run commands against it on localhost; read it with job_output, stop it with "
-    "job_kill."
+    " Start a dev server or watcher with execute_command background: true (ready_port waits for it), then use "
+    "it on localhost; job_output reads it, job_kill stops it."
 )
 
 
