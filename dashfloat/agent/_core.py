@@ -153,6 +153,8 @@ class AgentCore:
         self.hooks = options.hooks  # hooks (ADR 0088): the user's, and a trusted project's
         self.skills: list[Skill] = []
         """The skills found at start (ADR 0088): their index goes into the system prompt."""
+        self.running_jobs: dict[int, str] = {}
+        """Background jobs running, by id: their command (/status counts them; issue 36)."""
         self.project_hooks = options.project_hooks
         """The project's hooks file as read at launch, trusted or not (``/hooks trust``)."""
         self.state_dir = options.state_dir
@@ -367,15 +369,15 @@ class AgentCore:
             case ResumeSession(session_id=session_id):
                 if not self._busy("/resume"):
                     self._resume(session_id)
-            case ShowHooks(trust=trust_now):  # hooks (ADR 0088)
-                from dashfloat.agent._extensions import hooks_command
-
-                self.outbox += hooks_command(self, trust_now)
             case ShowMcp(approve=approve):
                 if approve:
                     self.ui(self.mcp.approve())
                     self._configure_mcp()
                 self.ui(SystemEntry(text=self.mcp.report(self.window.size)))
+            case ShowHooks(trust=trust_now):  # hooks (ADR 0088)
+                from dashfloat.agent._extensions import hooks_command
+
+                self.outbox += hooks_command(self, trust_now)
             case ShowUsage():
                 self.ui(SystemEntry(text=self.usage_report()))
             case ShowStatus():  # issue 37: a real /status (agent/_reports.py)
@@ -615,11 +617,15 @@ class AgentCore:
                 self.ui(SystemEntry(text=error, level="error"))
             case CommandStarted():
                 pass  # the process shell keeps the process group to kill if the executor dies
-            case JobStarted() | JobOutput():  # background jobs (issue 36): /jobs, the status bar, --json events
+            case JobStarted(job_id=job_id, command=command):  # background jobs (issue 36): /jobs, the status bar
+                self.running_jobs[job_id] = command
                 self.ui(message)
-            case JobExited():
+            case JobOutput():  # shown by /jobs and --json, not the model's result
+                self.ui(message)
+            case JobExited(job_id=job_id):
                 from dashfloat.agent._jobs import exit_row
 
+                self.running_jobs.pop(job_id, None)
                 self.ui(message)
                 self.ui(exit_row(message))
             case JobExposed(text=text, ok=ok):

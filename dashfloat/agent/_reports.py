@@ -169,6 +169,7 @@ def status_facts(core: AgentCore) -> StatusFacts:
         session_id=core.journal.session_id,
         session_file=str(writer.path) if writer is not None else "",
         turn_usage=tuple(core.turn_usage),
+        jobs=f"jobs: {count(len(core.running_jobs), 'running job')} (/jobs lists them)" if core.running_jobs else "",
     )
 
 

@@ -87,3 +87,17 @@ def test_last_is_the_newest_result_in_full() -> None:
     shown = last_result(transcript)
     assert (shown.name, shown.status) == ("execute_command", "error")
     assert shown.output == "exit code 2\n" + long  # all of it, not the 30-line excerpt
+
+
+def test_status_counts_the_running_jobs_and_forgets_an_ended_one() -> None:
+    """/status names the running background jobs (issue 36's slot in issue 37's report), and only those."""
+    from dashfloat.agent._reports import status_facts
+    from dashfloat.protocol import JobExited, JobStarted
+
+    core, _ = make_core()
+    assert "running job" not in status_report(status_facts(core))
+    core.on_executor(JobStarted(job_id=1, call_id="c1", command="python -m http.server", pgid=10))
+    core.on_executor(JobStarted(job_id=2, call_id="c2", command="npm run watch", pgid=11))
+    assert "jobs: 2 running jobs (/jobs lists them)" in status_report(status_facts(core))
+    core.on_executor(JobExited(job_id=1, state="exited", exit_code=0, command="python -m http.server"))
+    assert "jobs: 1 running job (/jobs lists them)" in status_report(status_facts(core))
