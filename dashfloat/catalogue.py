@@ -45,8 +45,9 @@ JOB_KILL: Final = "job_kill"
 
 TOOL_NAMES: Final = (READ_FILE, WRITE_FILE, EDIT_FILE, EXECUTE_COMMAND, LIST_DIRECTORY, JOB_OUTPUT, JOB_KILL)
 
-# READ_DEFAULT_OFFSET, READ_DEFAULT_LIMIT, READ_MAX_LIMIT and EXEC_TIMEOUT_MAX_S (imported above) live beside
-# the argument Structs in protocol.py, whose defaults and bounds they are; the schemas below are built from them.
+# READ_DEFAULT_OFFSET, READ_DEFAULT_LIMIT, READ_MAX_LIMIT and EXEC_TIMEOUT_MAX_S (imported above) live beside the
+# argument Structs in dashfloat/protocol/_tool_args.py, whose defaults and bounds they are; the schemas below are
+# built from them.
 EXEC_TIMEOUT_DEFAULT_S: Final = 30.0
 """execute_command's timeout when neither the call nor --exec-timeout names one."""
 # Bounds the model is told about: the executor enforces exactly these (it imports them from here), and the

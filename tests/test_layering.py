@@ -13,7 +13,7 @@ import dashfloat
 
 PROCESS_PACKAGES = {"ui", "agent", "llm", "executor", "mcp"}  # mcp: the MCP host (ADR 0086)
 MAIN_PROCESS_MODULES = {"runtime", "cli", "launch", "demo"}
-LIBRARY_PACKAGES = {"sessions", "_startup"}
+LIBRARY_PACKAGES = {"sessions", "_startup", "protocol"}
 """Shared by several processes; they import only the contract modules and each other, never a process's code."""
 SPAWN_POINTS = {
     "agent/_workers.py": {"dashfloat.llm", "dashfloat.llm.serve", "dashfloat.executor", "dashfloat.executor.serve"}
@@ -116,7 +116,14 @@ def test_every_package_declares_exactly_what_it_exports() -> None:
 
 
 def test_protocol_imports_no_other_dashfloat_module() -> None:
-    assert not any(m.startswith("dashfloat") for m in imported_modules(ROOT / "protocol.py"))
+    """The contract stands alone: its modules import only each other (and msgspec, the standard library)."""
+    outside = {
+        f"{path.name} imports {module}"
+        for path in (ROOT / "protocol").glob("*.py")
+        for module in imported_modules(path)
+        if module.startswith("dashfloat") and not module.startswith("dashfloat.protocol")
+    }
+    assert outside == set()
 
 
 # ------------------------------------------------------------------ no import cycles
