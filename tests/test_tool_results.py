@@ -15,7 +15,9 @@ from dashfloat.protocol import (
     CommandTimedOut,
     DirectoryEntry,
     EditFileResult,
+    JobReport,
     ListDirectoryResult,
+    McpToolResult,
     ReadFileResult,
     ToolCancelled,
     ToolFailed,
@@ -109,6 +111,26 @@ PINNED: list[tuple[ToolResult, str]] = [
         '{"ok":false,"cancelled":true,"output":"started\\n","truncated":false,"total_bytes":8}',
     ),
     (ToolCancelled(), '{"ok":false,"cancelled":true}'),
+    (  # a background job read by job_output (ADR 0080): its cursor goes back in the next call
+        JobReport(
+            job_id=1, state="running", output=CapturedOutput("listening on 8000\n", False, 18), cursor=18, ready=True
+        ),
+        '{"ok":true,"job_id":1,"state":"running","ready":true,"output":"listening on 8000\\n","truncated":false,'
+        '"total_bytes":18,"cursor":18}',
+    ),
+    (
+        JobReport(job_id=2, state="exited", output=CapturedOutput("", False, 0), cursor=40, exit_code=1),
+        '{"ok":false,"job_id":2,"state":"exited","exit_code":1,"output":"","truncated":false,"total_bytes":0,'
+        '"cursor":40}',
+    ),
+    (  # an MCP tool's text (ADR 0086); the server's isError is ok:false
+        McpToolResult(text="boom", is_error=True),
+        '{"ok":false,"content":"boom","truncated":false,"total_bytes":0}',
+    ),
+    (
+        McpToolResult(text="a…b", truncated=True, total_bytes=40000),
+        '{"ok":true,"content":"a…b","truncated":true,"total_bytes":40000}',
+    ),
     (ToolRejected(), '{"ok":false,"rejected":true}'),
     (
         ToolFailed(error="path escapes the working directory: leak (through a symlink)"),
