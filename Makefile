@@ -28,7 +28,9 @@ COVERAGE_FLOORS := dashfloat/protocol/*=99 dashfloat/llm/toolcalls.py=99 dashflo
 
 pytest: $(STAMP)
 	rm -f .coverage .coverage.*
-	$(BIN)/pytest -n 2 -q --cov --cov-report= tests
+	@# Three workers on two cores: most tests wait on a child process, a pty or a socket, so a third worker fills the
+	@# cores' idle time (4:37 -> 3:33 here, the same 2,763 tests).
+	$(BIN)/pytest -n 3 -q --cov --cov-report= tests
 	@# Forked children that saved after pytest-cov combined; what is left then is a file a child was killed while
 	@# writing (tests kill children on purpose), which holds no data.
 	@$(BIN)/coverage combine -q --append >/dev/null 2>&1 || true
