@@ -26,7 +26,16 @@ def split_finished(source: str) -> tuple[str, str]:
     A block is finished when a closing fence ends it, a fence starts after it, or a blank line is
     followed by text at column 0 (indented text may still belong to a list item or a code block).
     """
+    blocks, rest = finished_blocks(source)
+    return "".join(blocks), rest
+
+
+def finished_blocks(source: str) -> tuple[list[str], str]:
+    """``split_finished`` with the finished part cut at every block end, as a stream that came a character at a time
+    would have cut it: each block is drawn alone, so how the text was chunked never changes what is drawn (two list
+    items a blank line apart are two blocks either way)."""
     lines = source.split("\n")
+    cuts: list[int] = []
     cut = 0
     pos = 0
     fence: str | None = None
@@ -39,6 +48,7 @@ def split_finished(source: str) -> tuple[str, str]:
             if closes and line.strip() == marker:
                 fence = None
                 cut = pos + len(line) + 1
+                cuts.append(cut)
                 blank_seen = False
         elif line.strip() == "":
             blank_seen = complete or blank_seen
@@ -46,13 +56,16 @@ def split_finished(source: str) -> tuple[str, str]:
             at_column_0 = not line.startswith((" ", "\t"))
             if blank_seen and at_column_0:
                 cut = pos
+                cuts.append(cut)
             blank_seen = False
             if marker is not None:
-                if at_column_0:
+                if at_column_0 and cut != pos:
                     cut = pos
+                    cuts.append(cut)
                 fence = marker
         pos += len(line) + 1
-    return source[:cut], source[cut:]
+    starts = [0, *cuts]
+    return [source[a:b] for a, b in zip(starts, cuts, strict=False) if b > a], source[cut:]
 
 
 def _plain(rows: tuple[Row, ...]) -> str:

@@ -48,7 +48,7 @@ from dashfloat.protocol import (
     UserPromptShown,
     WindowSource,
 )
-from dashfloat.ui._blocks import _ink, _plain, _source_cut, split_finished
+from dashfloat.ui._blocks import _ink, _plain, _source_cut, finished_blocks
 from dashfloat.ui._jobs_view import JobRow
 from dashfloat.ui._jobs_view import updated as jobs_updated
 from dashfloat.ui._markdown import render_markdown
@@ -576,11 +576,13 @@ def _stream(state: UiState, text: str) -> UiState:
     # A block can only finish at a line end or at the first character after one, so a token inside a
     # line skips the scan (which is linear in the open block: a long code block streams many tokens).
     if "\n" in text or state.open_prose.endswith("\n") or not state.open_prose:
-        finished, rest = split_finished(source)
+        blocks, rest = finished_blocks(source)
     else:
-        finished, rest = "", source
+        blocks, rest = [], source
     skip = state.open_skip
-    if finished.strip():
+    for finished in blocks:  # each alone: the same entries however the text was chunked
+        if not finished.strip():
+            continue
         if skip:
             rows = render_markdown(finished.rstrip(), state.width)
             if rows[skip:]:

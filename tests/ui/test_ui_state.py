@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import msgspec.structs
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dashfloat.protocol import (
@@ -356,6 +356,7 @@ def test_any_message_sequence_renders_inside_the_screen(events: list[object]) ->
 
 
 @given(st.lists(st.text(alphabet="ab \n`-", max_size=6), max_size=30))
+@example(["-", "\n\n-\n\n`"])  # found in a loop of the UI tests: two list items a blank line apart came in one token
 def test_chunking_never_changes_what_is_drawn(chunks: list[str]) -> None:
     from dashfloat.ui.render import plain, render_entry
 
@@ -496,3 +497,12 @@ def test_rows_in_the_history_with_markup_are_skipped_whole_and_the_last_row_stay
     assert strand_open(state, 9, 0).open_skip == 2  # never the last row: it may still grow
     code = msgspec.structs.replace(initial(0.0, 20, 24), open_prose="```\nline 1\nline 2\nline 3\n")
     assert strand_open(code, 2, 0).open_skip == 2 and strand_open(code, 2, 0).open_prose == code.open_prose
+
+
+def test_finished_blocks_cut_where_a_stream_a_character_at_a_time_would() -> None:
+    from dashfloat.ui._blocks import finished_blocks
+
+    assert finished_blocks("-\n\n-\n\n`") == (["-\n\n", "-\n\n"], "`")
+    assert finished_blocks("para one\n\npara") == (["para one\n\n"], "para")
+    assert finished_blocks("text\n```\ncode\n```\nafter") == (["text\n", "```\ncode\n```\n"], "after")
+    assert finished_blocks("- a\n\n  more of a") == ([], "- a\n\n  more of a")
