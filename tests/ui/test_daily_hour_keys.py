@@ -76,9 +76,12 @@ def test_the_clear_it_hint_goes_with_the_text_and_with_the_confirmation() -> Non
             ui.keys(ESC)  # text in the input: Esc answers nothing, the hint says why
             await ui.until(lambda: any(CONFIRM_TEXT_HINT in line for line in ui.visible()))
             ui.keys(CTRL_U)  # the input is empty: the hint is no longer true
+            # On the state first: a screen read mid-redraw may lack the hint row while the state still holds it.
+            await ui.until(lambda: ui.shell.buffer.text == "" and ui.shell.state.hint is None)
             await ui.until(lambda: not any(CONFIRM_TEXT_HINT in line for line in ui.visible()))
             ui.keys("more")
-            ui.keys(ESC)
+            await ui.until(lambda: ui.shell.buffer.text == "more")
+            ui.keys(ESC)  # a lone Esc is taken after the input's flush delay: wait for its own effect
             await ui.until(lambda: ui.shell.state.hint == CONFIRM_TEXT_HINT)
             ui.link.push(PhaseChanged(phase="idle"))  # the confirmation went (cancelled): its hint with it
             await ui.until(lambda: not any(CONFIRM_TEXT_HINT in line for line in ui.visible()))
