@@ -85,6 +85,7 @@ def test_the_clear_it_hint_goes_with_the_text_and_with_the_confirmation() -> Non
             await ui.until(lambda: ui.shell.state.hint == CONFIRM_TEXT_HINT)
             ui.link.push(PhaseChanged(phase="idle"))  # the confirmation went (cancelled): its hint with it
             await ui.until(lambda: not any(CONFIRM_TEXT_HINT in line for line in ui.visible()))
+            await ui.until(lambda: ui.shell.state.hint is None)
             second = ConfirmRequested(ref=2, id="c2", subject=WriteFileArgs(path="g", content=""), lines=["+y"])
             ui.link.push(PhaseChanged(phase="streaming"), second, PhaseChanged(phase="confirming"))
             await ui.until(lambda: ui.shell.state.confirm_armed)
