@@ -52,6 +52,7 @@ from dashfloat.sandbox_access import (
     writable_problem,
 )
 from tests.executor.conftest import gone, run_json
+from tests.python_in_sandbox import needs_python_in_sandbox
 
 TIMEOUT_S = 60.0
 PYTHON = os.path.realpath(sys.executable)
@@ -353,6 +354,7 @@ def _wheel(directory: Path) -> Path:
     return path
 
 
+@needs_python_in_sandbox
 def test_pip_downloads_from_a_local_simple_index_through_the_proxy(root: Path, tmp_path: Path) -> None:
     index = tmp_path / "index"
     (index / "simple" / "demo-pkg").mkdir(parents=True)

@@ -21,6 +21,7 @@ from dashfloat.executor._mcp_link import NO_PREVIEW
 from dashfloat.testing.sse_server import ScriptedServer, text_reply, tool_calls_reply
 from tests.e2e import dashfloat_argv, isolated_environment
 from tests.executor.conftest import EXIT_WAIT_S, gone, within
+from tests.python_in_sandbox import needs_python_in_sandbox
 
 BIN = Path(sys.executable).parent
 FAIL_SERVER = str(Path(__file__).with_name("fail_server.py"))
@@ -61,6 +62,7 @@ def events(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
             yield json.loads(line)
 
 
+@needs_python_in_sandbox
 def test_a_rule_lets_a_call_run_unasked_and_another_is_confirmed(tmp_path: Path, env: dict[str, str],
                                                                   marker: str) -> None:  # fmt: skip
     tree = tmp_path / "work"

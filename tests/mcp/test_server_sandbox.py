@@ -23,6 +23,9 @@ from dashfloat.mcp_launch import LAUNCH_FAILED_EXIT, launch_fds
 from dashfloat.protocol import CommandLimits, McpServerConfig
 from dashfloat.sandbox_access import with_access
 from tests.mcp.test_servers import FAIL_SERVER, Driver, sandbox
+from tests.python_in_sandbox import needs_python_in_sandbox
+
+pytestmark = needs_python_in_sandbox
 
 HOOK = ".git/hooks/pre-commit"
 

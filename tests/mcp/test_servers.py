@@ -38,6 +38,9 @@ from dashfloat.protocol import (
     ToolResult,
 )
 from tests.executor.conftest import EXIT_WAIT_S, gone, within
+from tests.python_in_sandbox import needs_python_in_sandbox
+
+pytestmark = needs_python_in_sandbox
 
 BIN = Path(sys.executable).parent
 FAIL_SERVER = str(Path(__file__).with_name("fail_server.py"))
