@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shlex
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -122,7 +123,9 @@ def test_ctrl_z_while_a_command_runs_stops_it_and_fg_continues_it(
     tree: Path, isolated_env: dict[str, str], server: ScriptedServer
 ) -> None:
     """Found in tmux: the TUI suspended, the command went on (its own process group). The whole job stops now."""
-    marker = f"dfz-{tree.name}"
+    # Unique to this run: every test's tree is named "work", and a second copy of this test (another checkout's suite,
+    # or a killed run's stopped command) must not be counted as this one's command.
+    marker = f"dfz-{uuid.uuid4().hex}"
     ticker = f"while [ ! -e stop ]; do sleep 0.1; done; echo stopped # {marker}"
     server.enqueue(tool_calls_reply([("c1", "execute_command", {"command": ticker})]), text_reply("ticked"))
     env = {**isolated_env, "PS1": "sh$ "}
