@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Final, Literal, get_args
 
 import msgspec
 
+from dashfloat import content_approvals
 from dashfloat.config import ConfigError, HooksTable, check_hooks, config_path, read_toml
 from dashfloat.protocol import HookCommand, ToolHooks
 
@@ -127,35 +127,14 @@ def load_project_hooks(cwd: str) -> ProjectHooks | None:
     return ProjectHooks(str(path), HookSet.from_table(table, str(path)), digest)
 
 
-def _trust_file(state_dir: str) -> Path:
-    return Path(state_dir) / TRUST_FILENAME
-
-
-def _trusted_table(state_dir: str) -> dict[str, str]:
-    try:
-        raw = _trust_file(state_dir).read_bytes()
-        table = msgspec.json.decode(raw, type=dict[str, str])
-    except (OSError, msgspec.DecodeError):
-        return {}  # no file, or a damaged one: nothing is trusted (the next trust rewrites it)
-    return table
-
-
 def trusted(state_dir: str, project: ProjectHooks) -> bool:
     """Whether the person trusted exactly this content of this project's hooks file."""
-    return bool(state_dir) and _trusted_table(state_dir).get(project.path) == project.digest
+    return content_approvals.is_approved(state_dir, TRUST_FILENAME, project.path, project.digest)
 
 
 def trust(state_dir: str, project: ProjectHooks) -> None:
     """Remember that the person trusts this content of this project's hooks file (atomically)."""
-    table = _trusted_table(state_dir)
-    table.pop(project.path, None)
-    table[project.path] = project.digest  # newest last: the oldest go first past TRUST_MAX_PROJECTS
-    kept = dict(list(table.items())[-TRUST_MAX_PROJECTS:])
-    path = _trust_file(state_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_bytes(msgspec.json.encode(kept))
-    os.replace(temp, path)
+    content_approvals.remember(state_dir, TRUST_FILENAME, project.path, project.digest, TRUST_MAX_PROJECTS)
 
 
 def describe(hooks: HookSet) -> list[str]:

@@ -4,12 +4,12 @@ project and per SHA-256 in ``<state dir>/approved-mcp.json``. Pure but for those
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Final
 
 import msgspec
 
+from dashfloat import content_approvals
 from dashfloat.config import ConfigError, McpTable, check_mcp, mcp_configs, read_toml
 from dashfloat.protocol import McpServerConfig
 
@@ -47,33 +47,14 @@ def load_project_mcp(cwd: str) -> ProjectMcp | None:
     return ProjectMcp(str(path), mcp_configs(table, str(path)), digest)
 
 
-def _approval_file(state_dir: str) -> Path:
-    return Path(state_dir) / APPROVAL_FILENAME
-
-
-def _approved_table(state_dir: str) -> dict[str, str]:
-    try:
-        return msgspec.json.decode(_approval_file(state_dir).read_bytes(), type=dict[str, str])
-    except (OSError, msgspec.DecodeError):
-        return {}  # no file, or a damaged one: nothing is approved (the next approval rewrites it)
-
-
 def approved(state_dir: str, project: ProjectMcp) -> bool:
     """Whether the person approved exactly this content of this project's MCP file."""
-    return bool(state_dir) and _approved_table(state_dir).get(project.path) == project.digest
+    return content_approvals.is_approved(state_dir, APPROVAL_FILENAME, project.path, project.digest)
 
 
 def approve(state_dir: str, project: ProjectMcp) -> None:
     """Remember that the person approved this content of this project's MCP file (atomically)."""
-    table = _approved_table(state_dir)
-    table.pop(project.path, None)
-    table[project.path] = project.digest  # newest last: the oldest go first past APPROVALS_MAX_PROJECTS
-    kept = dict(list(table.items())[-APPROVALS_MAX_PROJECTS:])
-    path = _approval_file(state_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_bytes(msgspec.json.encode(kept))
-    os.replace(temp, path)
+    content_approvals.remember(state_dir, APPROVAL_FILENAME, project.path, project.digest, APPROVALS_MAX_PROJECTS)
 
 
 def merged(user: list[McpServerConfig], project: ProjectMcp | None) -> list[McpServerConfig]:
