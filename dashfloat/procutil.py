@@ -7,8 +7,10 @@ import contextlib
 import ctypes
 import gc
 import os
+import select
 import signal
 import time
+import types
 from collections.abc import Callable, Collection
 from multiprocessing.process import BaseProcess
 from typing import Final
@@ -248,6 +250,53 @@ class StopGuard:
         os.close(self._write_end)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self._pid, 0)
+
+
+class FgWatch:
+    """Which came last, our job's stop or its ``fg``: read from the signal numbers the interpreter writes, in the
+    order they arrive, to its wakeup pipe (ADR 0095).
+
+    Ctrl-Z's SIGTSTP runs a handler that stops our commands before it waits for ``fg``. Stopping ourselves there
+    (SIGSTOP, the way we did) lost the job whenever ``fg``'s SIGCONT came while the handler still worked: the
+    SIGCONT found us running, our SIGSTOP then stopped us for good, and our commands with us. A SIGCONT is never
+    missed here: its number is in the pipe from the moment it arrives, whatever the handler was doing.
+    Main thread only (as ``signal.set_wakeup_fd``); its handlers are installed by ``install``.
+    """
+
+    def __init__(self) -> None:
+        self._read_end, self._write_end = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.continued = True  # what the last of SIGTSTP and SIGCONT read said (running, before any)
+
+    def install(self, on_sigtstp: Callable[[int, types.FrameType | None], None]) -> None:
+        """Write every handled signal's number to our pipe, and handle SIGTSTP with ``on_sigtstp``."""
+        signal.set_wakeup_fd(self._write_end, warn_on_full_buffer=False)
+        signal.signal(signal.SIGCONT, _ignore)  # handled (so its number is written); the kernel continues us anyway
+        signal.signal(signal.SIGTSTP, on_sigtstp)
+
+    def read(self, numbers: bytes) -> None:
+        """Take the signal numbers that arrived, in order: the last SIGTSTP or SIGCONT among them says the state."""
+        for number in numbers:
+            if number == signal.SIGTSTP:
+                self.continued = False
+            elif number == signal.SIGCONT:
+                self.continued = True
+
+    def _drain(self, timeout_s: float | None) -> None:
+        ready, _, _ = select.select([self._read_end], [], [], timeout_s)
+        if ready:
+            with contextlib.suppress(BlockingIOError):
+                self.read(os.read(self._read_end, 4096))
+
+    def wait_for_fg(self) -> None:
+        """Return once ``fg`` has continued our job: at once if it came already (while the caller stopped things).
+        Called from the SIGTSTP handler, whose own signal number is in the pipe (or was read by an earlier call)."""
+        self._drain(0)
+        while not self.continued:
+            self._drain(None)
+
+
+def _ignore(signum: int, frame: types.FrameType | None) -> None:
+    """A handler that does nothing: the signal's number reaches the wakeup pipe, its default action is the kernel's."""
 
 
 def kill_group(pgid: int) -> None:

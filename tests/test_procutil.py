@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -18,11 +19,14 @@ from pathlib import Path
 
 import psutil
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import dashfloat
 from dashfloat._startup.fork import FORK, INTERNED_NAMES_HEADROOM, fork_context
 from dashfloat.procutil import (
     STOP_PASSES_MAX,
+    FgWatch,
     become_child,
     continue_processes,
     describe_exit,
@@ -639,3 +643,53 @@ def test_without_a_child_the_stop_kills_read_no_proc_and_with_one_they_do() -> N
     had, reads_childless, has, reads_after, code = json.loads(" ".join(_words_printed_by(_CHILDLESS)))
     assert (had, reads_childless) == (False, 0)
     assert has is True and reads_after == 2 and code == -signal.SIGKILL  # both passes of kill_descendants
+
+
+_JOB_SIGNALS = [signal.SIGTSTP, signal.SIGCONT, signal.SIGTERM, signal.SIGCHLD]
+
+
+@given(st.lists(st.lists(st.sampled_from(_JOB_SIGNALS), max_size=6), max_size=6))
+def test_the_fg_watch_says_what_the_last_stop_or_continue_said(batches: list[list[signal.Signals]]) -> None:
+    """ADR 0095: however the numbers arrive (one read or several), the state is the last SIGTSTP or SIGCONT's."""
+    watch = FgWatch()
+    for batch in batches:
+        watch.read(bytes(batch))
+    job_signals = [s for batch in batches for s in batch if s in (signal.SIGTSTP, signal.SIGCONT)]
+    assert watch.continued is (not job_signals or job_signals[-1] == signal.SIGCONT)
+
+
+def _wait_in_a_handler(report: Connection) -> None:
+    watch = FgWatch()
+
+    def on_sigtstp(signum: int, frame: types.FrameType | None) -> None:
+        report.send("stopping")
+        time.sleep(0.2)  # the handler's work (stopping the commands): an fg may come meanwhile
+        watch.wait_for_fg()
+        report.send("continued")
+
+    watch.install(on_sigtstp)
+    report.send("ready")
+    while True:
+        time.sleep(1)
+
+
+def test_the_fg_watch_returns_on_a_sigcont_that_came_before_it_waited_or_after() -> None:
+    """A SIGCONT that comes before the handler waits is not lost; one that comes while it waits ends the wait. (A
+    SIGCONT sent before the SIGTSTP reached the process at all discards it: the kernel's rule, no handler runs.)"""
+    ours, theirs = FORK.Pipe()
+    child = _started(_wait_in_a_handler, theirs)
+    try:
+        assert ours.poll(10) and ours.recv() == "ready"
+        assert child.pid is not None
+        os.kill(child.pid, signal.SIGTSTP)
+        assert ours.poll(10) and ours.recv() == "stopping"
+        os.kill(child.pid, signal.SIGCONT)  # while the handler works, before it waits: not lost
+        assert ours.poll(10) and ours.recv() == "continued"
+        os.kill(child.pid, signal.SIGTSTP)
+        assert ours.poll(10) and ours.recv() == "stopping"
+        assert not ours.poll(0.5)  # waits: no fg yet
+        os.kill(child.pid, signal.SIGCONT)
+        assert ours.poll(10) and ours.recv() == "continued"
+    finally:
+        child.kill()
+        child.join(10)

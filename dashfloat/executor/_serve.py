@@ -110,6 +110,7 @@ class _Server:
         # background jobs (issue 36, ADR 0080): made at the first job call; job threads send through ``send_quietly``
         self.jobs: Jobs | None = None
         self.send_lock = threading.Lock()
+        self.fg_watch = procutil.FgWatch()  # Ctrl-Z's handler waits on it for `fg` (ADR 0095)
 
     def on_sigterm(self, signum: int, frame: types.FrameType | None) -> None:
         if self.running is not None:
@@ -137,7 +138,9 @@ class _Server:
         # Killed while stopped (`kill -9 %1`), we could continue nothing: the guard kills it then (ADR 0063).
         guard = procutil.StopGuard(stopped_pids) if stopped_pids else None
         stopped = time.monotonic()
-        os.kill(os.getpid(), signal.SIGSTOP)  # returns on SIGCONT (`fg`)
+        # Not a SIGSTOP of our own: an `fg` that came while we stopped the others would find us running, and we
+        # would stop for good after it (ADR 0095). We wait, stopping nothing, and read which came last.
+        self.fg_watch.wait_for_fg()
         if command is not None:
             command.postpone(time.monotonic() - stopped)
         # Exactly what we stopped: the command's group is among it (each member is below us).
@@ -484,7 +487,7 @@ def serve(conn: Connection, root: str, exec_timeout_s: float, sandbox: SandboxSt
     fixed = Root(root, launch_real=True)
     server = _Server(channel, fixed, exec_timeout_s, Sandbox.for_session(state, os.environ))
     signal.signal(signal.SIGTERM, server.on_sigterm)
-    signal.signal(signal.SIGTSTP, server.on_sigtstp)
+    server.fg_watch.install(server.on_sigtstp)
     # What a DashFloat SIGKILLed whole left running in its commands' cgroups ends now (ADR 0062).
     sweep()
     server.run()

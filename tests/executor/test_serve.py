@@ -237,9 +237,26 @@ def test_ctrl_z_stops_the_running_command_with_the_executor_and_fg_continues_it(
     os.kill(proc.pid, signal.SIGTSTP)
     # A shell waiting in vfork for a child stopped before its exec shows disk-sleep: stopped too, in effect.
     assert wait_for(lambda: psutil.STATUS_STOPPED in _states(pgid) <= STOPPED_STATES), _states(pgid)
-    assert wait_for(lambda: psutil.Process(proc.pid).status() == psutil.STATUS_STOPPED)
     os.kill(proc.pid, signal.SIGCONT)  # `fg`
     assert wait_for(lambda: psutil.STATUS_STOPPED not in _states(pgid)), _states(pgid)
+    channel.send(CancelTool("c1"))  # and it is served again
+    finished = reply(channel)
+    assert isinstance(finished, ToolFinished) and isinstance(finished.result, ToolCancelled)
+
+
+def test_an_fg_that_comes_while_the_executor_stops_its_commands_is_not_lost(agent: Agent) -> None:
+    """ADR 0095: the Ctrl-Z handler stopped the commands, then the executor itself (SIGSTOP); an ``fg`` whose SIGCONT
+    came in between found the executor running and was lost: the executor stopped for good, its command with it (the
+    TUI's Ctrl-Z test failed about one run in two). Here the SIGCONT comes right behind the SIGTSTP, before the
+    handler is done, each time."""
+    channel, proc = agent
+    pgid = start_sleeper(channel, "c1")
+    assert proc.pid is not None
+    for _ in range(5):
+        os.kill(proc.pid, signal.SIGTSTP)
+        os.kill(proc.pid, signal.SIGCONT)  # `fg` at once
+        assert wait_for(lambda: psutil.STATUS_STOPPED not in _states(pgid)), _states(pgid)
+        assert psutil.Process(proc.pid).status() != psutil.STATUS_STOPPED
     channel.send(CancelTool("c1"))  # and it is served again
     finished = reply(channel)
     assert isinstance(finished, ToolFinished) and isinstance(finished.result, ToolCancelled)
@@ -272,7 +289,6 @@ def test_ctrl_z_stops_what_left_the_commands_group_too_and_fg_continues_it(agent
     outside = _outside(executor, started.pgid)
     assert daemon in outside
     os.kill(executor, signal.SIGTSTP)
-    assert wait_for(lambda: psutil.Process(executor).status() == psutil.STATUS_STOPPED)
     assert wait_for(lambda: all(p.status() in STOPPED_STATES for p in outside)), [p.status() for p in outside]
     os.kill(executor, signal.SIGCONT)  # `fg`
     assert wait_for(lambda: all(p.status() not in STOPPED_STATES for p in outside)), [p.status() for p in outside]
@@ -295,7 +311,6 @@ def test_fg_leaves_stopped_what_stopped_itself_before_the_ctrl_z(agent: Agent, r
     others = [p for p in psutil.Process(executor).children(recursive=True) if p.pid != self_stopped.pid]
     assert others
     os.kill(executor, signal.SIGTSTP)
-    assert wait_for(lambda: psutil.Process(executor).status() == psutil.STATUS_STOPPED)
     assert wait_for(lambda: all(p.status() in STOPPED_STATES for p in others)), [p.status() for p in others]
     os.kill(executor, signal.SIGCONT)  # `fg`
     assert wait_for(lambda: all(p.status() not in STOPPED_STATES for p in others)), [p.status() for p in others]
@@ -316,7 +331,6 @@ def test_what_ctrl_z_stopped_is_killed_when_the_stopped_executor_is_killed(agent
     command = "setsid sleep 300 & echo $! > daemon.pid; sleep 300"
     started, daemon = start_writing_a_pid(channel, root, command, "daemon.pid")
     os.kill(executor, signal.SIGTSTP)
-    assert wait_for(lambda: psutil.Process(executor).status() == psutil.STATUS_STOPPED)
     assert wait_for(lambda: psutil.Process(daemon).status() in STOPPED_STATES)
     os.kill(executor, signal.SIGKILL)
     proc.join(REPLY_TIMEOUT_S)
