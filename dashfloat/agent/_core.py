@@ -192,6 +192,7 @@ class AgentCore:
         self.confirm_ref = 0
         self._undo_log: undo.UndoLog | None = None
         self.user_commands_run = 0
+        self.user_reply: ToolReply | None = None  # the newest !command's result, until a model's result is newer
         self.prompt_files: list[PromptFile] = []
         self.models: list[str] | None = None
         """The server's models (``GET /models``), once the window discovery or /model asked; None: not yet."""
@@ -241,6 +242,8 @@ class AgentCore:
         self.journal.record(entry)
         self.conversation.append(entry)
         self.transcript.append(entry)
+        if isinstance(entry, ToolReply):
+            self.user_reply = None  # the model's result is the newest now (/last)
         warning = self.journal.take_warning()
         if warning:
             self.ui(SystemEntry(text=warning, level="error"))
@@ -280,6 +283,7 @@ class AgentCore:
         UI with the live vocabulary."""
         self.conversation = list(conversation)
         self.transcript = list(conversation if transcript is None else transcript)
+        self.user_reply = None
         after = compaction.common_suffix(self.transcript, self.conversation)
         self.compaction_points = []
         if len(self.conversation) - after or len(self.transcript) != len(self.conversation):
@@ -387,7 +391,7 @@ class AgentCore:
             case ShowLastResult():  # issue 37: /last, Ctrl-O
                 from dashfloat.agent import _reports as reports
 
-                self.ui(reports.last_result(self.transcript))
+                self.ui(reports.last_result(self.transcript, self.user_reply))
             case UndoTurn():
                 if not self._busy("/undo"):
                     turn.move("UndoTurn", turn.start_restore(None, ""))
@@ -691,6 +695,7 @@ class AgentCore:
                 prompts += 1
                 if prompts > kept:
                     self.transcript = self.transcript[:index]
+                    self.user_reply = None
                     break
         # A compaction made after the cut is undone with it; one before it stays (as the session log reads it).
         self.compaction_points = [(at, conv) for at, conv in self.compaction_points if at <= len(self.transcript)]

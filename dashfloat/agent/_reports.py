@@ -173,13 +173,14 @@ def status_facts(core: AgentCore) -> StatusFacts:
     )
 
 
-def last_result(transcript: Sequence[ConversationEntry]) -> LastResultShown:
-    """/last: the newest tool result of the conversation, all of what was kept of it (the executor's bound)."""
+def last_result(transcript: Sequence[ConversationEntry], user_reply: ToolReply | None = None) -> LastResultShown:
+    """/last: the newest tool result, all of what was kept of it (the executor's bound): ``user_reply``, the person's
+    own ``!command`` when none of the model's came after it (it is not in the conversation until the next prompt),
+    else the conversation's newest."""
     from dashfloat.agent._summary import result_status, result_text
 
-    for entry in reversed(transcript):
-        if isinstance(entry, ToolReply):
-            return LastResultShown(
-                name=entry.name, status=result_status(entry.result), output=result_text(entry.result)
-            )
-    return LastResultShown(name="", status="ok", output="")
+    replies = [entry for entry in transcript if isinstance(entry, ToolReply)]
+    newest = user_reply if user_reply is not None else (replies[-1] if replies else None)
+    if newest is None:
+        return LastResultShown(name="", status="ok", output="")
+    return LastResultShown(name=newest.name, status=result_status(newest.result), output=result_text(newest.result))

@@ -252,6 +252,7 @@ class Turn:
         call_id, command = self.user_command
         self.user_command = None
         core.ui(result_row(call_id, "execute_command", result))
+        core.user_reply = ToolReply(call_id=call_id, name="execute_command", result=result)  # what /last shows
         core.pending_context.append(command_context(command, result))
         core.ui(SystemEntry(text="the command's output goes to the model with your next prompt"))
         core.set_phase("idle")

@@ -101,3 +101,31 @@ def test_status_counts_the_running_jobs_and_forgets_an_ended_one() -> None:
     assert "jobs: 2 running jobs (/jobs lists them)" in status_report(status_facts(core))
     core.on_executor(JobExited(job_id=1, state="exited", exit_code=0, command="python -m http.server"))
     assert "jobs: 1 running job (/jobs lists them)" in status_report(status_facts(core))
+
+
+def test_last_is_the_persons_own_command_until_a_model_result_is_newer() -> None:
+    """Found in tmux: `!seq 1 20000` said "Ctrl-O or /last shows all", and Ctrl-O showed the model's earlier cksum:
+    the person's own command is not in the conversation until the next prompt, so /last never found it."""
+    output = CapturedOutput(output="1\n2\n", truncated=False, total_bytes=4)
+    model = ToolReply(call_id="c1", name="execute_command", result=CommandExited(exit_code=0, output=output))
+    mine = ToolReply(call_id="user-command-1", name="execute_command", result=CommandExited(exit_code=3, output=output))
+    assert last_result([model], mine).status == "error"  # the person's, newer
+    assert last_result([model]).status == "ok"
+    assert last_result([], mine).output == "exit code 3\n1\n2\n"
+
+
+def test_the_core_shows_the_persons_command_as_last_and_then_the_models_newer_one() -> None:
+    from dashfloat.protocol import RunTool, RunUserCommand, ToolFinished
+
+    core, _ = make_core()
+    core.on_ui(RunUserCommand(command="seq 3"))
+    [run] = [m for m in take(core) if isinstance(m, RunTool)]
+    output = CapturedOutput(output="1\n2\n3\n", truncated=False, total_bytes=6)
+    core.on_executor(ToolFinished(run.call_id, CommandExited(exit_code=0, output=output)))
+    take(core)
+    core.on_ui(ShowLastResult())
+    assert take(core) == [LastResultShown(name="execute_command", status="ok", output="1\n2\n3\n")]
+    core.record(ToolReply(call_id="c9", name="read_file", result=CommandExited(exit_code=1, output=output)))
+    core.on_ui(ShowLastResult())
+    [shown] = take(core)
+    assert isinstance(shown, LastResultShown) and shown.name == "read_file"

@@ -76,6 +76,25 @@ def test_long_command_output_shows_its_tail_and_the_true_count_and_ctrl_o_shows_
         term.close()
 
 
+def test_ctrl_o_after_the_persons_own_command_shows_that_commands_output(
+    tree: Path, isolated_env: dict[str, str], server: ScriptedServer
+) -> None:
+    """Found in tmux: after `!seq 1 20000` (its excerpt says "Ctrl-O or /last shows all") Ctrl-O showed the model's
+    earlier command instead: the person's own command joins the conversation only with the next prompt."""
+    server.enqueue(tool_calls_reply([("c1", "execute_command", {"command": "echo model-said-this"})]), text_reply("ok"))
+    term = launch(server, tree, isolated_env, "--yes")
+    try:
+        term.send("run it\r")
+        assert term.wait_for("model-said-this") and term.wait_for("Idle", visible_only=True), term.text()
+        term.send("!seq 1 300\r")
+        assert term.wait_for("goes to the model with your next prompt"), term.text()
+        assert term.wait_for("Idle", visible_only=True), term.text()
+        term.send(CTRL_O)
+        assert term.wait_for("→ ok · execute_command · all 300 lines kept"), term.text()
+    finally:
+        term.close()
+
+
 def test_headless_long_output_shows_head_tail_and_the_true_count(tree: Path, isolated_env: dict[str, str]) -> None:
     with ScriptedServer() as server:
         server.enqueue(tool_calls_reply([("c1", "execute_command", {"command": TAIL_COMMAND})]), text_reply("ran it"))
