@@ -67,6 +67,7 @@ from dashfloat.ui.state import (
     Hint,
     InputChanged,
     LocalNotice,
+    ModeRequested,
     Notice,
     Refused,
     ShowChanges,
@@ -523,11 +524,13 @@ class TuiShell:
             self.link.send(ShowLastResult())
 
     def cycle_mode(self) -> None:
-        """Shift-Tab: the next approval mode; leaving plan mode offers acting on the plan as the next prompt."""
+        """Shift-Tab: the next approval mode; leaving plan mode after a plan offers acting on it as the next prompt."""
         current = self.state.approval
+        offer = current == "plan" and self.state.planned and self.buffer.text == ""
         mode = next_mode(current, self.options.modes_all)
+        self.apply(ModeRequested(mode))
         self.link.send(SetApproval(mode=mode))
-        if current == "plan" and self.buffer.text == "":
+        if offer:
             self.set_text(ACT_ON_PLAN)
 
     def decide(self, value: Decision) -> None:

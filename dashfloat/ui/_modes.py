@@ -9,7 +9,7 @@ from dashfloat.protocol import ApprovalMode
 MODE_CYCLE: Final[tuple[ApprovalMode, ...]] = ("ask", "edits", "plan")
 """Shift-Tab's order; ``all`` joins it after ``plan`` only with ``[settings] shift_tab_all = true``."""
 ACT_ON_PLAN: Final = "Act on the plan above."
-"""Offered as the next prompt (put into an empty input) when Shift-Tab leaves plan mode."""
+"""Offered as the next prompt (put into an empty input) when Shift-Tab leaves plan mode after a turn in it."""
 
 
 def next_mode(current: ApprovalMode, with_all: bool) -> ApprovalMode:

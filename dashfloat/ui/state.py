@@ -228,7 +228,13 @@ class ShowLast(msgspec.Struct, frozen=True):
     """Ctrl-O or /last when the newest thing to expand is a change: its whole diff (else the agent is asked)."""
 
 
-UiEvent = Tick | Submitted | LocalNotice | Hint | InputChanged | ShowChanges | Refused | ShowLast
+class ModeRequested(msgspec.Struct, frozen=True):
+    """Shift-Tab asked the agent for ``mode``: shown at once, so a second quick press cycles on from it."""
+
+    mode: ApprovalMode
+
+
+UiEvent = Tick | Submitted | LocalNotice | Hint | InputChanged | ShowChanges | Refused | ShowLast | ModeRequested
 Event = AgentToUi | UiEvent
 
 
@@ -332,6 +338,9 @@ class UiState(msgspec.Struct, frozen=True):
     held_decision_id: str = ""
     last_change: ChangeRecorded | None = None
     """The newest change shown, when it is newer than the newest tool result: Ctrl-O shows its whole diff."""
+    planned: bool = False
+    """A turn ran in plan mode since it was entered: leaving plan offers to act on that plan (nothing to act on
+    without one: passing plan on the way round offers nothing)."""
 
     @property
     def busy(self) -> bool:
@@ -417,6 +426,7 @@ def reduce(state: UiState, event: Event) -> UiState:
                 provider=event.provider,
                 cwd=event.cwd,
                 approval=event.approval,
+                planned=state.planned and event.approval == "plan",
                 rules=event.rules,
                 sandbox=event.sandbox,
                 context_window=event.context_window,
@@ -452,6 +462,8 @@ def reduce(state: UiState, event: Event) -> UiState:
                 state = _flush_open(state)
             return replace(state, open_reasoning=state.open_reasoning + event.text)
         case PhaseChanged():
+            if event.phase == "idle" and state.phase != "idle" and state.approval == "plan":
+                state = replace(state, planned=True)
             if event.phase != state.phase:
                 state = replace(state, phase=event.phase, phase_since=state.now, answered=False)
             if event.phase == "idle":
@@ -549,6 +561,8 @@ def reduce(state: UiState, event: Event) -> UiState:
             return commit(_flush_open(state), Notice(event.text, event.level))
         case Hint():
             return replace(state, hint=event.text)
+        case ModeRequested():
+            return replace(state, approval=event.mode, planned=state.planned and event.mode == "plan")
         case _:
             assert_never(event)
 

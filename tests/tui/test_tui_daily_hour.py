@@ -175,6 +175,7 @@ def test_shift_tab_cycles_the_modes_colours_them_and_leaving_plan_offers_to_act(
     config = tmp_path / "cfg" / "dashfloat" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text("[settings]\nshift_tab_all = true\n")
+    server.enqueue(text_reply("The plan: 1. read a.txt 2. fix it"))
     term = launch(server, tree, isolated_env)
     try:
         plain = _status_fg(term, "approve: ask")
@@ -184,10 +185,17 @@ def test_shift_tab_cycles_the_modes_colours_them_and_leaving_plan_offers_to_act(
         assert _status_fg(term, "approve: plan") != plain
         term.send(SHIFT_TAB)  # config.toml enables all: it joins the cycle
         assert _status_says(term, "approve: all"), term.text()
-        assert term.wait_for(f"❯ {ACT_ON_PLAN}", visible_only=True), term.text()  # plan's hand-off, not sent
-        assert server.requests == []
+        assert "❯ " + ACT_ON_PLAN not in term.text()  # passing plan on the way round: no plan, nothing offered
         term.send(SHIFT_TAB)
         assert _status_says(term, "approve: ask"), term.text()
+        term.send(SHIFT_TAB + SHIFT_TAB)
+        assert _status_says(term, "approve: plan"), term.text()
+        term.send("how would you fix it?\r")
+        assert term.wait_for("The plan: 1.") and term.wait_for("Idle", visible_only=True), term.text()
+        term.send(SHIFT_TAB)
+        assert _status_says(term, "approve: all"), term.text()
+        assert term.wait_for(f"❯ {ACT_ON_PLAN}", visible_only=True), term.text()  # plan's hand-off, not sent
+        assert len(server.requests) == 1
     finally:
         term.close()
 
