@@ -130,8 +130,10 @@ def status_report(facts: StatusFacts) -> str:
     if sandbox.unavailable:
         confinement = f"sandbox: NOT sandboxed ({sandbox.unavailable})"
     else:
-        net = "network on" if sandbox.network and sandbox.mode != "off" else "no network"
-        confinement = f"sandbox: {sandbox.mode}" + (f", {net}" if sandbox.mode != "off" else "")
+        net = "network on" if sandbox.network else "no network"
+        # The network line below says the whole of it (registries through the proxy is neither on nor off).
+        said_below = bool(facts.network_detail)
+        confinement = f"sandbox: {sandbox.mode}" + (f", {net}" if sandbox.mode != "off" and not said_below else "")
     session = facts.session_id or "none yet (saved with the first message)"
     lines = [
         f"provider: {facts.provider} ({facts.base_url})" if facts.base_url else f"provider: {facts.provider}",

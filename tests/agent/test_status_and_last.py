@@ -66,6 +66,14 @@ def test_status_names_an_unsandboxed_machine_a_new_session_and_the_lines_others_
     assert report.endswith("jobs: 1 running (/jobs lists them)")
 
 
+def test_status_says_the_network_once_where_a_network_line_says_it() -> None:
+    """Found in tmux: `sandbox: workspace-write, no network` above `network: package registries through the proxy`."""
+    detail = "network: package registries through the proxy for commands run without a key"
+    report = status_report(facts(sandbox=SandboxState(mode="workspace-write", network=False), network_detail=detail))
+    assert "sandbox: workspace-write" in report.splitlines() and detail in report.splitlines()
+    assert "no network" not in report
+
+
 def test_the_core_answers_status_and_last() -> None:
     core, _ = make_core()
     core.on_ui(ShowStatus())
