@@ -141,6 +141,9 @@ def expand_prompt_file(template: str, args: str) -> str:
     return f"{template.rstrip()}\n\n{args}" if args else template
 
 
+SUGGEST_CUTOFF: Final = 0.7
+"""How alike (difflib's ratio) a misspelt command must be to a known one to be named: a swapped or missing letter
+(`/stauts`, `/hlep`) is over it, a word like no command (`/foo`, 0.6 to `/hooks`) under it."""
 LIST_NUMBER_MAX_DIGITS: Final = 9
 """Digits of a number from a list (``/rewind N``, ``/permissions remove N``): more is no list's, and an int past the
 pipe's 64 bits cannot be sent at all (found by review: ``/rewind 99999999999999999999`` raised in the UI)."""
@@ -260,7 +263,7 @@ def parse(text: str, prompt_files: Sequence[PromptFile] = ()) -> Parsed:
             import difflib  # only for a misspelt command: the TUI's idle memory (ADR 0053)
 
             known = [*COMMANDS, *(f"/{f.name}" for f in prompt_files)]
-            closest = difflib.get_close_matches(name, known, n=1, cutoff=0.0)
+            closest = difflib.get_close_matches(name, known, n=1, cutoff=SUGGEST_CUTOFF)
             hint = f" — did you mean {closest[0]}?" if closest else ""
             return Invalid(f"unknown command {name}{hint} (/help lists them)")
 

@@ -536,6 +536,11 @@ def test_bad_slash_commands_name_the_closest() -> None:
         "unknown command /modle — did you mean /model? (/help lists them)"
     )
     assert isinstance(commands.parse("/model"), commands.Send)  # lists the server's models (ADR 0077)
+    for typo, meant in [("/qiut", "/quit"), ("/stauts", "/status"), ("/hlep", "/help"), ("/sesions", "/sessions")]:
+        said = commands.parse(typo)
+        assert isinstance(said, commands.Invalid) and f"did you mean {meant}?" in said.error
+    # nothing like any command: no guess (found in tmux: /foo was "did you mean /hooks?")
+    assert commands.parse("/foo bar") == commands.Invalid("unknown command /foo (/help lists them)")
     assert commands.parse("/approve sometimes") == commands.Invalid("usage: /approve ask|edits|all|plan")
     assert commands.parse("/resume") == commands.Invalid("usage: /resume ID")
     assert commands.parse("/undo") == commands.Send(UndoTurn())
