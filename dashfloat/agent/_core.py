@@ -71,9 +71,7 @@ from dashfloat.protocol import (
     PhaseChanged,
     PreviewReady,
     PromptFile,
-    PromptInfo,
     PromptProgress,
-    PromptsListed,
     ReasoningEffort,
     RemovePermission,
     RestoreApplied,
@@ -83,7 +81,6 @@ from dashfloat.protocol import (
     RunUserCommand,
     SavePermission,
     SessionCleared,
-    SessionsListed,
     SessionStarted,
     SetApproval,
     SetModel,
@@ -329,18 +326,10 @@ class AgentCore:
                     self.log.append(f"ignored decision {decision!r} for confirmation {ref}: pending is {pending}")
             case Cancel():
                 turn.move("Cancel", *turn.cancel())
-            case SetModel(model=model, effort=effort):
+            case SetModel() | ShowModels():
                 from dashfloat.agent import _models  # /model only: imported where first used, as _reports is
 
-                if model or effort is None:
-                    _models.pick(self, model or None, effort)
-                else:  # /model @EFFORT: the effort alone
-                    self.ui(SystemEntry(text=f"{_models.set_effort(self, effort)} from the next request on"))
-                    self.ui(self.ready_message())
-            case ShowModels():
-                from dashfloat.agent import _models
-
-                _models.pick(self, None)
+                _models.command(self, message)
             case SetApproval(mode=mode):
                 self.approval = mode
                 if mode == "all":
@@ -352,8 +341,10 @@ class AgentCore:
                 if mode == "ask" and self.rules.session:
                     self.ui(self.rules.revoke())
                 self.ui(self.ready_message())
-            case ListPermissions():
-                self.ui(SystemEntry(text=self.permissions_report()))
+            case ShowUsage() | ShowStatus() | ShowLastResult() | ListPermissions() | ListSessions() | ListPrompts():
+                from dashfloat.agent import _reports  # slash commands only: imported where first used
+
+                _reports.answer(self, message)
             case RemovePermission(number=number):
                 self._rules_changed(*self.rules.remove(number, self.journal))
             case SavePermission(number=number):
@@ -366,10 +357,6 @@ class AgentCore:
                 self.outbox.append(("executor", KillJobs(job_ids=[job_id])))
             case ExposeJob():  # /jobs expose (issue 36): the executor's JobExposed says what it did
                 self.outbox.append(("executor", message))
-            case ListSessions():
-                skipped: list[str] = []
-                self.ui(SessionsListed(sessions=self.journal.list_sessions(skipped)))
-                self.outbox += [("ui", SystemEntry(text=line, level="warning")) for line in skipped]
             case ResumeSession(session_id=session_id):
                 if not self._busy("/resume"):
                     self._resume(session_id)
@@ -382,22 +369,9 @@ class AgentCore:
                 from dashfloat.agent._extensions import hooks_command
 
                 self.outbox += hooks_command(self, trust_now)
-            case ShowUsage():
-                self.ui(SystemEntry(text=self.usage_report()))
-            case ShowStatus():  # issue 37: a real /status (agent/_reports.py)
-                from dashfloat.agent import _reports as reports
-
-                self.ui(SystemEntry(text=reports.status_report(reports.status_facts(self))))
-            case ShowLastResult():  # issue 37: /last, Ctrl-O
-                from dashfloat.agent import _reports as reports
-
-                self.ui(reports.last_result(self.transcript, self.user_reply))
             case UndoTurn():
                 if not self._busy("/undo"):
                     turn.move("UndoTurn", turn.start_restore(None, ""))
-            case ListPrompts():
-                prompts = [PromptInfo(n, text) for n, text in enumerate(self.prompts(), 1)]
-                self.ui(PromptsListed(session_id=self.journal.session_id, prompts=prompts))
             case RewindTo(prompt=prompt, session_id=session_id):
                 if not self._busy("/rewind"):
                     turn.move("RewindTo", turn.start_restore(prompt, session_id))
@@ -452,25 +426,6 @@ class AgentCore:
             return
         self.outbox += [("ui", SystemEntry(text=notice, level="warning")) for notice in resumed.notices]
         self.load(resumed.conversation, resumed.usage, transcript=resumed.transcript)
-
-    def usage_report(self) -> str:
-        """/usage and /status: the window and its fill, what commands' environment leaves out, tokens by turn."""
-        from dashfloat.agent import _reports as reports  # slash commands only: imported where first used
-
-        window = self.window
-        tokens = estimate(self.request_messages(), self.calibration) if window.size is not None else 0
-        line = reports.window_report(
-            window.size, window.source, window.detail, tokens, self.compact_at_percent, self.compactions
-        )
-        if self.provider.reasoning_effort is not None:  # the effort in force (/model @EFFORT changes it)
-            line += f"\nreasoning effort: {self.provider.reasoning_effort} (/model @EFFORT changes it)"
-        return reports.usage_report(line, self.sandbox, self.turn_usage)
-
-    def permissions_report(self) -> str:
-        """/permissions: every rule in force, numbered, with where it comes from."""
-        from dashfloat.agent import _reports as reports  # slash commands only: imported where first used
-
-        return reports.permissions_report(self.approval, self.read_only_commands, self.rules.all())
 
     def _rules_changed(self, said: list[SystemEntry], changed: bool) -> None:
         self.outbox += [("ui", entry) for entry in said]

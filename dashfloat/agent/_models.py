@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Final, Literal
 import msgspec
 
 from dashfloat.agent._context import MODELS_REQUEST_ID
-from dashfloat.protocol import DiscoverWindow, ReasoningEffort, SystemEntry
+from dashfloat.protocol import DiscoverWindow, ReasoningEffort, SetModel, ShowModels, SystemEntry
 
 if TYPE_CHECKING:
     from dashfloat.agent._core import AgentCore
@@ -54,6 +54,19 @@ def set_effort(core: AgentCore, effort: ReasoningEffort | Literal["default"]) ->
     chosen = core.launch_effort if effort == "default" else effort
     core.provider = msgspec.structs.replace(core.provider, reasoning_effort=chosen)
     return effort_set(chosen, default=effort == "default")
+
+
+def command(core: AgentCore, request: SetModel | ShowModels) -> None:
+    """/model: the server's models listed (no name), a model picked (and its effort), or the effort alone."""
+    match request:
+        case ShowModels():
+            pick(core, None)
+        case SetModel(model=model, effort=effort) if model or effort is None:
+            pick(core, model or None, effort)
+        case SetModel(effort=effort):  # /model @EFFORT: the effort alone
+            assert effort is not None  # the case above took None
+            core.ui(SystemEntry(text=f"{set_effort(core, effort)} from the next request on"))
+            core.ui(core.ready_message())
 
 
 def pick(core: AgentCore, name: str | None, effort: ReasoningEffort | Literal["default"] | None = None) -> None:

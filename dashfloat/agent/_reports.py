@@ -1,4 +1,5 @@
-"""What the slash commands that only report print: /usage, /status, /permissions. Pure: the core passes its state.
+"""What the slash commands that only report print: /usage, /status, /permissions, /last, /sessions, /rewind's list.
+``answer`` reads the core and never moves the turn; the texts are pure functions of what it passes.
 
 ADR 0063 (the plurals), 0066 (the git line's note), 0068 (the command environment's line), 0084 (/status).
 """
@@ -6,7 +7,7 @@ ADR 0063 (the plurals), 0066 (the git line's note), 0068 (the command environmen
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, assert_never
 
 import msgspec
 
@@ -17,7 +18,17 @@ from dashfloat.protocol import (
     ApprovalMode,
     ConversationEntry,
     LastResultShown,
+    ListPermissions,
+    ListPrompts,
+    ListSessions,
+    PromptInfo,
+    PromptsListed,
     SandboxState,
+    SessionsListed,
+    ShowLastResult,
+    ShowStatus,
+    ShowUsage,
+    SystemEntry,
     ToolReply,
     Usage,
     WindowSource,
@@ -26,6 +37,47 @@ from dashfloat.sandbox_access import network_detail, sandbox_detail
 
 if TYPE_CHECKING:
     from dashfloat.agent._core import AgentCore
+
+Report = ShowUsage | ShowStatus | ShowLastResult | ListPermissions | ListSessions | ListPrompts
+"""The UI's requests that only report: answered whatever the turn's phase, the turn untouched."""
+
+
+def answer(core: AgentCore, request: Report) -> None:
+    """The report ``request`` asks for, to the UI."""
+    match request:
+        case ShowUsage():
+            core.ui(SystemEntry(text=core_usage(core)))
+        case ShowStatus():  # issue 37: a real /status
+            core.ui(SystemEntry(text=status_report(status_facts(core))))
+        case ShowLastResult():  # issue 37: /last, Ctrl-O
+            core.ui(last_result(core.transcript, core.user_reply))
+        case ListPermissions():
+            core.ui(SystemEntry(text=core_permissions(core)))
+        case ListSessions():
+            skipped: list[str] = []
+            core.ui(SessionsListed(sessions=core.journal.list_sessions(skipped)))
+            core.outbox += [("ui", SystemEntry(text=line, level="warning")) for line in skipped]
+        case ListPrompts():
+            prompts = [PromptInfo(n, text) for n, text in enumerate(core.prompts(), 1)]
+            core.ui(PromptsListed(session_id=core.journal.session_id, prompts=prompts))
+        case _:
+            assert_never(request)
+
+
+def core_usage(core: AgentCore) -> str:
+    """/usage: the core's window and its fill, what commands' environment leaves out, tokens by turn."""
+    window = core.window
+    tokens = estimate(core.request_messages(), core.calibration) if window.size is not None else 0
+    line = window_report(window.size, window.source, window.detail, tokens, core.compact_at_percent, core.compactions)
+    if core.provider.reasoning_effort is not None:  # the effort in force (/model @EFFORT changes it)
+        line += f"\nreasoning effort: {core.provider.reasoning_effort} (/model @EFFORT changes it)"
+    return usage_report(line, core.sandbox, core.turn_usage)
+
+
+def core_permissions(core: AgentCore) -> str:
+    """/permissions: every rule in force, numbered, with where it comes from."""
+    return permissions_report(core.approval, core.read_only_commands, core.rules.all())
+
 
 _WHERE = {"config": "configured", "server": "reported by the server", "table": "known model", "assumed": "ASSUMED"}
 

@@ -14,6 +14,7 @@ from dashfloat.agent._calls import NOT_RUN_ROWS_MAX
 from dashfloat.agent._context import raw_request_tokens, tokens_text
 from dashfloat.agent._mentions import with_attachments
 from dashfloat.agent._prompt import system_message
+from dashfloat.agent._reports import core_usage
 from dashfloat.catalogue import summarize_call
 from dashfloat.jsonvalue import JsonValue
 from dashfloat.llm.toolcalls import _ERROR_EXCERPT_CHARS as CUT_EXCERPT_CHARS
@@ -196,7 +197,7 @@ def test_after_clear_and_resume_the_context_shown_is_what_the_next_request_carri
     assert out.index(SessionCleared()) < out.index(cleared)  # the UI forgets the old figure first
     empty = raw_request_tokens([system_message("/work", "")])
     assert cleared.tokens == empty and empty > raw_request_tokens([])  # the system prompt and the tools count
-    assert f"fill: ~{tokens_text(cleared.tokens)} " in core.usage_report()  # what /usage says (1.3k past 1000)
+    assert f"fill: ~{tokens_text(cleared.tokens)} " in core_usage(core)  # what /usage says (1.3k past 1000)
     core.load(conversation, [])  # /resume: the conversation it brings back goes with the next request
     out = take(core)
     [resumed] = [m for m in out if isinstance(m, ContextChanged)]

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from dashfloat.agent import AgentCore, AgentOptions, MemoryJournal, provider_message
+from dashfloat.agent._reports import core_permissions
 from dashfloat.permissions import SourcedRule, parse_rule, ruled_git_line
 from dashfloat.protocol import (
     AgentReady,
@@ -303,6 +304,6 @@ def test_approve_all_runs_a_git_line_as_written_and_a_rule_under_it_neutralised(
 
 
 def test_permissions_says_what_a_git_rule_runs_without() -> None:
-    assert "git lines a rule allows" not in make_core(rules=allowing("npm test")).permissions_report()
-    report = make_core(rules=allowing("git add")).permissions_report()
+    assert "git lines a rule allows" not in core_permissions(make_core(rules=allowing("npm test")))
+    report = core_permissions(make_core(rules=allowing("git add")))
     assert "git lines a rule allows run without hooks, pager, editor, fsmonitor or diff programs" in report

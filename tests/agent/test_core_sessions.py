@@ -7,6 +7,7 @@ from pathlib import Path
 
 from dashfloat.agent import AgentCore, AgentOptions
 from dashfloat.agent._journal import SessionJournal
+from dashfloat.agent._reports import core_usage
 from dashfloat.protocol import ListSessions, SessionsListed, SystemEntry, Usage
 from dashfloat.ui.render import plain, render_entry
 from dashfloat.ui.state import Notice
@@ -32,7 +33,7 @@ def test_the_usage_table_keeps_its_columns_on_screen() -> None:
     4 columns, and a notice's lines lose their leading spaces on screen (`· 1    1180          56   1236`)."""
     core = make_core()
     core.turn_usage = [Usage(1180, 56, 1236), Usage(1799, 33, 1832), *[Usage(5, 5, 10)] * 8]
-    rows = plain(render_entry(Notice(core.usage_report()), 100))
+    rows = plain(render_entry(Notice(core_usage(core)), 100))
     header = next(i for i, row in enumerate(rows) if "turn  prompt" in row)
 
     def columns(row: str) -> list[int]:  # the turn's start, then each number's end (numbers are right-aligned)
