@@ -282,10 +282,16 @@ class FgWatch:
                 self.continued = True
 
     def _drain(self, timeout_s: float | None) -> None:
+        """Read every number in the pipe, once one is there or ``timeout_s`` passed (None: no timeout)."""
         ready, _, _ = select.select([self._read_end], [], [], timeout_s)
-        if ready:
-            with contextlib.suppress(BlockingIOError):
-                self.read(os.read(self._read_end, 4096))
+        more = bool(ready)
+        while more:
+            try:
+                numbers = os.read(self._read_end, 4096)
+            except BlockingIOError:
+                return
+            self.read(numbers)
+            more = len(numbers) == 4096  # a full read: more may wait behind it
 
     def wait_for_fg(self) -> None:
         """Return once ``fg`` has continued our job: at once if it came already (while the caller stopped things).

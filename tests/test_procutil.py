@@ -693,3 +693,15 @@ def test_the_fg_watch_returns_on_a_sigcont_that_came_before_it_waited_or_after()
     finally:
         child.kill()
         child.join(10)
+
+
+def test_the_fg_watch_reads_past_a_full_read_to_the_last_number() -> None:
+    """A pipe holding more than one read's worth (a command spamming SIGCONT with the sandbox off): the state is the
+    last number's, not the first read's."""
+    watch = FgWatch()
+    os.write(watch._write_end, bytes([signal.SIGCONT]) * 5000 + bytes([signal.SIGTSTP]))
+    watch._drain(0)
+    assert watch.continued is False
+    os.write(watch._write_end, bytes([signal.SIGCONT]))
+    watch.wait_for_fg()  # returns: the SIGCONT is there
+    assert watch.continued is True
