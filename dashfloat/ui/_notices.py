@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dashfloat.protocol import PromptsListed, SandboxState
+from dashfloat.ui._text import format_count
 
 
 def onboarding(model: str, window: int | None, sandbox: SandboxState | None) -> str:
     """The first screen's line with a real provider: what answers, how much it reads, how confined, three keys."""
-    size = f"{window // 1000}k" if window and window >= 1000 else "not known yet"
+    size = format_count(window) if window else "not known yet"  # as the status bar says it
     mode = sandbox.mode if sandbox is not None and not sandbox.unavailable else "off (not sandboxed)"
     return f"DashFloat · {model} · window {size} · sandbox {mode} · {ONBOARDING_KEYS}"
 

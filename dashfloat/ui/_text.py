@@ -370,3 +370,13 @@ def diff_line_rows(line: str, width: int) -> list[str]:
         return soft_break(line, width)
     first, *more = soft_break(line[1:], width - 1)
     return [line[0] + first, *(" " + piece for piece in more)]
+
+
+def format_count(n: int) -> str:
+    """12345 -> 12.3k, 128000 -> 128k, 999999 -> 1M, 1200000 -> 1.2M."""
+    if n < 1000:
+        return str(n)
+    limit, suffix = (1_000_000, "M") if n >= 999_500 else (1_000, "k")  # 999 999 rounds to 1M, not 1000k
+    value = n / limit
+    text = f"{value:.1f}" if value < 99.95 else f"{value:.0f}"
+    return text.removesuffix(".0") + suffix

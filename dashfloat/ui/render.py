@@ -17,6 +17,7 @@ from dashfloat.ui._text import (
     Row,
     clip,
     diff_line_rows,
+    format_count,
     hanging_wrap,
     row_width,
     sanitize,
@@ -442,16 +443,6 @@ def _confirm_footer(state: UiState, width: int) -> Row:
         style = "class:tool"
     footer = next((f for f in footers if width_of(f) <= width), footers[-1])
     return ((style, clip(footer, width)),)
-
-
-def format_count(n: int) -> str:
-    """12345 -> 12.3k, 128000 -> 128k, 999999 -> 1M, 1200000 -> 1.2M."""
-    if n < 1000:
-        return str(n)
-    limit, suffix = (1_000_000, "M") if n >= 999_500 else (1_000, "k")  # 999 999 rounds to 1M, not 1000k
-    value = n / limit
-    text = f"{value:.1f}" if value < 99.95 else f"{value:.0f}"
-    return text.removesuffix(".0") + suffix
 
 
 def format_elapsed(seconds: float) -> str:

@@ -338,6 +338,8 @@ class UiState(msgspec.Struct, frozen=True):
     held_decision_id: str = ""
     last_change: ChangeRecorded | None = None
     """The newest change shown, when it is newer than the newest tool result: Ctrl-O shows its whole diff."""
+    onboarded: bool = False
+    """The first screen's line was said (once, with a real provider, in a new session)."""
     planned: bool = False
     """A turn ran in plan mode since it was entered: leaving plan offers to act on that plan (nothing to act on
     without one: passing plan on the way round offers nothing)."""
@@ -415,11 +417,19 @@ def _ready_history(state: UiState, saved: list[str]) -> tuple[str, ...]:
     return (*saved, *state.history)[-HISTORY_MAX_ENTRIES:]
 
 
+def _onboard(state: UiState) -> UiState:
+    """The first screen's line: model, window, sandbox, three keys (issue 37)."""
+    line = onboarding(state.model, state.context_window, state.sandbox)
+    return commit(replace(state, onboarded=True), Notice(line))
+
+
 def reduce(state: UiState, event: Event) -> UiState:
     """The state after ``event`` (an agent message or a UI-internal event)."""
     match event:
         case AgentReady():
-            first = not state.ready and not state.session_id
+            # A new session with a real provider says its first line once, when it can say the window: a local
+            # server reports it a moment after the start ("window not known yet" then contradicted the status bar).
+            first = not state.onboarded and not state.session_id and event.provider != DEMO_PROVIDER
             state = replace(
                 state,
                 model=event.model,
@@ -436,8 +446,8 @@ def reduce(state: UiState, event: Event) -> UiState:
                 models=tuple(event.models),
                 ready=True,
             )
-            if first and event.provider != DEMO_PROVIDER:  # the demo says its own words
-                return commit(state, Notice(onboarding(state.model, state.context_window, state.sandbox)))
+            if first and state.context_window is not None:  # the demo says its own words
+                return _onboard(state)
             return state
         case SessionStarted():
             changed = state.session_id is not None and state.session_id != event.session_id
@@ -555,6 +565,8 @@ def reduce(state: UiState, event: Event) -> UiState:
         case ShowChanges():
             return commit(_flush_open(state), ChangesTable(state.changes))
         case Submitted():
+            if not state.onboarded and state.ready and not state.session_id and state.provider != DEMO_PROVIDER:
+                state = _onboard(state)  # a prompt before the window was known: the line goes first, as it is
             history = remembered(state.history, event.text)
             return commit(replace(_flush_open(state), history=history, hint=None), UserPrompt(event.text))
         case LocalNotice():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+import msgspec
 from prompt_toolkit.keys import Keys
 
 from dashfloat.protocol import (
@@ -13,6 +14,7 @@ from dashfloat.protocol import (
     ChangeRecorded,
     ConfirmRequested,
     PhaseChanged,
+    SessionStarted,
     SetApproval,
     SubmitPrompt,
     ToolResultShown,
@@ -22,8 +24,9 @@ from dashfloat.ui import _queue as queue
 from dashfloat.ui._commands import INIT_PROMPT
 from dashfloat.ui._keys import bindings
 from dashfloat.ui._modes import ACT_ON_PLAN, next_mode
+from dashfloat.ui._notices import ONBOARDING_KEYS
 from dashfloat.ui.render import CHANGE_DIFF_SHOWN_LINES
-from dashfloat.ui.state import CONFIRM_TEXT_HINT, initial, reduce
+from dashfloat.ui.state import CONFIRM_TEXT_HINT, DEMO_PROVIDER, Notice, Submitted, UiState, UserPrompt, initial, reduce
 from tests.ui.ui_screen import running_ui
 
 ENTER, ALT_ENTER, ESC, CTRL_U, SHIFT_TAB = "\r", "\x1b\r", "\x1b", "\x15", "\x1b[Z"
@@ -208,3 +211,42 @@ def test_a_queued_command_prompt_goes_as_its_prompt_and_shows_as_typed() -> None
             await ui.until(lambda: any(line == "❯ /init" for line in ui.lines()))
 
     asyncio.run(main())
+
+
+# ---------------------------------------------------------------- 9. the first screen's line
+
+
+def _onboarding_lines(state: UiState) -> list[str]:
+    return [e.text for e in state.outbox if isinstance(e, Notice) and ONBOARDING_KEYS in e.text]
+
+
+def test_the_first_line_waits_for_the_window_and_is_said_once() -> None:
+    """Found in tmux with llama.cpp: "window not known yet" on the first line, 8.2k on the status bar a moment later."""
+    ready = AgentReady(model="qwen", provider="local", cwd="/w", approval="ask")
+    state = reduce(initial(0.0), ready)
+    assert _onboarding_lines(state) == []  # the window is not known yet: not said yet
+    state = reduce(state, msgspec.structs.replace(ready, context_window=8192, window_source="server"))
+    assert _onboarding_lines(state) == [
+        f"DashFloat · qwen · window 8.2k · sandbox off · {ONBOARDING_KEYS}"
+    ]
+    state = reduce(state, msgspec.structs.replace(ready, context_window=8192, approval="edits"))
+    assert len(_onboarding_lines(state)) == 1  # once
+
+
+def test_a_prompt_before_the_window_is_known_comes_after_the_first_line() -> None:
+    state = reduce(initial(0.0), AgentReady(model="qwen", provider="local", cwd="/w", approval="ask"))
+    state = reduce(state, Submitted("hi"))
+    [first, prompt] = state.outbox
+    assert isinstance(first, Notice) and "window not known yet" in first.text and isinstance(prompt, UserPrompt)
+    state = reduce(state, AgentReady(model="qwen", provider="local", cwd="/w", approval="ask", context_window=8192))
+    assert len(_onboarding_lines(state)) == 1
+
+
+def test_the_demo_and_a_resumed_session_say_no_first_line() -> None:
+    demo = reduce(
+        initial(0.0), AgentReady(model="d", provider=DEMO_PROVIDER, cwd="/w", approval="ask", context_window=1)
+    )
+    assert _onboarding_lines(reduce(demo, Submitted("hi"))) == []
+    resumed = reduce(initial(0.0), SessionStarted(session_id="s1", resumed=True))
+    resumed = reduce(resumed, AgentReady(model="q", provider="local", cwd="/w", approval="ask", context_window=8192))
+    assert _onboarding_lines(resumed) == []

@@ -41,7 +41,7 @@ from dashfloat.protocol import (
 from dashfloat.ui import _commands as commands
 from dashfloat.ui._confirm import close_viewer, open_viewer, scroll_viewer, viewer_rows
 from dashfloat.ui._markdown import render_markdown
-from dashfloat.ui._text import clip, row_width, sanitize, wrap
+from dashfloat.ui._text import clip, format_count, row_width, sanitize, wrap
 from dashfloat.ui.render import (
     CONFIRM_CALL_MIN_COLS,
     SANDBOX_SHORT,
@@ -51,7 +51,6 @@ from dashfloat.ui.render import (
     TOOL_OUTPUT_MAX_LINES,
     args_summary,
     context_text,
-    format_count,
     format_elapsed,
     plain,
     render_entry,
@@ -634,7 +633,7 @@ def test_a_long_code_block_renders_every_line_in_order_across_highlight_chunks()
 
 
 def test_counts_and_elapsed_times_round_across_their_unit_boundaries() -> None:
-    from dashfloat.ui.render import format_count, format_elapsed
+    from dashfloat.ui.render import format_elapsed
 
     counts = (999, 1000, 12_345, 99_960, 999_499, 999_949, 999_999, 1_234_567)
     assert [format_count(n) for n in counts] == ["999", "1k", "12.3k", "100k", "999k", "1M", "1M", "1.2M"]
