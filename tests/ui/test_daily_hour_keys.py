@@ -226,9 +226,7 @@ def test_the_first_line_waits_for_the_window_and_is_said_once() -> None:
     state = reduce(initial(0.0), ready)
     assert _onboarding_lines(state) == []  # the window is not known yet: not said yet
     state = reduce(state, msgspec.structs.replace(ready, context_window=8192, window_source="server"))
-    assert _onboarding_lines(state) == [
-        f"DashFloat · qwen · window 8.2k · sandbox off · {ONBOARDING_KEYS}"
-    ]
+    assert _onboarding_lines(state) == [f"DashFloat · qwen · window 8.2k · sandbox off · {ONBOARDING_KEYS}"]
     state = reduce(state, msgspec.structs.replace(ready, context_window=8192, approval="edits"))
     assert len(_onboarding_lines(state)) == 1  # once
 
