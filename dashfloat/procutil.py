@@ -212,6 +212,10 @@ def continue_processes(pids: list[int]) -> None:
             os.kill(pid, signal.SIGCONT)
 
 
+STOP_GUARD_PROCESS_NAME: Final = "dashfloat-guard"
+"""The stop guard's name, as ps shows it while DashFloat is suspended."""
+
+
 class StopGuard:
     """A process that SIGKILLs what we stopped should we die before continuing it (ADR 0063).
 
@@ -229,6 +233,7 @@ class StopGuard:
         if self._pid == 0:  # pragma: no cover - the guard's own process (its work is tested from outside)
             try:
                 os.setsid()
+                set_name(STOP_GUARD_PROCESS_NAME)
                 os.closerange(3, read_end)  # another process's pipe must not be held open (become_child)
                 os.closerange(read_end + 1, os.sysconf("SC_OPEN_MAX"))
                 pidfds = []

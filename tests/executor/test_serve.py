@@ -17,6 +17,7 @@ import pytest
 from dashfloat.agent import ForkWorkers
 from dashfloat.channel import Channel
 from dashfloat.executor._limits import LIVE_CHUNK_MAX_BYTES
+from dashfloat.procutil import STOP_GUARD_PROCESS_NAME
 from dashfloat.protocol import (
     CancelTool,
     CommandExited,
@@ -332,10 +333,22 @@ def test_what_ctrl_z_stopped_is_killed_when_the_stopped_executor_is_killed(agent
     started, daemon = start_writing_a_pid(channel, root, command, "daemon.pid")
     os.kill(executor, signal.SIGTSTP)
     assert wait_for(lambda: psutil.Process(daemon).status() in STOPPED_STATES)
+    # Killed once Ctrl-Z's handler is done (its guard forked), as `kill -9 %1` after the shell said "Stopped". It
+    # waits for fg (ADR 0095) rather than stopping itself, so its own state says nothing: the guard's process does.
+    assert wait_for(lambda: _guard_of(executor) is not None)
     os.kill(executor, signal.SIGKILL)
     proc.join(REPLY_TIMEOUT_S)
     assert gone(daemon), psutil.Process(daemon).status()
     assert group_gone(started.pgid)
+
+
+def _guard_of(executor: int) -> psutil.Process | None:
+    """The stop guard the executor forked at a Ctrl-Z (ADR 0063), if it runs."""
+    for child in psutil.Process(executor).children():
+        with contextlib.suppress(psutil.Error):
+            if child.name() == STOP_GUARD_PROCESS_NAME:
+                return child
+    return None
 
 
 def _outside(executor: int, pgid: int) -> list[psutil.Process]:

@@ -177,6 +177,17 @@ def route_llm(request: pytest.FixtureRequest) -> Llm:
     return process
 
 
+@pytest.fixture(params=ROUTES)
+def first_contact_llm(request: pytest.FixtureRequest) -> Iterator[Llm]:
+    """An LLM process of the test's own, each route in turn, for a test of what a process does at its first contact
+    with a server (the /props question, the tools warning, its one connection): the session's processes remember
+    that per base URL, and a test's server may get the port an earlier test's server had (seen under load: the
+    /props question was not asked again)."""
+    process = Llm({FORCE_REQUESTS_ENV: "1"} if request.param == "requests" else None)
+    yield process
+    process.close()
+
+
 @pytest.fixture
 def tls_server() -> Iterator[ScriptedServer]:
     """The scripted server over TLS, with the self-signed certificate in tests/llm/tls."""

@@ -210,26 +210,26 @@ def test_native_mode_never_reads_text(llm: Llm, server: ScriptedServer) -> None:
 # ---------------------------------------------------------------- 4. dropped tools
 
 
-def test_a_llama_server_without_tool_support_is_named_once(llm: Llm, server: ScriptedServer) -> None:
+def test_a_llama_server_without_tool_support_is_named_once(first_contact_llm: Llm, server: ScriptedServer) -> None:
     server.props = {"chat_template_caps": {"supports_tools": False, "supports_tool_calls": False}}
     server.enqueue(text_reply("invented"), text_reply("again"))
-    warnings = [s for s in llm.run(server.base_url).of(StreamStatus) if s.level == "warning"]
+    warnings = [s for s in first_contact_llm.run(server.base_url).of(StreamStatus) if s.level == "warning"]
     assert len(warnings) == 1 and "--jinja" in warnings[0].text and "no tool support" in warnings[0].text
     assert server.gets == ["/props"]
-    assert llm.run(server.base_url).of(StreamStatus) == []  # once, and /props asked once
+    assert first_contact_llm.run(server.base_url).of(StreamStatus) == []  # once, and /props asked once
     assert server.gets == ["/props"]
 
 
 def test_props_fetched_by_the_window_discovery_are_not_asked_again_by_the_stream(
-    llm: Llm, server: ScriptedServer
+    first_contact_llm: Llm, server: ScriptedServer
 ) -> None:
     server.props = {"chat_template_caps": {"supports_tools": False}, "n_ctx": 8192}
     server.enqueue(text_reply("invented"))
     provider = ProviderConfig(name="test", base_url=server.base_url, model="m")
-    llm.channel.send(DiscoverWindow(request_id=7001, provider=provider))
-    found = llm.channel.recv()
+    first_contact_llm.channel.send(DiscoverWindow(request_id=7001, provider=provider))
+    found = first_contact_llm.channel.recv()
     assert isinstance(found, WindowFound) and (found.window, found.detail) == (8192, "llama.cpp /props n_ctx")
-    warnings = [s for s in llm.run(server.base_url).of(StreamStatus) if s.level == "warning"]
+    warnings = [s for s in first_contact_llm.run(server.base_url).of(StreamStatus) if s.level == "warning"]
     assert len(warnings) == 1 and "no tool support" in warnings[0].text  # from the discovery's /props
     assert server.gets.count("/props") == 1
 
@@ -241,7 +241,7 @@ def _after(gate: threading.Event, body: Iterable[BodyItem]) -> Iterator[BodyItem
 
 
 def test_a_stream_during_the_discovery_does_not_ask_props_itself_and_reads_the_discoverys(
-    llm: Llm, server: ScriptedServer
+    first_contact_llm: Llm, server: ScriptedServer
 ) -> None:
     # The first request goes before the window is known (ADR 0052): it must not queue its own /props question
     # before the chat, and the discovery's answer still says the template has no tools.
@@ -251,16 +251,16 @@ def test_a_stream_during_the_discovery_does_not_ask_props_itself_and_reads_the_d
     server.routes[("GET", "/v1/models")] = Reply(headers=json_headers, body=_after(models_gate, [b"{}"]))
     server.enqueue(Reply(body=_after(chat_gate, text_reply("invented").body)))
     provider = ProviderConfig(name="test", base_url=server.base_url, model="m")
-    llm.channel.send(DiscoverWindow(request_id=7002, provider=provider))
-    request_id = llm.start(server.base_url)
+    first_contact_llm.channel.send(DiscoverWindow(request_id=7002, provider=provider))
+    request_id = first_contact_llm.start(server.base_url)
     assert server.wait_requests(1, 30)
     # The chat went while the discovery's first probe waits (side by side: either may reach the server first).
     assert wait_for(lambda: server.gets == ["/v1/models"])
     models_gate.set()
-    found = llm.channel.recv()
+    found = first_contact_llm.channel.recv()
     assert isinstance(found, WindowFound) and (found.window, found.detail) == (8192, "llama.cpp /props n_ctx")
     chat_gate.set()
-    warnings = [s for s in llm.collect(request_id).of(StreamStatus) if s.level == "warning"]
+    warnings = [s for s in first_contact_llm.collect(request_id).of(StreamStatus) if s.level == "warning"]
     assert len(warnings) == 1 and "no tool support" in warnings[0].text
     assert server.gets == ["/v1/models", "/props"]
 

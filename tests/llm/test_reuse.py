@@ -65,8 +65,8 @@ def _episodes_over_one_connection(llm: Llm, server: ScriptedServer) -> None:
     assert server.connections == 1
 
 
-def test_requests_of_a_process_share_one_http_connection(llm: Llm, server: ScriptedServer) -> None:
-    _episodes_over_one_connection(llm, server)
+def test_requests_of_a_process_share_one_http_connection(first_contact_llm: Llm, server: ScriptedServer) -> None:
+    _episodes_over_one_connection(first_contact_llm, server)
 
 
 def test_requests_of_a_process_share_one_tls_connection(tls_llm: Llm, tls_server: ScriptedServer) -> None:
