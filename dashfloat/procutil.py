@@ -271,6 +271,7 @@ class FgWatch:
     def __init__(self) -> None:
         self._read_end, self._write_end = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.continued = True  # what the last of SIGTSTP and SIGCONT read said (running, before any)
+        self._owner = os.getpid()
 
     def install(self, on_sigtstp: Callable[[int, types.FrameType | None], None]) -> None:
         """Write every handled signal's number to our pipe, and handle SIGTSTP with ``on_sigtstp``."""
@@ -300,7 +301,15 @@ class FgWatch:
 
     def wait_for_fg(self) -> None:
         """Return once ``fg`` has continued our job: at once if it came already (while the caller stopped things).
-        Called from the SIGTSTP handler, whose own signal number is in the pipe (or was read by an earlier call)."""
+        Called from the SIGTSTP handler, whose own signal number is in the pipe (or was read by an earlier call).
+        In a process forked from ours that kept the handler (the path index's walker), it stops that process as the
+        default action would: the pipe is ours, and a read there could take our ``fg``."""
+        if os.getpid() != self._owner:
+            signal.set_wakeup_fd(-1)  # its signals are not ours to read
+            signal.signal(signal.SIGCONT, signal.SIG_DFL)
+            signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGSTOP)
+            return
         self._drain(0)
         while not self.continued:
             self._drain(None)

@@ -705,3 +705,49 @@ def test_the_fg_watch_reads_past_a_full_read_to_the_last_number() -> None:
     os.write(watch._write_end, bytes([signal.SIGCONT]))
     watch.wait_for_fg()  # returns: the SIGCONT is there
     assert watch.continued is True
+
+
+def _watch_with_a_forked_child(report: Connection) -> None:
+    watch = FgWatch()
+    me = os.getpid()
+
+    def on_sigtstp(signum: int, frame: types.FrameType | None) -> None:
+        if os.getpid() == me:  # the child's run of it says nothing: its state does
+            report.send("stopping")
+        watch.wait_for_fg()
+        if os.getpid() == me:
+            report.send("continued")
+
+    watch.install(on_sigtstp)
+    child = os.fork()
+    if child == 0:  # a fork that keeps the handler, as the path index's walker does
+        while True:
+            time.sleep(1)
+    report.send(child)
+    while True:
+        time.sleep(1)
+
+
+def test_a_forked_child_that_kept_the_handler_stops_itself_and_never_reads_our_pipe() -> None:
+    """A child forked with the handler (the path index's walker) read the shared pipe on its own Ctrl-Z: it could take
+    the executor's fg. It stops as the default action would, and its later signals stay out of our pipe."""
+    ours, theirs = FORK.Pipe()
+    parent = _started(_watch_with_a_forked_child, theirs)
+    assert ours.poll(10)
+    child = psutil.Process(ours.recv())
+    try:
+        os.kill(child.pid, signal.SIGTSTP)
+        assert wait_for(lambda: child.status() == psutil.STATUS_STOPPED)
+        os.kill(child.pid, signal.SIGCONT)
+        assert wait_for(lambda: child.status() != psutil.STATUS_STOPPED)
+        assert parent.pid is not None
+        os.kill(parent.pid, signal.SIGTSTP)
+        assert ours.poll(10) and ours.recv() == "stopping"
+        os.kill(child.pid, signal.SIGCONT)  # the child's: not the parent's fg
+        assert not ours.poll(0.5)
+        os.kill(parent.pid, signal.SIGCONT)
+        assert ours.poll(10) and ours.recv() == "continued"
+    finally:
+        child.kill()
+        parent.kill()
+        parent.join(10)
