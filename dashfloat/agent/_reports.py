@@ -233,8 +233,9 @@ def last_result(transcript: Sequence[ConversationEntry], user_reply: ToolReply |
     else the conversation's newest."""
     from dashfloat.agent._summary import result_status, result_text
 
-    replies = [entry for entry in transcript if isinstance(entry, ToolReply)]
-    newest = user_reply if user_reply is not None else (replies[-1] if replies else None)
+    newest = next((entry for entry in reversed(transcript) if isinstance(entry, ToolReply)), None)
+    if user_reply is not None:
+        newest = user_reply
     if newest is None:
         return LastResultShown(name="", status="ok", output="")
     return LastResultShown(name=newest.name, status=result_status(newest.result), output=result_text(newest.result))

@@ -417,6 +417,11 @@ def _ready_history(state: UiState, saved: list[str]) -> tuple[str, ...]:
     return (*saved, *state.history)[-HISTORY_MAX_ENTRIES:]
 
 
+def _owes_onboarding(state: UiState) -> bool:
+    """A new session with a real provider has not said its first line yet (the demo says its own words)."""
+    return state.ready and not state.onboarded and not state.session_id and state.provider != DEMO_PROVIDER
+
+
 def _onboard(state: UiState) -> UiState:
     """The first screen's line: model, window, sandbox, three keys (issue 37)."""
     line = onboarding(state.model, state.context_window, state.sandbox)
@@ -427,9 +432,6 @@ def reduce(state: UiState, event: Event) -> UiState:
     """The state after ``event`` (an agent message or a UI-internal event)."""
     match event:
         case AgentReady():
-            # A new session with a real provider says its first line once, when it can say the window: a local
-            # server reports it a moment after the start ("window not known yet" then contradicted the status bar).
-            first = not state.onboarded and not state.session_id and event.provider != DEMO_PROVIDER
             state = replace(
                 state,
                 model=event.model,
@@ -446,7 +448,9 @@ def reduce(state: UiState, event: Event) -> UiState:
                 models=tuple(event.models),
                 ready=True,
             )
-            if first and state.context_window is not None:  # the demo says its own words
+            # The first line waits until it can say the window: a local server reports it a moment after the
+            # start ("window not known yet" then contradicted the status bar).
+            if _owes_onboarding(state) and state.context_window is not None:
                 return _onboard(state)
             return state
         case SessionStarted():
@@ -565,7 +569,7 @@ def reduce(state: UiState, event: Event) -> UiState:
         case ShowChanges():
             return commit(_flush_open(state), ChangesTable(state.changes))
         case Submitted():
-            if not state.onboarded and state.ready and not state.session_id and state.provider != DEMO_PROVIDER:
+            if _owes_onboarding(state):
                 state = _onboard(state)  # a prompt before the window was known: the line goes first, as it is
             history = remembered(state.history, event.text)
             return commit(replace(_flush_open(state), history=history, hint=None), UserPrompt(event.text))
